@@ -1,0 +1,45 @@
+//! The built-in profiles, embedded in the binary from `profiles/*.toml`.
+
+pub const BUILTIN: &[(&str, &str)] = &[
+    ("da2gc-2xrate", include_str!("../../../profiles/da2gc-2xrate.toml")),
+    ("da2gc-halfloss", include_str!("../../../profiles/da2gc-halfloss.toml")),
+    ("da2gc-halfrtt", include_str!("../../../profiles/da2gc-halfrtt.toml")),
+    ("da2gc", include_str!("../../../profiles/da2gc.toml")),
+    ("geo-600", include_str!("../../../profiles/geo-600.toml")),
+    ("geo-broadband", include_str!("../../../profiles/geo-broadband.toml")),
+    ("iridium", include_str!("../../../profiles/iridium.toml")),
+    ("ldacs1-158k", include_str!("../../../profiles/ldacs1-158k.toml")),
+    ("ldacs1-31k5", include_str!("../../../profiles/ldacs1-31k5.toml")),
+    ("mss-2xrate", include_str!("../../../profiles/mss-2xrate.toml")),
+    ("mss-halfloss", include_str!("../../../profiles/mss-halfloss.toml")),
+    ("mss-halfrtt", include_str!("../../../profiles/mss-halfrtt.toml")),
+    ("mss", include_str!("../../../profiles/mss.toml")),
+    ("satcom-100", include_str!("../../../profiles/satcom-100.toml")),
+    ("satcom-600", include_str!("../../../profiles/satcom-600.toml")),
+    ("starlink", include_str!("../../../profiles/starlink.toml")),
+];
+
+/// The text of a built-in profile.
+pub fn get(name: &str) -> Option<&'static str> {
+    BUILTIN.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
+}
+
+pub fn names() -> impl Iterator<Item = &'static str> {
+    BUILTIN.iter().map(|(n, _)| *n)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::Profile;
+
+    #[test]
+    fn every_builtin_parses_and_names_its_source() {
+        for (name, text) in BUILTIN {
+            let p = Profile::parse(text, name, &[], &mut |_| Err("no files".into())).unwrap_or_else(|e| panic!("{e}"));
+            assert_eq!(&p.name, name);
+            assert!(!p.source.is_empty(), "{name} has no source");
+            assert!(!p.split.is_empty(), "{name} does not say how it was split");
+        }
+    }
+}
