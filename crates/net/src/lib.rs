@@ -1,1 +1,35 @@
-pub fn x(){}
+//! aerolink-net: the thin runtime that runs real programs over the link
+//! models.
+//!
+//! It owns network namespaces, TUN devices and the packet pump: it opens the
+//! devices, reads packets, hands them to [`aerolink_link`] pipelines, sleeps
+//! until the next departure with a high-resolution timer, writes them out,
+//! and logs events. Nothing here decides a packet's fate.
+
+pub mod lab;
+pub mod log;
+pub mod pump;
+pub mod sys;
+pub mod tun;
+
+pub use lab::{HostInfo, Lab, LabReport, LabSpec};
+
+/// Everything that can go wrong building or running a lab.
+#[derive(Debug, thiserror::Error)]
+pub enum NetError {
+    /// The machine lacks something aerolink needs (root, TUN, `ip`).
+    #[error("{0}")]
+    Precondition(String),
+    /// The topology asked for is not valid.
+    #[error("{0}")]
+    Spec(String),
+    /// A command we ran failed.
+    #[error("`{cmd}` failed: {msg}")]
+    Command { cmd: String, msg: String },
+    /// A system call failed.
+    #[error("{0}: {1}")]
+    Io(String, #[source] std::io::Error),
+    /// A namespace could reach something outside the lab.
+    #[error("refusing to run: {0}")]
+    Unsafe(String),
+}

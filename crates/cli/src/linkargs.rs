@@ -1,0 +1,131 @@
+//! The link flags, defined once: which profile or topology, and overrides
+//! of any value for both directions (`--rate`) or one (`--down-rate`).
+
+use std::path::Path;
+
+use aerolink_link::profile::Override;
+use aerolink_link::{builtin, Profile};
+use clap::Args;
+
+use crate::error::user;
+
+#[derive(Args, Debug, Clone, Default)]
+pub struct LinkArgs {
+    /// Built-in profile name (see `aerolink profiles list`) or a profile
+    /// TOML file. Without it, the flags below alone define the link.
+    #[arg(long, short = 'p', value_name = "NAME|FILE")]
+    pub profile: Option<String>,
+    /// A topology TOML file: a chain of hosts with one profile per hop.
+    #[arg(long, value_name = "FILE", conflicts_with = "profile")]
+    pub topology: Option<String>,
+    /// Seed for every random choice of the link (recorded in the log).
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+
+    /// Rate of both directions, e.g. "2Mbit/s", or "unlimited".
+    #[arg(long, value_name = "RATE", help_heading = "Link overrides (both directions)")]
+    pub rate: Option<String>,
+    /// Round-trip propagation delay, split evenly, e.g. "300ms".
+    #[arg(long, value_name = "DURATION", conflicts_with = "delay", help_heading = "Link overrides (both directions)")]
+    pub rtt: Option<String>,
+    /// One-way propagation delay of each direction, e.g. "150ms".
+    #[arg(long, value_name = "DURATION", help_heading = "Link overrides (both directions)")]
+    pub delay: Option<String>,
+    /// Random (Bernoulli) loss of each direction, e.g. "1%".
+    #[arg(long, value_name = "PROB", help_heading = "Link overrides (both directions)")]
+    pub loss: Option<String>,
+    /// Jitter of each direction: "normal 5ms", "uniform 5ms" or "none".
+    #[arg(long, value_name = "DIST", help_heading = "Link overrides (both directions)")]
+    pub jitter: Option<String>,
+    /// Drop-tail queue: "bdp" (default), "64KB", "100 packets", "unlimited".
+    #[arg(long, value_name = "SIZE", help_heading = "Link overrides (both directions)")]
+    pub queue: Option<String>,
+    /// Per-packet overhead charged by the rate, e.g. "8B".
+    #[arg(long, value_name = "SIZE", help_heading = "Link overrides (both directions)")]
+    pub overhead: Option<String>,
+    /// Let jitter reorder packets (default: a FIFO link never reorders).
+    #[arg(long, help_heading = "Link overrides (both directions)")]
+    pub reorder: bool,
+
+    #[arg(long, value_name = "RATE", help_heading = "Up (aircraft → ground) only")]
+    pub up_rate: Option<String>,
+    #[arg(long, value_name = "DURATION", help_heading = "Up (aircraft → ground) only")]
+    pub up_delay: Option<String>,
+    #[arg(long, value_name = "PROB", help_heading = "Up (aircraft → ground) only")]
+    pub up_loss: Option<String>,
+    #[arg(long, value_name = "DIST", help_heading = "Up (aircraft → ground) only")]
+    pub up_jitter: Option<String>,
+    #[arg(long, value_name = "SIZE", help_heading = "Up (aircraft → ground) only")]
+    pub up_queue: Option<String>,
+
+    #[arg(long, value_name = "RATE", help_heading = "Down (ground → aircraft) only")]
+    pub down_rate: Option<String>,
+    #[arg(long, value_name = "DURATION", help_heading = "Down (ground → aircraft) only")]
+    pub down_delay: Option<String>,
+    #[arg(long, value_name = "PROB", help_heading = "Down (ground → aircraft) only")]
+    pub down_loss: Option<String>,
+    #[arg(long, value_name = "DIST", help_heading = "Down (ground → aircraft) only")]
+    pub down_jitter: Option<String>,
+    #[arg(long, value_name = "SIZE", help_heading = "Down (ground → aircraft) only")]
+    pub down_queue: Option<String>,
+}
+
+impl LinkArgs {
+    pub fn overrides(&self) -> Vec<Override> {
+        let mut v = Vec::new();
+        let mut add = |scope: &str, key: &str, val: &Option<String>, flag: &str| {
+            if let Some(x) = val {
+                v.push(Override { scope: scope.into(), key: key.into(), value: x.clone(), flag: flag.into() });
+            }
+        };
+        add("link", "rate", &self.rate, "--rate");
+        add("link", "rtt", &self.rtt, "--rtt");
+        add("link", "delay", &self.delay, "--delay");
+        add("link", "loss", &self.loss, "--loss");
+        add("link", "jitter", &self.jitter, "--jitter");
+        add("link", "queue", &self.queue, "--queue");
+        add("link", "overhead", &self.overhead, "--overhead");
+        add("link", "reorder", &self.reorder.then(|| "true".to_string()), "--reorder");
+        add("up", "rate", &self.up_rate, "--up-rate");
+        add("up", "delay", &self.up_delay, "--up-delay");
+        add("up", "loss", &self.up_loss, "--up-loss");
+        add("up", "jitter", &self.up_jitter, "--up-jitter");
+        add("up", "queue", &self.up_queue, "--up-queue");
+        add("down", "rate", &self.down_rate, "--down-rate");
+        add("down", "delay", &self.down_delay, "--down-delay");
+        add("down", "loss", &self.down_loss, "--down-loss");
+        add("down", "jitter", &self.down_jitter, "--down-jitter");
+        add("down", "queue", &self.down_queue, "--down-queue");
+        v
+    }
+
+    /// The single-hop profile these flags describe.
+    pub fn profile(&self) -> anyhow::Result<Profile> {
+        let ov = self.overrides();
+        match &self.profile {
+            Some(p) => load_profile(p, &ov),
+            None => {
+                let mut load = |_: &str| Err("no file given".to_string());
+                Profile::from_overrides(&ov, &mut load).map_err(|e| user(e.to_string()))
+            }
+        }
+    }
+}
+
+/// Loads a built-in profile by name, or a profile file; trace files are
+/// read relative to the profile's directory.
+pub fn load_profile(name_or_file: &str, overrides: &[Override]) -> anyhow::Result<Profile> {
+    if let Some(text) = builtin::get(name_or_file) {
+        let mut load = |p: &str| std::fs::read_to_string(p).map_err(|e| e.to_string());
+        return Profile::parse(text, name_or_file, overrides, &mut load).map_err(|e| user(e.to_string()));
+    }
+    let path = Path::new(name_or_file);
+    if !path.exists() {
+        let names: Vec<&str> = builtin::names().collect();
+        return Err(user(format!("--profile {name_or_file}: no such built-in profile or file; built-ins: {}", names.join(", "))));
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| user(format!("{name_or_file}: cannot read: {e}")))?;
+    let dir = path.parent().map(|p| p.to_path_buf()).unwrap_or_default();
+    let mut load = |p: &str| std::fs::read_to_string(dir.join(p)).map_err(|e| e.to_string());
+    Profile::parse(&text, name_or_file, overrides, &mut load).map_err(|e| user(e.to_string()))
+}

@@ -1,0 +1,311 @@
+//! `aerolink run` and `aerolink shell`: build a lab, run programs in it,
+//! tear it all down on every exit path (normal, client crash, Ctrl-C,
+//! SIGTERM, SIGHUP).
+
+use std::fs::File;
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Child, ExitStatus};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aerolink_link::Profile;
+use aerolink_net::{Lab, LabReport, LabSpec};
+use anyhow::Context;
+use clap::Args;
+
+use crate::error::{from_net, user};
+use crate::linkargs::LinkArgs;
+use crate::topology;
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    #[command(flatten)]
+    pub link: LinkArgs,
+    /// Command run with `sh -c` in the server namespace (started first).
+    #[arg(long, value_name = "CMD")]
+    pub server: Option<String>,
+    /// Command run with `sh -c` in the client namespace; aerolink exits with
+    /// its status.
+    #[arg(long, value_name = "CMD")]
+    pub client: String,
+    /// Record every packet event to FILE (see `aerolink stats`).
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// Write what the link did (packets, drops, timing) as JSON to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub report: Option<PathBuf>,
+    /// How long to wait for the server to open a socket before starting
+    /// the client anyway.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub ready_timeout: String,
+    /// Print nothing of aerolink's own (the programs' output still shows).
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ShellArgs {
+    #[command(flatten)]
+    pub link: LinkArgs,
+    /// Command run with `sh -c` in the server namespace while the shell runs.
+    #[arg(long, value_name = "CMD")]
+    pub server: Option<String>,
+    /// Record every packet event to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub log: Option<PathBuf>,
+    /// The command to run in the client namespace (default: $SHELL).
+    #[arg(last = true, value_name = "CMD")]
+    pub cmd: Vec<String>,
+}
+
+/// Signals that ask us to stop: the last one seen (0 if none).
+pub struct Signals(Arc<AtomicUsize>);
+
+impl Signals {
+    pub fn install() -> anyhow::Result<Signals> {
+        let flag = Arc::new(AtomicUsize::new(0));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+            signal_hook::flag::register_usize(sig, flag.clone(), sig as usize).context("installing signal handlers")?;
+        }
+        Ok(Signals(flag))
+    }
+    pub fn received(&self) -> Option<i32> {
+        match self.0.load(Ordering::SeqCst) {
+            0 => None,
+            s => Some(s as i32),
+        }
+    }
+}
+
+pub fn run_id() -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    format!("{:06x}", (nanos ^ (std::process::id() << 8)) & 0xff_ffff)
+}
+
+/// The lab a set of link flags asks for.
+pub fn lab_spec(link: &LinkArgs, run: String) -> anyhow::Result<(LabSpec, String)> {
+    let (hosts, hops, label) = match &link.topology {
+        Some(file) => {
+            if !link.overrides().is_empty() {
+                return Err(user("--topology: link flags (--rate, --loss, …) apply to single-hop runs; put per-hop values in the topology file"));
+            }
+            let t = topology::load(file)?;
+            let label = format!("{} ({})", t.name, t.hops.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(" | "));
+            (t.hosts, t.hops, label)
+        }
+        None => {
+            let p: Profile = link.profile()?;
+            let label = p.name.clone();
+            (vec!["client".into(), "server".into()], vec![p], label)
+        }
+    };
+    let mut meta = vec![("topology".to_string(), label.clone())];
+    for (i, h) in hops.iter().enumerate() {
+        meta.push((format!("hop{i}"), h.name.clone()));
+    }
+    Ok((LabSpec { run, hosts, hops, seed: link.seed, log_meta: meta }, label))
+}
+
+fn open_log(path: &Option<PathBuf>) -> anyhow::Result<Option<Box<dyn Write + Send>>> {
+    match path {
+        None => Ok(None),
+        Some(p) => {
+            let f = File::create(p).map_err(|e| user(format!("--log {}: cannot create: {e}", p.display())))?;
+            Ok(Some(Box::new(f)))
+        }
+    }
+}
+
+/// Kills a child's whole process group, politely then firmly.
+pub fn kill_group(child: &mut Child) {
+    let pgid = child.id() as i32;
+    // SAFETY: signalling a process group we created.
+    unsafe {
+        libc::kill(-pgid, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_millis(500);
+    while Instant::now() < deadline {
+        if let Ok(Some(_)) = child.try_wait() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    // SAFETY: as above.
+    unsafe {
+        libc::kill(-pgid, libc::SIGKILL);
+    }
+    let _ = child.wait();
+}
+
+/// Whether any process of the namespace of `pid` listens on TCP or has a
+/// UDP socket bound.
+fn server_ready(pid: u32) -> bool {
+    let mut any = false;
+    for (file, listen_only) in [("tcp", true), ("tcp6", true), ("udp", false), ("udp6", false)] {
+        if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/net/{file}")) {
+            for line in text.lines().skip(1) {
+                let st = line.split_whitespace().nth(3).unwrap_or("");
+                if !listen_only || st == "0A" {
+                    any = true;
+                }
+            }
+        }
+    }
+    any
+}
+
+/// Waits for the server to open a socket, or to exit, or for the timeout.
+fn wait_ready(server: &mut Child, timeout: Duration, signals: &Signals, quiet: bool) -> anyhow::Result<()> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(st) = server.try_wait()? {
+            return Err(user(format!("the server command exited ({st}) before the client started")));
+        }
+        if server_ready(server.id()) || signals.received().is_some() {
+            return Ok(());
+        }
+        if Instant::now() >= deadline {
+            if !quiet {
+                eprintln!("aerolink: the server opened no socket within {timeout:?}; starting the client anyway");
+            }
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// Waits for a child, or a stop signal. `Ok(Err(sig))` when interrupted.
+fn wait_child(child: &mut Child, signals: &Signals, interruptible: bool) -> anyhow::Result<Result<ExitStatus, i32>> {
+    loop {
+        if let Some(st) = child.try_wait()? {
+            return Ok(Ok(st));
+        }
+        if let Some(sig) = signals.received() {
+            // An interactive shell handles its own Ctrl-C; SIGTERM and
+            // SIGHUP always stop the run.
+            if interruptible || sig != libc::SIGINT {
+                return Ok(Err(sig));
+            }
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+fn exit_code(st: ExitStatus) -> i32 {
+    use std::os::unix::process::ExitStatusExt;
+    st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))
+}
+
+pub fn print_report(rep: &LabReport, hosts: &[String]) {
+    for d in &rep.directions {
+        let (from, to) = match d.dir {
+            Some(aerolink_net::log::Dir::Up) => (&hosts[d.hop as usize], &hosts[d.hop as usize + 1]),
+            _ => (&hosts[d.hop as usize + 1], &hosts[d.hop as usize]),
+        };
+        eprintln!(
+            "aerolink:   {from} → {to}: {} packets in, {} out ({:.1} KB); dropped {} by loss, {} by queue, {} by outage{}",
+            d.packets_in,
+            d.packets_out,
+            d.bytes_out as f64 / 1e3,
+            d.dropped_loss,
+            d.dropped_queue,
+            d.dropped_outage,
+            d.error.as_ref().map(|e| format!("; error: {e}")).unwrap_or_default()
+        );
+    }
+}
+
+pub fn run(args: RunArgs) -> anyhow::Result<i32> {
+    let timeout = aerolink_link::units::parse_duration(&args.ready_timeout).map_err(|m| user(format!("--ready-timeout: expected {m}")))?;
+    let (spec, label) = lab_spec(&args.link, run_id())?;
+    let log = open_log(&args.log)?;
+    let signals = Signals::install()?;
+    let lab = Lab::build(&spec, log).map_err(from_net)?;
+    if !args.quiet {
+        let c = &lab.hosts[0];
+        let s = lab.hosts.last().expect("at least two hosts");
+        eprintln!("aerolink: {label}, seed {}: client {} / {} ↔ server {} / {}", spec.seed, c.ipv4, c.ipv6, s.ipv4, s.ipv6);
+    }
+    let server_host = spec.hosts.last().expect("two hosts").clone();
+    let mut server = match &args.server {
+        Some(cmd) => {
+            let mut c = lab.command(&server_host, cmd).map_err(from_net)?;
+            Some(c.spawn().context("starting the server command")?)
+        }
+        None => None,
+    };
+    let outcome = (|| -> anyhow::Result<Result<ExitStatus, i32>> {
+        if let Some(s) = server.as_mut() {
+            wait_ready(s, std::time::Duration::from_nanos(timeout.0), &signals, args.quiet)?;
+        }
+        if let Some(sig) = signals.received() {
+            return Ok(Err(sig));
+        }
+        let mut client = lab.command(&spec.hosts[0], &args.client).map_err(from_net)?.spawn().context("starting the client command")?;
+        let r = wait_child(&mut client, &signals, true)?;
+        if r.is_err() {
+            kill_group(&mut client);
+        }
+        Ok(r)
+    })();
+    if let Some(s) = server.as_mut() {
+        kill_group(s);
+    }
+    let rep = lab.shutdown();
+    if let Some(path) = &args.report {
+        let text = serde_json::to_string_pretty(&rep)?;
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if !args.quiet {
+        print_report(&rep, &spec.hosts);
+        if let Some(p) = &args.log {
+            eprintln!("aerolink: packet log in {} ({} events); summarise it with `aerolink stats {}`", p.display(), rep.log_events.unwrap_or(0), p.display());
+        }
+    }
+    match outcome? {
+        Ok(st) => Ok(exit_code(st)),
+        Err(sig) => {
+            if !args.quiet {
+                eprintln!("aerolink: interrupted by signal {sig}; everything was removed");
+            }
+            Ok(128 + sig)
+        }
+    }
+}
+
+pub fn shell(args: ShellArgs) -> anyhow::Result<i32> {
+    let (spec, label) = lab_spec(&args.link, run_id())?;
+    let log = open_log(&args.log)?;
+    let signals = Signals::install()?;
+    let lab = Lab::build(&spec, log).map_err(from_net)?;
+    let server_host = spec.hosts.last().expect("two hosts").clone();
+    let mut server = match &args.server {
+        Some(cmd) => Some(lab.command(&server_host, cmd).map_err(from_net)?.spawn().context("starting the server command")?),
+        None => None,
+    };
+    let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into());
+    let argv: Vec<String> = if args.cmd.is_empty() { vec![shell] } else { args.cmd.clone() };
+    let argv_ref: Vec<&str> = argv.iter().map(String::as_str).collect();
+    eprintln!("aerolink: {label}; in the client namespace {} — the server is $AEROLINK_SERVER ({}) / $AEROLINK_SERVER_V6", lab.hosts[0].netns, lab.hosts.last().map(|h| h.ipv4.as_str()).unwrap_or(""));
+    // Interactive: stay in our process group so the terminal's Ctrl-C
+    // reaches the command.
+    let mut cmd = std::process::Command::new("ip");
+    cmd.args(["netns", "exec", &lab.hosts[0].netns]).args(&argv_ref).envs(lab.env());
+    let mut child = cmd.spawn().context("starting the command")?;
+    let r = wait_child(&mut child, &signals, false)?;
+    if r.is_err() {
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    if let Some(s) = server.as_mut() {
+        kill_group(s);
+    }
+    let rep = lab.shutdown();
+    print_report(&rep, &spec.hosts);
+    Ok(match r {
+        Ok(st) => exit_code(st),
+        Err(sig) => 128 + sig,
+    })
+}

@@ -1,0 +1,384 @@
+//! A lab: a chain of network namespaces joined by emulated links.
+//!
+//! `client ↔ server` by default, or any chain such as `client ↔ airgw ↔
+//! groundgw ↔ server`, one profile per hop. Hop `i` joins `hosts[i]` (the
+//! aircraft side, "left") and `hosts[i+1]` (the ground side, "right"): `up`
+//! is left → right. Addresses come only from the benchmarking ranges:
+//! hop `i` is 198.18.i.0/24 and 2001:2:0:i::/64, `.1` on the left and `.2`
+//! on the right. Namespaces hold nothing but `lo` and our TUN devices, and
+//! routes cover only 198.18.0.0/15 and 2001:2::/48, so no packet can leave
+//! for the host's interfaces; [`Lab::build`] checks this before any
+//! program runs.
+//!
+//! Dropping a [`Lab`] (or calling [`Lab::shutdown`]) stops the pumps, kills
+//! every process left in its namespaces and deletes them.
+
+use std::io::Write;
+use std::os::unix::process::CommandExt;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use aerolink_link::{Pipeline, Profile};
+use serde::Serialize;
+
+use crate::log::{self, Dir, Event};
+use crate::pump::{Clock, Pump, PumpReport, Side};
+use crate::sys::{self, ip, in_netns};
+use crate::tun::{Tun, VNET_HDR_LEN};
+use crate::NetError;
+
+/// Prefix of every namespace aerolink creates: `al-<run>-<host>`.
+pub const NS_PREFIX: &str = "al-";
+
+/// What to build.
+#[derive(Clone, Debug)]
+pub struct LabSpec {
+    /// Names the namespaces (`al-<run>-<host>`); letters, digits and `-`.
+    pub run: String,
+    pub hosts: Vec<String>,
+    /// `hops.len() == hosts.len() - 1`.
+    pub hops: Vec<Profile>,
+    pub seed: u64,
+    /// Metadata written at the top of the packet log.
+    pub log_meta: Vec<(String, String)>,
+}
+
+/// A host's place in the lab.
+#[derive(Clone, Debug, Serialize)]
+pub struct HostInfo {
+    pub name: String,
+    pub netns: String,
+    /// The address other hosts use to reach it.
+    pub ipv4: String,
+    pub ipv6: String,
+}
+
+pub struct Lab {
+    pub hosts: Vec<HostInfo>,
+    pub seed: u64,
+    namespaces: Vec<String>,
+    stop: Arc<AtomicBool>,
+    stop_fd: i32,
+    pumps: Vec<JoinHandle<[PumpReport; 2]>>,
+    logger: Option<JoinHandle<std::io::Result<u64>>>,
+    torn_down: bool,
+}
+
+/// What the pumps did, per hop and direction.
+#[derive(Debug, Serialize)]
+pub struct LabReport {
+    pub directions: Vec<PumpReport>,
+    pub log_events: Option<u64>,
+}
+
+fn v4(hop: usize, side: u8) -> String {
+    format!("198.18.{}.{}", hop % 256 + 0, side)
+}
+fn v6(hop: usize, side: u8) -> String {
+    format!("2001:2:0:{:x}::{}", hop, side)
+}
+
+/// Host names become interface and variable names: keep them short and plain.
+pub fn check_host_name(h: &str) -> Result<(), String> {
+    let ok = !h.is_empty() && h.len() <= 12 && h.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit()) && h.starts_with(|c: char| c.is_ascii_lowercase());
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("host name {h:?}: use 1–12 lower-case letters and digits, starting with a letter"))
+    }
+}
+
+impl Lab {
+    /// Builds the namespaces, TUN devices, addresses and routes, and starts
+    /// the pumps. On any failure everything created so far is removed.
+    pub fn build(spec: &LabSpec, log_to: Option<Box<dyn Write + Send>>) -> Result<Lab, NetError> {
+        sys::check_preconditions()?;
+        if spec.hosts.len() < 2 || spec.hops.len() != spec.hosts.len() - 1 {
+            return Err(NetError::Spec(format!("{} hosts need {} hops, got {}", spec.hosts.len(), spec.hosts.len().saturating_sub(1), spec.hops.len())));
+        }
+        if spec.hops.len() > 250 {
+            return Err(NetError::Spec("at most 250 hops".into()));
+        }
+        for h in &spec.hosts {
+            check_host_name(h).map_err(NetError::Spec)?;
+        }
+        // SAFETY: eventfd with valid flags.
+        let stop_fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC | libc::EFD_NONBLOCK) };
+        if stop_fd < 0 {
+            return Err(NetError::Io("eventfd".into(), std::io::Error::last_os_error()));
+        }
+        let n = spec.hosts.len();
+        let mut lab = Lab {
+            hosts: Vec::new(),
+            seed: spec.seed,
+            namespaces: Vec::new(),
+            stop: Arc::new(AtomicBool::new(false)),
+            stop_fd,
+            pumps: Vec::new(),
+            logger: None,
+            torn_down: false,
+        };
+        for (i, h) in spec.hosts.iter().enumerate() {
+            let ns = format!("{NS_PREFIX}{}-{h}", spec.run);
+            ip(&["netns", "add", &ns])?;
+            lab.namespaces.push(ns.clone());
+            ip(&["-n", &ns, "link", "set", "lo", "up"])?;
+            // The address others use: the one facing the client, except for
+            // the client itself.
+            let (hop, side) = if i == 0 { (0, 1) } else { (i - 1, 2) };
+            lab.hosts.push(HostInfo { name: h.clone(), netns: ns, ipv4: v4(hop, side), ipv6: v6(hop, side) });
+        }
+        let clock = Clock::start();
+        let (log_tx, logger) = match log_to {
+            Some(mut w) => {
+                let (tx, rx) = mpsc::channel::<Vec<Event>>();
+                let mut meta = spec.log_meta.clone();
+                meta.push(("run".into(), spec.run.clone()));
+                meta.push(("seed".into(), spec.seed.to_string()));
+                let handle = std::thread::spawn(move || -> std::io::Result<u64> {
+                    let mut w = std::io::BufWriter::with_capacity(1 << 20, &mut w);
+                    log::write_header(&mut w, &meta)?;
+                    let mut count = 0u64;
+                    for batch in rx {
+                        for e in &batch {
+                            log::write_event(&mut w, e)?;
+                        }
+                        count += batch.len() as u64;
+                    }
+                    w.flush()?;
+                    Ok(count)
+                });
+                (Some(tx), Some(handle))
+            }
+            None => (None, None),
+        };
+        lab.logger = logger;
+        let mut tuns: Vec<(Arc<Tun>, Arc<Tun>)> = Vec::new();
+        for (i, prof) in spec.hops.iter().enumerate() {
+            let rtt = prof.base_rtt();
+            let up: Pipeline<crate::pump::Frame> = Pipeline::new(&prof.up, rtt, spec.seed, (i * 2) as u64);
+            let down: Pipeline<crate::pump::Frame> = Pipeline::new(&prof.down, rtt, spec.seed, (i * 2 + 1) as u64);
+            let gso = up.is_aggregate_safe() && down.is_aggregate_safe();
+            let (l, r) = (&lab.namespaces[i], &lab.namespaces[i + 1]);
+            let (lname, rname) = (format!("to-{}", spec.hosts[i + 1]), format!("to-{}", spec.hosts[i]));
+            let tl = {
+                let name = lname.clone();
+                Arc::new(in_netns(l, move || Tun::create(&name, gso))?)
+            };
+            let tr = {
+                let name = rname.clone();
+                Arc::new(in_netns(r, move || Tun::create(&name, gso))?)
+            };
+            for (ns, dev, side) in [(l, &lname, 1u8), (r, &rname, 2u8)] {
+                ip(&["-n", ns, "link", "set", "dev", dev, "addrgenmode", "none"])?;
+                ip(&["-n", ns, "addr", "add", &format!("{}/24", v4(i, side)), "dev", dev])?;
+                ip(&["-n", ns, "-6", "addr", "add", &format!("{}/64", v6(i, side)), "dev", dev, "nodad"])?;
+                ip(&["-n", ns, "link", "set", "dev", dev, "up"])?;
+            }
+            let buf_len = if gso { 65_536 + VNET_HDR_LEN } else { 1_600 + VNET_HDR_LEN };
+            let pump = Pump {
+                hop: i as u16,
+                sides: [
+                    Side { dir: Dir::Up, src: tl.clone(), dst: tr.clone(), pipeline: up },
+                    Side { dir: Dir::Down, src: tr.clone(), dst: tl.clone(), pipeline: down },
+                ],
+                clock,
+                stop: lab.stop.clone(),
+                stop_fd,
+                log: log_tx.clone(),
+                buf_len,
+                max_spin_ns: crate::pump::default_spin_ns(),
+            };
+            let handle = std::thread::Builder::new()
+                .name(format!("pump-hop{i}"))
+                .spawn(move || pump.run())
+                .map_err(|e| NetError::Io("spawn pump".into(), e))?;
+            lab.pumps.push(handle);
+            tuns.push((tl, tr));
+        }
+        drop(log_tx);
+        // Routes: each host reaches the subnets beyond its neighbours through
+        // the device facing them. Only the benchmarking ranges are routed.
+        for k in 0..n {
+            let ns = &lab.namespaces[k];
+            if k == 0 || k == n - 1 {
+                let dev = if k == 0 { format!("to-{}", spec.hosts[1]) } else { format!("to-{}", spec.hosts[n - 2]) };
+                ip(&["-n", ns, "route", "add", "198.18.0.0/15", "dev", &dev])?;
+                ip(&["-n", ns, "-6", "route", "add", "2001:2::/48", "dev", &dev])?;
+            } else {
+                let left = format!("to-{}", spec.hosts[k - 1]);
+                let right = format!("to-{}", spec.hosts[k + 1]);
+                for hop in 0..n - 1 {
+                    let dev = if hop + 1 < k {
+                        &left
+                    } else if hop > k {
+                        &right
+                    } else {
+                        continue;
+                    };
+                    ip(&["-n", ns, "route", "add", &format!("198.18.{hop}.0/24"), "dev", dev])?;
+                    ip(&["-n", ns, "-6", "route", "add", &format!("2001:2:0:{hop:x}::/64"), "dev", dev])?;
+                }
+                in_netns(ns, || {
+                    sys::write_sysctl("net.ipv4.ip_forward", "1")?;
+                    sys::write_sysctl("net.ipv6.conf.all.forwarding", "1")
+                })?;
+            }
+        }
+        lab.check_isolated(spec)?;
+        // The TUN fds live in the pumps (Arc); keep nothing else open.
+        drop(tuns);
+        Ok(lab)
+    }
+
+    /// Refuses to run if a namespace has any interface but `lo` and ours.
+    fn check_isolated(&self, spec: &LabSpec) -> Result<(), NetError> {
+        for (k, ns) in self.namespaces.iter().enumerate() {
+            let out = Command::new("ip").args(["-n", ns, "-o", "link", "show"]).output().map_err(|e| NetError::Io("ip link show".into(), e))?;
+            let text = String::from_utf8_lossy(&out.stdout);
+            for line in text.lines() {
+                let name = line.split(':').nth(1).unwrap_or("").trim().split('@').next().unwrap_or("");
+                let ours = name == "lo" || (k > 0 && name == format!("to-{}", spec.hosts[k - 1])) || (k + 1 < spec.hosts.len() && name == format!("to-{}", spec.hosts[k + 1]));
+                if !ours {
+                    return Err(NetError::Unsafe(format!("namespace {ns} has an interface aerolink did not create: {name}")));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn host(&self, name: &str) -> Option<&HostInfo> {
+        self.hosts.iter().find(|h| h.name == name)
+    }
+
+    /// Environment for programs in the lab: `AEROLINK_<HOST>` (IPv4),
+    /// `AEROLINK_<HOST>_V6`, plus `AEROLINK_CLIENT` / `AEROLINK_SERVER` for
+    /// the two ends whatever they are called.
+    pub fn env(&self) -> Vec<(String, String)> {
+        lab_env(&self.hosts, self.seed)
+    }
+
+    /// A command that runs `sh -c cmd` in `host`'s namespace, in its own
+    /// process group, killed if aerolink dies.
+    pub fn command(&self, host: &str, cmd: &str) -> Result<Command, NetError> {
+        let h = self.host(host).ok_or_else(|| NetError::Spec(format!("no host {host:?}; hosts are {}", self.hosts.iter().map(|h| h.name.as_str()).collect::<Vec<_>>().join(", "))))?;
+        Ok(netns_command(&h.netns, &["sh", "-c", cmd], &self.env()))
+    }
+
+    /// Stops the pumps, kills what runs in the namespaces and deletes them.
+    pub fn shutdown(mut self) -> LabReport {
+        self.teardown()
+    }
+
+    fn teardown(&mut self) -> LabReport {
+        self.stop.store(true, Ordering::SeqCst);
+        let one: u64 = 1;
+        // SAFETY: writing 8 bytes to our eventfd.
+        unsafe {
+            libc::write(self.stop_fd, (&one as *const u64).cast(), 8);
+        }
+        let directions: Vec<PumpReport> = self.pumps.drain(..).filter_map(|h| h.join().ok()).flatten().collect();
+        let log_events = self.logger.take().and_then(|h| h.join().ok()).and_then(|r| r.ok());
+        if !self.torn_down {
+            for ns in &self.namespaces {
+                remove_namespace(ns);
+            }
+            // SAFETY: closing our own fd once.
+            unsafe {
+                libc::close(self.stop_fd);
+            }
+            self.torn_down = true;
+        }
+        LabReport { directions, log_events }
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        if !self.torn_down {
+            self.teardown();
+        }
+    }
+}
+
+pub fn lab_env(hosts: &[HostInfo], seed: u64) -> Vec<(String, String)> {
+    let mut env = Vec::new();
+    for h in hosts {
+        let key = h.name.to_ascii_uppercase();
+        env.push((format!("AEROLINK_{key}"), h.ipv4.clone()));
+        env.push((format!("AEROLINK_{key}_V6"), h.ipv6.clone()));
+    }
+    if let (Some(c), Some(s)) = (hosts.first(), hosts.last()) {
+        env.push(("AEROLINK_CLIENT".into(), c.ipv4.clone()));
+        env.push(("AEROLINK_CLIENT_V6".into(), c.ipv6.clone()));
+        env.push(("AEROLINK_SERVER".into(), s.ipv4.clone()));
+        env.push(("AEROLINK_SERVER_V6".into(), s.ipv6.clone()));
+    }
+    env.push(("AEROLINK_SEED".into(), seed.to_string()));
+    env.push(("AEROLINK_HOSTS".into(), hosts.iter().map(|h| h.name.as_str()).collect::<Vec<_>>().join(" ")));
+    env
+}
+
+/// `ip netns exec NS ARGV…` in a new process group, with the lab's
+/// environment, killed (SIGKILL) if the aerolink process dies first.
+pub fn netns_command(netns: &str, argv: &[&str], env: &[(String, String)]) -> Command {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", netns]).args(argv);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            libc::setpgid(0, 0);
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL as libc::c_ulong, 0, 0, 0);
+            Ok(())
+        });
+    }
+    c
+}
+
+/// PIDs of every process in a namespace.
+pub fn namespace_pids(ns: &str) -> Vec<i32> {
+    Command::new("ip")
+        .args(["netns", "pids", ns])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).split_whitespace().filter_map(|p| p.parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+/// Kills everything in `ns` and deletes it. Best effort: used on every exit
+/// path, including after a crash.
+pub fn remove_namespace(ns: &str) {
+    for _ in 0..50 {
+        let pids = namespace_pids(ns);
+        if pids.is_empty() {
+            break;
+        }
+        for p in pids {
+            // SAFETY: kill with a pid and a signal.
+            unsafe {
+                libc::kill(p, libc::SIGKILL);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let _ = ip(&["netns", "del", ns]);
+}
+
+/// Every namespace aerolink created that still exists (optionally for one
+/// run name only).
+pub fn leftover_namespaces(run: Option<&str>) -> Vec<String> {
+    let mut out: Vec<String> = std::fs::read_dir("/run/netns")
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().to_string()).collect())
+        .unwrap_or_default();
+    out.retain(|n| match run {
+        Some(r) => n.starts_with(&format!("{NS_PREFIX}{r}-")),
+        None => n.starts_with(NS_PREFIX),
+    });
+    out.sort();
+    out
+}

@@ -1,0 +1,269 @@
+//! The packet event log: one line per event, and its summary.
+//!
+//! ```text
+//! # aerolink packet log v1
+//! # run=3f9a2c seed=1 profile=mss …
+//! t_ns hop dir event id bytes queue_ns delay_ns reason
+//! 1200345 0 up arrive 0 84 - - -
+//! 381700345 0 up depart 0 84 0 380500000 -
+//! ```
+//! `t_ns` is nanoseconds since the run began (departures are stamped with the
+//! time they were due, the logical time). `delay_ns` is the one-way delay
+//! through the link (queueing + transmission + propagation + jitter).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, Write};
+
+use aerolink_link::{DropReason, Instant};
+use serde::Serialize;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Dir {
+    /// Aircraft → ground (left to right in a chain).
+    Up,
+    /// Ground → aircraft.
+    Down,
+}
+
+impl Dir {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dir::Up => "up",
+            Dir::Down => "down",
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum EventKind {
+    Arrive,
+    Depart { queue_ns: u64, delay_ns: u64 },
+    Drop(DropReason),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Event {
+    pub t: Instant,
+    pub hop: u16,
+    pub dir: Dir,
+    pub id: u64,
+    pub bytes: u32,
+    pub kind: EventKind,
+}
+
+pub const HEADER: &str = "t_ns hop dir event id bytes queue_ns delay_ns reason";
+
+pub fn write_header(w: &mut impl Write, meta: &[(String, String)]) -> std::io::Result<()> {
+    writeln!(w, "# aerolink packet log v1")?;
+    let m: Vec<String> = meta.iter().map(|(k, v)| format!("{k}={}", v.replace(char::is_whitespace, "_"))).collect();
+    writeln!(w, "# {}", m.join(" "))?;
+    writeln!(w, "{HEADER}")
+}
+
+pub fn write_event(w: &mut impl Write, e: &Event) -> std::io::Result<()> {
+    let (name, q, d, r) = match e.kind {
+        EventKind::Arrive => ("arrive", None, None, "-"),
+        EventKind::Depart { queue_ns, delay_ns } => ("depart", Some(queue_ns), Some(delay_ns), "-"),
+        EventKind::Drop(reason) => ("drop", None, None, reason.as_str()),
+    };
+    let opt = |x: Option<u64>| x.map(|v| v.to_string()).unwrap_or_else(|| "-".into());
+    writeln!(w, "{} {} {} {} {} {} {} {} {}", e.t.0, e.hop, e.dir.as_str(), name, e.id, e.bytes, opt(q), opt(d), r)
+}
+
+/// What a malformed log line was.
+#[derive(Debug, thiserror::Error)]
+pub enum LogError {
+    /// The file could not be read.
+    #[error("{0}")]
+    Io(#[from] std::io::Error),
+    /// A line is not an event of this format.
+    #[error("line {line}: {msg}")]
+    Bad { line: usize, msg: String },
+    /// The file does not start like an aerolink packet log.
+    #[error("not an aerolink packet log (the first line should be `# aerolink packet log v1`)")]
+    NotALog,
+}
+
+pub fn parse_event(line: &str) -> Result<Event, String> {
+    let f: Vec<&str> = line.split(' ').collect();
+    if f.len() != 9 {
+        return Err(format!("expected 9 columns ({HEADER}), got {}", f.len()));
+    }
+    let num = |s: &str, what: &str| s.parse::<u64>().map_err(|_| format!("{what}: {s:?} is not a number"));
+    let dir = match f[2] {
+        "up" => Dir::Up,
+        "down" => Dir::Down,
+        x => return Err(format!("dir: expected up or down, got {x:?}")),
+    };
+    let kind = match f[3] {
+        "arrive" => EventKind::Arrive,
+        "depart" => EventKind::Depart { queue_ns: num(f[6], "queue_ns")?, delay_ns: num(f[7], "delay_ns")? },
+        "drop" => EventKind::Drop(DropReason::parse(f[8]).ok_or_else(|| format!("reason: expected queue, loss or outage, got {:?}", f[8]))?),
+        x => return Err(format!("event: expected arrive, depart or drop, got {x:?}")),
+    };
+    Ok(Event {
+        t: Instant(num(f[0], "t_ns")?),
+        hop: num(f[1], "hop")? as u16,
+        dir,
+        id: num(f[4], "id")?,
+        bytes: num(f[5], "bytes")? as u32,
+        kind,
+    })
+}
+
+/// Per hop and direction: what arrived, left and was dropped.
+#[derive(Debug, Default, Serialize)]
+pub struct DirSummary {
+    pub hop: u16,
+    pub dir: Option<Dir>,
+    pub arrived_packets: u64,
+    pub departed_packets: u64,
+    pub departed_bytes: u64,
+    pub dropped: BTreeMap<String, u64>,
+    /// Dropped packets as a fraction of arrivals, per cause.
+    pub drop_fraction: BTreeMap<String, f64>,
+    /// One-way delay through the link, milliseconds.
+    pub delay_ms: Percentiles,
+    /// Queueing delay before transmission, milliseconds.
+    pub queue_ms: Percentiles,
+    /// Throughput of departures in each whole second since the run began,
+    /// bit/s.
+    pub throughput_bps: Vec<f64>,
+    pub mean_throughput_bps: f64,
+}
+
+#[derive(Debug, Default, Serialize, Clone)]
+pub struct Percentiles {
+    pub count: u64,
+    pub min: f64,
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub max: f64,
+    pub mean: f64,
+}
+
+impl Percentiles {
+    pub fn from_ns(v: &mut [u64]) -> Self {
+        if v.is_empty() {
+            return Percentiles::default();
+        }
+        v.sort_unstable();
+        let q = |p: f64| v[((v.len() - 1) as f64 * p).round() as usize] as f64 / 1e6;
+        Percentiles {
+            count: v.len() as u64,
+            min: v[0] as f64 / 1e6,
+            p50: q(0.5),
+            p90: q(0.9),
+            p99: q(0.99),
+            max: v[v.len() - 1] as f64 / 1e6,
+            mean: v.iter().map(|x| *x as f64).sum::<f64>() / v.len() as f64 / 1e6,
+        }
+    }
+}
+
+#[derive(Debug, Default, Serialize)]
+pub struct Summary {
+    pub meta: BTreeMap<String, String>,
+    pub duration_s: f64,
+    pub directions: Vec<DirSummary>,
+}
+
+/// Reads a whole log and summarises it per hop and direction.
+pub fn summarize(r: impl BufRead) -> Result<Summary, LogError> {
+    struct Acc {
+        s: DirSummary,
+        delays: Vec<u64>,
+        queues: Vec<u64>,
+        bins: Vec<u64>,
+    }
+    let mut acc: BTreeMap<(u16, Dir), Acc> = BTreeMap::new();
+    let mut meta = BTreeMap::new();
+    let mut last_t = 0u64;
+    for (i, line) in r.lines().enumerate() {
+        let line = line?;
+        if i == 0 {
+            if !line.starts_with("# aerolink packet log") {
+                return Err(LogError::NotALog);
+            }
+            continue;
+        }
+        if let Some(m) = line.strip_prefix("# ") {
+            for kv in m.split(' ') {
+                if let Some((k, v)) = kv.split_once('=') {
+                    meta.insert(k.to_string(), v.to_string());
+                }
+            }
+            continue;
+        }
+        if line == HEADER || line.is_empty() {
+            continue;
+        }
+        let e = parse_event(&line).map_err(|msg| LogError::Bad { line: i + 1, msg })?;
+        last_t = last_t.max(e.t.0);
+        let a = acc.entry((e.hop, e.dir)).or_insert_with(|| Acc {
+            s: DirSummary { hop: e.hop, dir: Some(e.dir), ..Default::default() },
+            delays: Vec::new(),
+            queues: Vec::new(),
+            bins: Vec::new(),
+        });
+        match e.kind {
+            EventKind::Arrive => a.s.arrived_packets += 1,
+            EventKind::Depart { queue_ns, delay_ns } => {
+                a.s.departed_packets += 1;
+                a.s.departed_bytes += e.bytes as u64;
+                a.delays.push(delay_ns);
+                a.queues.push(queue_ns);
+                let sec = (e.t.0 / 1_000_000_000) as usize;
+                if a.bins.len() <= sec {
+                    a.bins.resize(sec + 1, 0);
+                }
+                a.bins[sec] += e.bytes as u64;
+            }
+            EventKind::Drop(r) => *a.s.dropped.entry(r.as_str().to_string()).or_default() += 1,
+        }
+    }
+    let duration_s = last_t as f64 / 1e9;
+    let mut directions = Vec::new();
+    for (_, mut a) in acc {
+        a.s.delay_ms = Percentiles::from_ns(&mut a.delays);
+        a.s.queue_ms = Percentiles::from_ns(&mut a.queues);
+        a.s.throughput_bps = a.bins.iter().map(|b| *b as f64 * 8.0).collect();
+        a.s.mean_throughput_bps = if duration_s > 0.0 { a.s.departed_bytes as f64 * 8.0 / duration_s } else { 0.0 };
+        let arrived = a.s.arrived_packets.max(1) as f64;
+        a.s.drop_fraction = a.s.dropped.iter().map(|(k, v)| (k.clone(), *v as f64 / arrived)).collect();
+        directions.push(a.s);
+    }
+    Ok(Summary { meta, duration_s, directions })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn events_round_trip_and_summarise() {
+        let mut buf = Vec::new();
+        write_header(&mut buf, &[("seed".into(), "7".into())]).unwrap();
+        let evs = [
+            Event { t: Instant(0), hop: 0, dir: Dir::Up, id: 0, bytes: 1000, kind: EventKind::Arrive },
+            Event { t: Instant(1), hop: 0, dir: Dir::Up, id: 1, bytes: 1000, kind: EventKind::Arrive },
+            Event { t: Instant(5_000_000), hop: 0, dir: Dir::Up, id: 0, bytes: 1000, kind: EventKind::Depart { queue_ns: 0, delay_ns: 5_000_000 } },
+            Event { t: Instant(6_000_000), hop: 0, dir: Dir::Up, id: 1, bytes: 1000, kind: EventKind::Drop(DropReason::Loss) },
+        ];
+        for e in &evs {
+            write_event(&mut buf, e).unwrap();
+        }
+        let text = String::from_utf8(buf).unwrap();
+        for (line, e) in text.lines().skip(3).zip(&evs) {
+            assert_eq!(&parse_event(line).unwrap(), e);
+        }
+        let s = summarize(text.as_bytes()).unwrap();
+        assert_eq!(s.meta["seed"], "7");
+        let d = &s.directions[0];
+        assert_eq!((d.arrived_packets, d.departed_packets, d.dropped["loss"]), (2, 1, 1));
+        assert_eq!(d.delay_ms.p50, 5.0);
+        assert!(matches!(summarize("hello\n".as_bytes()), Err(LogError::NotALog)));
+    }
+}

@@ -1,0 +1,287 @@
+//! The packet pump: one thread per direction of a hop.
+//!
+//! Read every packet waiting on the source TUN, hand it to the direction's
+//! [`Pipeline`], write out what the pipeline says is due, then sleep until
+//! the pipeline's next wake-up or the next packet, whichever comes first.
+//! Nothing here decides a packet's fate; the pump only keeps time and moves
+//! bytes. Sleeps use `ppoll` with nanosecond timeouts and a 1 ns timer slack.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::Arc;
+
+use aerolink_link::{Instant, Pipeline};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+use crate::log::{Dir, Event, EventKind};
+use crate::sys::{realtime_priority, tight_timer_slack};
+use crate::tun::{Tun, VNET_HDR_LEN};
+
+/// Monotonic time since the run began, as the models count it.
+#[derive(Clone, Copy, Debug)]
+pub struct Clock {
+    start: std::time::Instant,
+}
+
+impl Clock {
+    pub fn start() -> Self {
+        Clock { start: std::time::Instant::now() }
+    }
+    pub fn now(&self) -> Instant {
+        Instant(self.start.elapsed().as_nanos() as u64)
+    }
+}
+
+/// A packet's bytes as read from the TUN device (virtio header included).
+pub struct Frame {
+    buf: Vec<u8>,
+    len: usize,
+}
+
+/// What one direction did, for the run summary and the benchmark.
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct PumpReport {
+    pub hop: u16,
+    pub dir: Option<Dir>,
+    pub packets_in: u64,
+    pub packets_out: u64,
+    pub bytes_out: u64,
+    pub dropped_queue: u64,
+    pub dropped_loss: u64,
+    pub dropped_outage: u64,
+    /// How late packets were written compared with their due time, µs.
+    pub lateness_us_p50: f64,
+    pub lateness_us_p99: f64,
+    pub lateness_us_max: f64,
+    /// Whether the thread ran with real-time priority.
+    pub realtime: bool,
+    /// CPU time this thread used, seconds.
+    pub cpu_s: f64,
+    /// Fatal I/O error that stopped this direction, if any.
+    pub error: Option<String>,
+}
+
+/// One direction of a hop, as the pump sees it.
+pub struct Side {
+    pub dir: Dir,
+    pub src: Arc<Tun>,
+    pub dst: Arc<Tun>,
+    pub pipeline: Pipeline<Frame>,
+}
+
+/// The pump of one hop: both directions on one thread, so that at most one
+/// thread per hop is ever polling.
+pub struct Pump {
+    pub hop: u16,
+    pub sides: [Side; 2],
+    pub clock: Clock,
+    pub stop: Arc<AtomicBool>,
+    /// Wakes the pump when `stop` is set (an eventfd).
+    pub stop_fd: i32,
+    pub log: Option<Sender<Vec<Event>>>,
+    /// Buffer size per packet: the MTU plus headers, or 64 KB with
+    /// segmentation offload.
+    pub buf_len: usize,
+    /// Upper bound of the polling margin before a departure (ns); 0 turns
+    /// polling off.
+    pub max_spin_ns: u64,
+}
+
+/// Default for [`Pump::max_spin_ns`]; `AEROLINK_SPIN_US` overrides it (0
+/// turns polling off, trading departure-time precision for CPU).
+pub fn default_spin_ns() -> u64 {
+    if std::env::var("AEROLINK_REALTIME").map(|v| v == "1").unwrap_or(false) {
+        return 0;
+    }
+    std::env::var("AEROLINK_SPIN_US").ok().and_then(|v| v.parse::<u64>().ok()).map(|us| us * 1000).unwrap_or(DEFAULT_MAX_SPIN_NS)
+}
+
+pub const DEFAULT_MAX_SPIN_NS: u64 = 150_000;
+
+const MAX_READS_PER_ROUND: usize = 128;
+
+/// Learns how late this machine's timer wake-ups are and polls for that
+/// long (plus a little) before each departure, instead of sleeping through
+/// it. On bare metal the margin shrinks to a few µs; on a virtual machine
+/// it grows to the 50–100 µs its wake-ups take.
+struct SpinMargin {
+    /// Recent oversleeps, ns; the margin is a high quantile of them.
+    recent: [u64; 64],
+    next: usize,
+    margin: u64,
+    max: u64,
+}
+
+impl SpinMargin {
+    fn new(max: u64) -> Self {
+        SpinMargin { recent: [max / 2; 64], next: 0, margin: max / 2, max }
+    }
+    fn record(&mut self, oversleep: u64) {
+        self.recent[self.next] = oversleep.min(self.max);
+        self.next = (self.next + 1) % self.recent.len();
+        if self.next == 0 {
+            let mut v = self.recent;
+            v.sort_unstable();
+            // The 90th percentile plus 10 µs of headroom.
+            self.margin = (v[57] + 10_000).min(self.max);
+        }
+    }
+}
+
+impl Pump {
+    pub fn run(mut self) -> [PumpReport; 2] {
+        tight_timer_slack();
+        let realtime = realtime_priority();
+        let mut reps = [0, 1].map(|i| PumpReport { hop: self.hop, dir: Some(self.sides[i].dir), realtime, ..Default::default() });
+        let mut late = [0, 1].map(|_| Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds"));
+        let mut pool: Vec<Vec<u8>> = Vec::new();
+        let mut events: Vec<Event> = Vec::new();
+        let logging = self.log.is_some();
+        let mut spin = SpinMargin::new(self.max_spin_ns);
+        let hop = self.hop;
+        while !self.stop.load(Ordering::Relaxed) {
+            for (side, rep) in self.sides.iter_mut().zip(reps.iter_mut()) {
+                // 1. Take in what is waiting (bounded, so departures are not
+                //    starved by a flood).
+                for _ in 0..MAX_READS_PER_ROUND {
+                    let mut buf = pool.pop().unwrap_or_else(|| vec![0u8; self.buf_len]);
+                    match side.src.read(&mut buf) {
+                        Ok(Some(n)) if n > VNET_HDR_LEN => {
+                            let now = self.clock.now();
+                            let bytes = (n - VNET_HDR_LEN) as u32;
+                            let id = side.pipeline.enqueue(now, bytes, Frame { buf, len: n });
+                            rep.packets_in += 1;
+                            if logging {
+                                events.push(Event { t: now, hop, dir: side.dir, id, bytes, kind: EventKind::Arrive });
+                            }
+                        }
+                        Ok(Some(_)) => pool.push(buf),
+                        Ok(None) => {
+                            pool.push(buf);
+                            break;
+                        }
+                        Err(e) => {
+                            rep.error = Some(format!("read {}: {e}", side.src.name));
+                            self.stop.store(true, Ordering::Relaxed);
+                            break;
+                        }
+                    }
+                }
+            }
+            for ((side, rep), late) in self.sides.iter_mut().zip(reps.iter_mut()).zip(late.iter_mut()) {
+                // 2. Send what is due.
+                let now = self.clock.now();
+                while let Some(p) = side.pipeline.dequeue(now) {
+                    // The departure is the moment the packet is handed to
+                    // the kernel; what the receiving stack then does inside
+                    // write() is the receiver's time, not the link's.
+                    let handed = self.clock.now();
+                    late.saturating_record(handed.0.saturating_sub(p.meta.due.0).max(1));
+                    let f = p.payload;
+                    if let Err(e) = side.dst.write(&f.buf[..f.len]) {
+                        // The far side is gone (teardown), or the kernel
+                        // refused this one packet: count it and go on.
+                        if e.raw_os_error() == Some(libc::EBADF) {
+                            rep.error = Some(format!("write {}: {e}", side.dst.name));
+                            self.stop.store(true, Ordering::Relaxed);
+                        }
+                    }
+                    rep.packets_out += 1;
+                    rep.bytes_out += p.meta.len as u64;
+                    if logging {
+                        events.push(Event {
+                            t: p.meta.due,
+                            hop,
+                            dir: side.dir,
+                            id: p.meta.id,
+                            bytes: p.meta.len,
+                            kind: EventKind::Depart { queue_ns: (p.meta.tx_start - p.meta.arrived).0, delay_ns: (p.meta.due - p.meta.arrived).0 },
+                        });
+                    }
+                    if pool.len() < 4096 {
+                        pool.push(f.buf);
+                    }
+                }
+                for d in side.pipeline.take_drops() {
+                    match d.reason {
+                        aerolink_link::DropReason::Queue => rep.dropped_queue += 1,
+                        aerolink_link::DropReason::Loss => rep.dropped_loss += 1,
+                        aerolink_link::DropReason::Outage => rep.dropped_outage += 1,
+                    }
+                    if logging {
+                        events.push(Event { t: d.at, hop, dir: side.dir, id: d.meta.id, bytes: d.meta.len, kind: EventKind::Drop(d.reason) });
+                    }
+                }
+            }
+            if let (Some(tx), false) = (&self.log, events.is_empty()) {
+                // A closed log only loses the log, never the link.
+                let _ = tx.send(std::mem::take(&mut events));
+            }
+            // 3. Sleep until the next departure or the next packet.
+            let wake = match (self.sides[0].pipeline.next_wakeup(), self.sides[1].pipeline.next_wakeup()) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            let now = self.clock.now();
+            match wake {
+                Some(w) if w <= now => continue,
+                // Close to a departure: poll rather than sleep.
+                Some(w) if w.0 - now.0 <= spin.margin => {
+                    std::hint::spin_loop();
+                    continue;
+                }
+                Some(w) => {
+                    let sleep = w.0 - now.0 - spin.margin;
+                    let timed_out = self.wait(Some(sleep));
+                    if timed_out {
+                        let over = self.clock.now().0.saturating_sub(now.0 + sleep);
+                        spin.record(over);
+                    }
+                }
+                None => {
+                    self.wait(None);
+                }
+            }
+        }
+        for (rep, late) in reps.iter_mut().zip(late.iter()) {
+            if late.len() > 0 {
+                rep.lateness_us_p50 = late.value_at_quantile(0.5) as f64 / 1e3;
+                rep.lateness_us_p99 = late.value_at_quantile(0.99) as f64 / 1e3;
+                rep.lateness_us_max = late.max() as f64 / 1e3;
+            }
+        }
+        // One thread serves both directions; split its CPU time by packets.
+        let cpu = thread_cpu_seconds();
+        let total = (reps[0].packets_out + reps[1].packets_out).max(1) as f64;
+        for rep in reps.iter_mut() {
+            rep.cpu_s = cpu * rep.packets_out as f64 / total;
+        }
+        reps
+    }
+
+    /// Sleeps for `timeout_ns` or until a packet or the stop signal
+    /// arrives. Returns whether the full time passed.
+    fn wait(&self, timeout_ns: Option<u64>) -> bool {
+        let mut fds = [
+            libc::pollfd { fd: self.sides[0].src.raw(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: self.sides[1].src.raw(), events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: self.stop_fd, events: libc::POLLIN, revents: 0 },
+        ];
+        let ts = timeout_ns.map(|ns| libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long });
+        let tsp = ts.as_ref().map(|t| t as *const libc::timespec).unwrap_or(std::ptr::null());
+        // SAFETY: fds and ts outlive the call.
+        let n = unsafe { libc::ppoll(fds.as_mut_ptr(), 3, tsp, std::ptr::null()) };
+        n == 0
+    }
+}
+
+/// CPU time of the calling thread.
+pub fn thread_cpu_seconds() -> f64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid out-pointer.
+    unsafe {
+        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
