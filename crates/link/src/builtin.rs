@@ -1,6 +1,7 @@
 //! The built-in profiles, embedded in the binary from `profiles/*.toml`.
 
 pub const BUILTIN: &[(&str, &str)] = &[
+    ("cabin-wifi", include_str!("../../../profiles/cabin-wifi.toml")),
     ("da2gc-2xrate", include_str!("../../../profiles/da2gc-2xrate.toml")),
     ("da2gc-halfloss", include_str!("../../../profiles/da2gc-halfloss.toml")),
     ("da2gc-halfrtt", include_str!("../../../profiles/da2gc-halfrtt.toml")),
@@ -17,15 +18,18 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("satcom-100", include_str!("../../../profiles/satcom-100.toml")),
     ("satcom-600", include_str!("../../../profiles/satcom-600.toml")),
     ("starlink", include_str!("../../../profiles/starlink.toml")),
+    ("terrestrial", include_str!("../../../profiles/terrestrial.toml")),
 ];
-
 /// The text of a built-in profile.
 pub fn get(name: &str) -> Option<&'static str> {
     BUILTIN.iter().find(|(n, _)| *n == name).map(|(_, t)| *t)
 }
 
+/// Names in reading order: each base profile before its variants.
 pub fn names() -> impl Iterator<Item = &'static str> {
-    BUILTIN.iter().map(|(n, _)| *n)
+    let mut v: Vec<&'static str> = BUILTIN.iter().map(|(n, _)| *n).collect();
+    v.sort_by_key(|n| n.replace('-', "~"));
+    v.into_iter()
 }
 
 #[cfg(test)]

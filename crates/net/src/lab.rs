@@ -75,10 +75,10 @@ pub struct LabReport {
 }
 
 fn v4(hop: usize, side: u8) -> String {
-    format!("198.18.{}.{}", hop % 256 + 0, side)
+    std::net::Ipv4Addr::new(198, 18, hop as u8, side).to_string()
 }
 fn v6(hop: usize, side: u8) -> String {
-    format!("2001:2:0:{:x}::{}", hop, side)
+    std::net::Ipv6Addr::new(0x2001, 2, 0, hop as u16, 0, 0, 0, side as u16).to_string()
 }
 
 /// Host names become interface and variable names: keep them short and plain.
@@ -174,6 +174,9 @@ impl Lab {
             };
             for (ns, dev, side) in [(l, &lname, 1u8), (r, &rname, 2u8)] {
                 ip(&["-n", ns, "link", "set", "dev", dev, "addrgenmode", "none"])?;
+                // No multicast: no MLD reports or other chatter of our own
+                // on the link, only the programs' packets.
+                ip(&["-n", ns, "link", "set", "dev", dev, "multicast", "off"])?;
                 ip(&["-n", ns, "addr", "add", &format!("{}/24", v4(i, side)), "dev", dev])?;
                 ip(&["-n", ns, "-6", "addr", "add", &format!("{}/64", v6(i, side)), "dev", dev, "nodad"])?;
                 ip(&["-n", ns, "link", "set", "dev", dev, "up"])?;

@@ -121,6 +121,9 @@ pub struct DirSummary {
     pub departed_packets: u64,
     pub departed_bytes: u64,
     pub dropped: BTreeMap<String, u64>,
+    /// Packets still inside the link when the run ended (arrived, neither
+    /// departed nor dropped).
+    pub in_flight_at_end: u64,
     /// Dropped packets as a fraction of arrivals, per cause.
     pub drop_fraction: BTreeMap<String, f64>,
     /// One-way delay through the link, milliseconds.
@@ -231,6 +234,8 @@ pub fn summarize(r: impl BufRead) -> Result<Summary, LogError> {
         a.s.queue_ms = Percentiles::from_ns(&mut a.queues);
         a.s.throughput_bps = a.bins.iter().map(|b| *b as f64 * 8.0).collect();
         a.s.mean_throughput_bps = if duration_s > 0.0 { a.s.departed_bytes as f64 * 8.0 / duration_s } else { 0.0 };
+        let dropped: u64 = a.s.dropped.values().sum();
+        a.s.in_flight_at_end = a.s.arrived_packets.saturating_sub(a.s.departed_packets + dropped);
         let arrived = a.s.arrived_packets.max(1) as f64;
         a.s.drop_fraction = a.s.dropped.iter().map(|(k, v)| (k.clone(), *v as f64 / arrived)).collect();
         directions.push(a.s);

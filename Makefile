@@ -1,0 +1,39 @@
+# aerolink — `make run` and `make test` set up everything they need on a
+# fresh Debian machine (as root), then build and run.
+
+SHELL := /bin/bash
+CARGO ?= cargo
+# Debian packages the emulator, its tests and the demo use.
+APT_PACKAGES := iproute2 iputils-ping iperf3 nftables util-linux procps
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+AEROLINK := ./target/release/aerolink
+
+.PHONY: all deps build run test bench clean
+
+all: build
+
+deps:
+	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
+	fi
+	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs)"; exit 1; }
+
+build: deps
+	$(CARGO) build --release --locked
+
+run: build
+	$(SUDO) ./scripts/demo.sh
+
+# Unit tests (simulated time) and end-to-end tests (real namespaces, real
+# traffic). The end-to-end tests run one at a time so that timing is judged
+# on a machine that is not also running other emulations.
+test: build
+	$(SUDO) $(CARGO) test --release --locked --workspace -- --test-threads=1
+
+bench: build
+	$(SUDO) $(AEROLINK) bench emulator
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,115 @@
+//! Accuracy of the emulator with real traffic through real namespaces:
+//! ping for delay, iperf3 TCP for rate, iperf3 UDP for queueing and loss.
+//! Tolerances are chosen to hold on a busy 2-core machine; random processes
+//! are judged with confidence intervals, never exact counts.
+
+mod common;
+use common::*;
+
+use serde_json::Value;
+
+fn ping_samples(out: &str) -> Vec<f64> {
+    out.lines().filter_map(|l| l.split("time=").nth(1)).filter_map(|t| t.split_whitespace().next()).filter_map(|t| t.parse().ok()).collect()
+}
+
+#[test]
+fn ping_round_trip_matches_300ms_rtt() {
+    let o = aerolink(&["run", "-q", "--rate", "100Mbit/s", "--rtt", "300ms", "--client", "ping -c 40 -i 0.05 $AEROLINK_SERVER"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let s = ping_samples(&out);
+    assert_eq!(s.len(), 40, "{out}");
+    let mean = s.iter().sum::<f64>() / s.len() as f64;
+    let min = s.iter().cloned().fold(f64::MAX, f64::min);
+    assert!((300.0..=301.5).contains(&mean), "mean RTT {mean} ms, expected 300 ms + at most 1.5 ms");
+    assert!(min >= 299.9, "a sample of {min} ms is below the configured 300 ms");
+}
+
+#[test]
+fn ipv6_works_end_to_end() {
+    let o = aerolink(&["run", "-q", "--rtt", "20ms", "--client", "ping -c 3 -i 0.2 $AEROLINK_SERVER_V6"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    let s = ping_samples(&out);
+    assert_eq!(s.len(), 3);
+    assert!(s.iter().all(|x| *x >= 19.9), "{s:?}");
+}
+
+fn iperf_json(path: &std::path::Path) -> Value {
+    let t = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let v: Value = serde_json::from_str(&t).unwrap_or_else(|e| panic!("{}: {e}: {t}", path.display()));
+    assert!(v.get("error").is_none(), "iperf3: {}", v["error"]);
+    v
+}
+
+#[test]
+fn tcp_goodput_fills_a_2mbit_link() {
+    let d = tempdir("tcp");
+    let j = d.join("tcp.json");
+    let client = format!("iperf3 -c $AEROLINK_SERVER -t 12 -C cubic -J > {}", j.display());
+    let o = aerolink(&["run", "-q", "--rate", "2Mbit/s", "--rtt", "100ms", "--server", "iperf3 -s -1", "--client", &client]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let v = iperf_json(&j);
+    let goodput = v["end"]["sum_received"]["bits_per_second"].as_f64().unwrap();
+    // 1500-byte packets carry 1448 bytes of TCP payload (timestamps on).
+    let available = 2e6 * 1448.0 / 1500.0;
+    let ratio = goodput / available;
+    assert!((0.92..=1.01).contains(&ratio), "goodput {goodput:.0} bit/s is {:.1}% of the {available:.0} bit/s left after headers", ratio * 100.0);
+}
+
+#[test]
+fn udp_below_the_rate_sees_no_queue_loss() {
+    let d = tempdir("udp");
+    let (j, log) = (d.join("udp.json"), d.join("udp.log"));
+    let client = format!("iperf3 -c $AEROLINK_SERVER -u -b 1.5M -t 6 -J > {}", j.display());
+    let o = aerolink(&["run", "-q", "--rate", "2Mbit/s", "--rtt", "100ms", "--log", log.to_str().unwrap(), "--server", "iperf3 -s -1", "--client", &client]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let v = iperf_json(&j);
+    let sum = &v["end"]["sum"];
+    assert_eq!(sum["lost_packets"].as_u64(), Some(0), "{sum}");
+    assert!(sum["packets"].as_u64().unwrap() > 500);
+    let st = aerolink(&["stats", "--json", log.to_str().unwrap()]);
+    let s: Value = serde_json::from_slice(&st.stdout).unwrap();
+    for d in s["directions"].as_array().unwrap() {
+        assert!(d["dropped"].get("queue").is_none(), "queue drops: {d}");
+    }
+}
+
+/// Lost / sent UDP datagrams per direction, from iperf3's receiver report.
+fn udp_loss(j: &Value) -> (f64, f64) {
+    let sum = &j["end"]["sum"];
+    (sum["lost_packets"].as_f64().unwrap(), sum["packets"].as_f64().unwrap())
+}
+
+#[test]
+fn loss_per_direction_is_inside_its_interval() {
+    let d = tempdir("loss");
+    // Up: Gilbert–Elliott, p = 2 %, r = 40 % (mean loss 0.02 / 0.42 = 4.76 %,
+    // bursts of 2.5 packets); down: Bernoulli 3 %.
+    let prof = d.join("lossy.toml");
+    std::fs::write(&prof, "name = \"lossy\"\n[up]\nloss = { model = \"gilbert-elliott\", p = \"2%\", r = \"40%\" }\n[down]\nloss = \"3%\"\n").unwrap();
+    let (up, down) = (d.join("up.json"), d.join("down.json"));
+    // ~1250 datagrams/s for 4 s each way: ≥ 2000 per direction.
+    let client = format!(
+        "iperf3 -c $AEROLINK_SERVER -u -b 1M -l 100 -t 4 -J > {} && iperf3 -c $AEROLINK_SERVER -u -b 1M -l 100 -t 4 -R -J > {}",
+        up.display(),
+        down.display()
+    );
+    let o = aerolink(&["run", "-q", "--profile", prof.to_str().unwrap(), "--seed", "5", "--server", "iperf3 -s", "--client", &client]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let (k, n) = udp_loss(&iperf_json(&down));
+    assert!(n >= 2000.0, "only {n} datagrams");
+    let (lo, hi) = wilson(k, n, Z99);
+    assert!(lo <= 0.03 && 0.03 <= hi, "down: {k}/{n} lost, 99% interval [{lo:.4}, {hi:.4}] misses 3%");
+
+    let (k, n) = udp_loss(&iperf_json(&up));
+    assert!(n >= 2000.0, "only {n} datagrams");
+    // Gilbert–Elliott losses are correlated: the variance of the loss rate
+    // grows by (1 + ρ) / (1 − ρ), ρ = 1 − p − r, so the binomial interval is
+    // taken over the effective number of independent samples.
+    let rho = 1.0 - 0.02 - 0.40;
+    let n_eff = n * (1.0 - rho) / (1.0 + rho);
+    let (lo, hi) = wilson(k / n * n_eff, n_eff, Z99);
+    let expect = 0.02 / 0.42;
+    assert!(lo <= expect && expect <= hi, "up: {k}/{n} lost, 99% interval [{lo:.4}, {hi:.4}] misses {expect:.4}");
+}

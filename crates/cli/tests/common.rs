@@ -1,0 +1,54 @@
+//! Helpers shared by the end-to-end tests: run the real `aerolink` binary
+//! (as root, with real namespaces and TUN devices) and read what it did.
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+
+pub fn bin() -> &'static str {
+    env!("CARGO_BIN_EXE_aerolink")
+}
+
+/// These tests need root, /dev/net/tun, `ip`, `ping` and `iperf3` (all
+/// installed by `make test`). Fail loudly rather than skip: a skipped
+/// accuracy test would pass without testing anything.
+pub fn require_root() {
+    // SAFETY: geteuid has no preconditions.
+    assert_eq!(unsafe { libc::geteuid() }, 0, "the end-to-end tests need root: run `make test` as root");
+}
+
+pub fn aerolink(args: &[&str]) -> Output {
+    require_root();
+    Command::new(bin()).args(args).output().expect("running aerolink")
+}
+
+pub fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).to_string(), String::from_utf8_lossy(&o.stderr).to_string())
+}
+
+pub fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("aerolink-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Namespaces aerolink created that still exist.
+pub fn leftover_namespaces() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir("/run/netns")
+        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().to_string()).collect())
+        .unwrap_or_default();
+    v.retain(|n| n.starts_with("al-"));
+    v
+}
+
+/// Wilson score interval for k successes in n trials.
+pub fn wilson(k: f64, n: f64, z: f64) -> (f64, f64) {
+    let p = k / n;
+    let denom = 1.0 + z * z / n;
+    let centre = (p + z * z / (2.0 * n)) / denom;
+    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denom;
+    (centre - half, centre + half)
+}
+
+pub const Z99: f64 = 2.576;

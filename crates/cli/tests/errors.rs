@@ -1,0 +1,64 @@
+//! A user's mistake gets exit status 2 and one line that names the file or
+//! flag, the key, and what is allowed — never a panic or a backtrace.
+
+mod common;
+use common::*;
+
+use std::process::Command;
+
+fn one_line_error(args: &[&str]) -> String {
+    let o = Command::new(bin()).args(args).output().unwrap();
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "args {args:?}: stdout {out} stderr {err}");
+    assert_eq!(err.trim().lines().count(), 1, "more than one line: {err}");
+    assert!(!err.contains("panicked") && !err.contains("RUST_BACKTRACE"), "{err}");
+    err
+}
+
+#[test]
+fn bad_profiles_and_flags_name_what_is_wrong() {
+    let d = tempdir("errors");
+    let bad = d.join("bad.toml");
+    std::fs::write(&bad, "[down]\nrate = \"very fast\"\n").unwrap();
+    let e = one_line_error(&["profiles", "show", bad.to_str().unwrap()]);
+    assert!(e.contains("bad.toml") && e.contains("down.rate") && e.contains("Mbit/s"), "{e}");
+
+    std::fs::write(&bad, "[link]\nloss = 0.5\nspeed = 3\n").unwrap();
+    let e = one_line_error(&["run", "--profile", bad.to_str().unwrap(), "--client", "true"]);
+    assert!(e.contains("link.") && e.contains("allowed"), "{e}");
+
+    let e = one_line_error(&["run", "--rate", "fast", "--client", "true"]);
+    assert!(e.contains("--rate"), "{e}");
+    let e = one_line_error(&["run", "--profile", "nosuch", "--client", "true"]);
+    assert!(e.contains("nosuch") && e.contains("mss"), "{e}");
+    let e = one_line_error(&["run", "--up-jitter", "gaussian", "--client", "true"]);
+    assert!(e.contains("--up-jitter"), "{e}");
+    let e = one_line_error(&["stats", "/etc/hostname"]);
+    assert!(e.contains("not an aerolink packet log"), "{e}");
+}
+
+#[test]
+fn a_bad_topology_is_refused() {
+    let d = tempdir("topo");
+    let t = d.join("t.toml");
+    std::fs::write(&t, "hosts = [\"client\", \"server\"]\n").unwrap();
+    let e = one_line_error(&["run", "--topology", t.to_str().unwrap(), "--client", "true"]);
+    assert!(e.contains("t.toml") && e.contains("hop"), "{e}");
+    std::fs::write(&t, "hosts = [\"client\", \"Server!\"]\n[[hop]]\nprofile = \"mss\"\n").unwrap();
+    let e = one_line_error(&["run", "--topology", t.to_str().unwrap(), "--client", "true"]);
+    assert!(e.contains("hosts"), "{e}");
+}
+
+#[test]
+fn without_root_it_says_so() {
+    require_root();
+    // setpriv drops to an unprivileged user for this one command.
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", bin(), "run", "--client", "true"])
+        .output()
+        .expect("setpriv (util-linux)");
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("root"), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+}

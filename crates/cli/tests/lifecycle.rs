@@ -1,0 +1,141 @@
+//! Every exit path leaves nothing behind: a normal exit, a crashing client,
+//! SIGINT, SIGTERM, and SIGKILL followed by `down --all`. Also topologies,
+//! `up`/`exec`/`down`, logs and `stats`.
+
+mod common;
+use common::*;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Waits for a condition the test cannot otherwise be told about, with a
+/// deadline; polling, not sleeping a fixed time.
+fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn processes_matching(marker: &str) -> usize {
+    let o = Command::new("pgrep").args(["-f", marker]).output().unwrap();
+    String::from_utf8_lossy(&o.stdout).lines().count()
+}
+
+#[test]
+fn the_client_exit_status_is_aerolinks() {
+    let o = aerolink(&["run", "-q", "--client", "exit 7"]);
+    assert_eq!(o.status.code(), Some(7));
+    let o = aerolink(&["run", "-q", "--client", "kill -SEGV $$"]);
+    assert_eq!(o.status.code(), Some(128 + 11));
+    assert!(leftover_namespaces().is_empty(), "{:?}", leftover_namespaces());
+}
+
+fn interrupted_run_leaves_nothing(signal: i32, marker: &str) {
+    require_root();
+    let mut child = Command::new(bin())
+        .args(["run", "-q", "--rtt", "10ms", "--server", &format!("sleep {marker}1"), "--client", &format!("sleep {marker}2")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the client to start", || processes_matching(&format!("sleep {marker}2")) > 0);
+    assert!(!leftover_namespaces().is_empty());
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(child.id() as i32, signal);
+    }
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(128 + signal));
+    assert!(leftover_namespaces().is_empty(), "left: {:?}", leftover_namespaces());
+    assert_eq!(processes_matching(&format!("sleep {marker}")), 0, "processes left behind");
+}
+
+#[test]
+fn sigterm_removes_everything() {
+    interrupted_run_leaves_nothing(libc::SIGTERM, "31.4159");
+}
+
+#[test]
+fn sigint_removes_everything() {
+    interrupted_run_leaves_nothing(libc::SIGINT, "27.1828");
+}
+
+#[test]
+fn after_sigkill_down_all_removes_the_leftovers() {
+    require_root();
+    let mut child = Command::new(bin())
+        .args(["run", "-q", "--server", "sleep 41.41", "--client", "sleep 42.42"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_until("the client to start", || processes_matching("sleep 42.42") > 0);
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(!leftover_namespaces().is_empty(), "a SIGKILL cannot clean up; this test expects leftovers");
+    let o = aerolink(&["down", "--all"]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    assert!(leftover_namespaces().is_empty(), "{:?}", leftover_namespaces());
+    wait_until("orphans to die", || processes_matching("sleep 4[12]\\.4") == 0);
+}
+
+#[test]
+fn up_exec_down() {
+    let _ = aerolink(&["down", "tlab"]);
+    let o = aerolink(&["up", "tlab", "--profile", "da2gc", "--loss", "0%"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert!(out.contains("198.18.0.2"), "{out}");
+    let list = Command::new("ip").args(["netns", "list"]).output().unwrap();
+    assert!(String::from_utf8_lossy(&list.stdout).contains("al-tlab-client"));
+    let o = aerolink(&["exec", "tlab", "client", "--", "sh", "-c", "ping -c 2 -i 0.3 $AEROLINK_SERVER"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert!(out.contains("2 received"), "{out}");
+    let o = aerolink(&["exec", "tlab", "plane", "--", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("hosts are client, server"));
+    let o = aerolink(&["up", "tlab", "--profile", "mss"]);
+    assert_eq!(o.status.code(), Some(2), "a second lab with the same name must be refused");
+    let o = aerolink(&["down", "tlab"]);
+    assert!(o.status.success());
+    assert!(leftover_namespaces().iter().all(|n| !n.starts_with("al-tlab-")));
+}
+
+#[test]
+fn a_chain_topology_routes_end_to_end() {
+    let d = tempdir("chain");
+    let topo = d.join("chain.toml");
+    std::fs::write(
+        &topo,
+        "name = \"chain\"\nhosts = [\"client\", \"gw\", \"server\"]\n[[hop]]\n[hop.link]\nrtt = \"20 ms\"\n[[hop]]\n[hop.link]\nrtt = \"40 ms\"\nrate = \"10 Mbit/s\"\n",
+    )
+    .unwrap();
+    let o = aerolink(&["run", "-q", "--topology", topo.to_str().unwrap(), "--client", "ping -c 2 -i 0.2 $AEROLINK_SERVER && ping -c 2 -i 0.2 $AEROLINK_SERVER_V6 && ping -c 1 $AEROLINK_GW"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    let rtts: Vec<f64> = out.lines().filter_map(|l| l.split("time=").nth(1)).filter_map(|t| t.split_whitespace().next()?.parse().ok()).collect();
+    assert_eq!(rtts.len(), 5);
+    assert!(rtts[..4].iter().all(|r| (60.0..62.0).contains(r)), "{rtts:?}");
+    assert!((20.0..21.5).contains(&rtts[4]), "{rtts:?}");
+}
+
+#[test]
+fn the_log_records_every_packet_and_stats_summarise_it() {
+    let d = tempdir("log");
+    let log = d.join("run.log");
+    let o = aerolink(&["run", "-q", "--rtt", "50ms", "--up-loss", "100%", "--log", log.to_str().unwrap(), "--client", "ping -c 3 -i 0.2 -W 1 $AEROLINK_SERVER; true"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let st = aerolink(&["stats", "--json", log.to_str().unwrap()]);
+    assert!(st.status.success());
+    let s: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    let up = &s["directions"][0];
+    assert_eq!(up["dir"], "up");
+    assert_eq!(up["arrived_packets"], 3);
+    assert_eq!(up["dropped"]["loss"], 3);
+    assert_eq!(s["meta"]["seed"], "1");
+    let human = aerolink(&["stats", log.to_str().unwrap()]);
+    assert!(text(&human).0.contains("3 by loss"), "{}", text(&human).0);
+}
