@@ -33,6 +33,93 @@ use crate::run::run_id;
 pub enum BenchCmd {
     /// Throughput, CPU per Gbit/s and departure-time error of the emulator.
     Emulator(EmulatorArgs),
+    /// Load a synthetic page over h1, h1-close, h2 or h3 across a link.
+    Web {
+        #[command(flatten)]
+        common: RunCommon,
+        /// h1, h1-close, h2 or h3.
+        #[arg(long, default_value = "h2")]
+        protocol: String,
+        /// "10x100KB", "1x100KB+50x10KB" or "flags".
+        #[arg(long, default_value = "10x100KB")]
+        page: String,
+        /// 1 = HTML → objects, 2 = HTML → CSS → objects, …
+        #[arg(long, default_value_t = 1)]
+        depth: u32,
+    },
+    /// One bulk transfer over kernel TCP or QUIC across a link.
+    Bulk {
+        #[command(flatten)]
+        common: RunCommon,
+        /// tcp or quic.
+        #[arg(long, default_value = "tcp")]
+        transport: String,
+        /// down (ground → aircraft) or up.
+        #[arg(long, default_value = "down")]
+        direction: String,
+        /// Size, e.g. "1MB", "500KB".
+        #[arg(long, default_value = "1MB")]
+        size: String,
+    },
+    /// Seed 003's object sets over h3 or h2 across a link.
+    Objects {
+        #[command(flatten)]
+        common: RunCommon,
+        #[arg(long, default_value = "h3")]
+        protocol: String,
+        /// short, medium, long, large, all, or COUNTxSIZE.
+        #[arg(long, default_value = "short")]
+        set: String,
+        /// seq or par.
+        #[arg(long, default_value = "seq")]
+        mode: String,
+    },
+    /// Seed 004's message generator across a link.
+    Messages {
+        #[command(flatten)]
+        common: RunCommon,
+        /// down, up or both.
+        #[arg(long, default_value = "up")]
+        direction: String,
+        #[arg(long, default_value_t = 64)]
+        size: u32,
+        /// Offered rate, e.g. "1024bit/s".
+        #[arg(long, default_value = "1024bit/s")]
+        rate: String,
+        #[arg(long, default_value = "60s")]
+        duration: String,
+    },
+}
+
+/// What every workload benchmark takes: the link, repetitions, the knobs.
+#[derive(Args, Debug)]
+pub struct RunCommon {
+    #[command(flatten)]
+    pub link: crate::linkargs::LinkArgs,
+    /// Repetitions (seeds SEED, SEED+1, …).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Give up on a run after this long.
+    #[arg(long, default_value = "300s")]
+    pub timeout: String,
+    /// Reach the server over IPv6.
+    #[arg(long)]
+    pub ipv6: bool,
+    /// Kernel TCP congestion control: reno, cubic (default, as most of the
+    /// Internet), bbr.
+    #[arg(long, default_value = "cubic")]
+    pub cc: String,
+    /// Server routes' initial congestion window, segments (kernel default 10).
+    #[arg(long)]
+    pub initcwnd: Option<u32>,
+    /// Leave Nagle's algorithm on.
+    #[arg(long)]
+    pub nagle: bool,
+    #[command(flatten)]
+    pub quic: crate::workload::QuicArgs,
 }
 
 #[derive(Args, Debug)]
@@ -79,8 +166,104 @@ pub struct EmulatorResult {
 }
 
 pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
-    match w {
-        BenchCmd::Emulator(a) => emulator(a),
+    use aerolink_lab::workload::Workload;
+    let parse_size = |s: &str| aerolink_work::page::parse_bytes(s).ok_or_else(|| user(format!("--size {s}: expected a size like 1MB or 500KB")));
+    let (common, workload) = match w {
+        BenchCmd::Emulator(a) => return emulator(a),
+        BenchCmd::Web { common, protocol, page, depth } => (common, Workload::Web { protocol, page, depth }),
+        BenchCmd::Bulk { common, transport, direction, size } => {
+            let bytes = parse_size(&size)?;
+            (common, Workload::Bulk { transport, direction, bytes })
+        }
+        BenchCmd::Objects { common, protocol, set, mode } => (common, Workload::Objects { protocol, set, parallel: mode == "par" }),
+        BenchCmd::Messages { common, direction, size, rate, duration } => {
+            let r = aerolink_link::units::parse_rate(&rate).map_err(|m| user(format!("--rate {rate}: expected {m}")))?;
+            let d = aerolink_link::units::parse_duration(&duration).map_err(|m| user(format!("--duration {duration}: expected {m}")))?;
+            (common, Workload::Messages { direction, size, rate_bps: r.bits_per_sec, duration_s: d.as_secs_f64() })
+        }
+    };
+    crate::experiment::validate_workload(&workload, "command line").map_err(user)?;
+    workload_bench(common, workload)
+}
+
+fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> anyhow::Result<i32> {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    let profile = c.link.profile()?;
+    let timeout = aerolink_link::units::parse_duration(&c.timeout).map_err(|m| user(format!("--timeout: expected {m}")))?;
+    if !aerolink_work::sock::TCP_CCS.contains(&c.cc.as_str()) {
+        return Err(user(format!("--cc {}: expected one of {}", c.cc, aerolink_work::sock::TCP_CCS.join(", "))));
+    }
+    let knobs = aerolink_lab::workload::Knobs { tcp_cc: c.cc.clone(), initcwnd: c.initcwnd, quic: c.quic.knobs()?, nagle: c.nagle };
+    aerolink_net::sys::check_preconditions().map_err(from_net)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    let exe = std::env::current_exe()?;
+    let mut all = Vec::new();
+    let (headline, _) = workload.headline();
+    for rep in 0..c.repeat {
+        let seed = c.link.seed + rep as u64;
+        let req = aerolink_lab::runner::RunRequest {
+            exe: exe.clone(),
+            run_name: run_id(),
+            profile: profile.clone(),
+            seed,
+            workload: workload.clone(),
+            knobs: knobs.clone(),
+            timeout: std::time::Duration::from_nanos(timeout.0),
+            ipv6: c.ipv6,
+        };
+        let o = aerolink_lab::runner::run_once(&req, &stop);
+        let metrics = if o.ok { workload.metrics(&o.result) } else { Default::default() };
+        if !c.json {
+            if o.ok {
+                let m: Vec<String> = metrics.iter().map(|(k, v)| format!("{k} {}", fmt_metric(k, *v))).collect();
+                eprintln!("run {}/{} (seed {seed}): {}; link carried {:.1} KB down, {:.1} KB up", rep + 1, c.repeat, m.join(", "), o.wire_bytes_down as f64 / 1e3, o.wire_bytes_up as f64 / 1e3);
+            } else {
+                eprintln!("run {}/{} (seed {seed}) failed: {}", rep + 1, c.repeat, o.error.clone().unwrap_or_default());
+            }
+        }
+        all.push(serde_json::json!({
+            "workload": workload, "protocol": workload.protocol(), "profile": profile.name, "seed": seed,
+            "knobs": knobs, "metrics": metrics, "outcome": o,
+        }));
+        if stop.load(std::sync::atomic::Ordering::SeqCst) {
+            break;
+        }
+    }
+    if c.json {
+        println!("{}", serde_json::to_string_pretty(&all)?);
+    } else {
+        let mut v: Vec<f64> = all.iter().filter_map(|r| r["metrics"][headline].as_f64()).collect();
+        v.sort_by(f64::total_cmp);
+        if !v.is_empty() {
+            println!(
+                "{} {} on {}: {headline} median {} over {} run(s) (min {}, max {})",
+                workload.name(),
+                workload.protocol(),
+                profile.name,
+                fmt_metric(headline, v[v.len() / 2]),
+                v.len(),
+                fmt_metric(headline, v[0]),
+                fmt_metric(headline, v[v.len() - 1])
+            );
+        }
+    }
+    let failed = all.iter().filter(|r| r["outcome"]["ok"] != true).count();
+    Ok(if failed > 0 { 1 } else { 0 })
+}
+
+pub fn fmt_metric(k: &str, v: f64) -> String {
+    if k.ends_with("_ms") || k.contains("_ms_") {
+        if v >= 1000.0 { format!("{:.2} s", v / 1e3) } else { format!("{v:.1} ms") }
+    } else if k.contains("bps") {
+        if v >= 1e6 { format!("{:.2} Mbit/s", v / 1e6) } else { format!("{:.1} kbit/s", v / 1e3) }
+    } else if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}")
     }
 }
 

@@ -4,12 +4,14 @@
 
 mod bench;
 mod error;
+mod experiment;
 mod linkargs;
 mod profiles;
 mod run;
 mod stats;
 mod topology;
 mod updown;
+mod workload;
 
 use clap::{Parser, Subcommand};
 
@@ -67,6 +69,11 @@ enum Cmd {
         #[command(subcommand)]
         what: bench::BenchCmd,
     },
+    /// The workload programs themselves (run inside a lab's namespaces).
+    Workload {
+        #[command(subcommand)]
+        what: workload::WorkloadCmd,
+    },
     #[command(name = "__hold", hide = true)]
     Hold(updown::UpArgs),
 }
@@ -103,6 +110,7 @@ fn main() {
         Cmd::Down(a) => updown::down(a),
         Cmd::Stats { file, json } => stats::stats(&file, json),
         Cmd::Bench { what } => bench::bench(what),
+        Cmd::Workload { what } => workload::run(what),
     };
     match result {
         Ok(code) => std::process::exit(code),

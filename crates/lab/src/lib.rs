@@ -1,0 +1,9 @@
+//! aerolink-lab: experiments over the emulated links.
+//!
+//! It owns what a run is ([`workload`]), how one is executed in its own
+//! namespaces ([`runner`]), experiment files and their expansion into runs
+//! ([`experiment`]), the SQLite result store ([`store`]) and the
+//! self-contained HTML report ([`report`]).
+
+pub mod runner;
+pub mod workload;

@@ -1,0 +1,180 @@
+//! Executes one run: builds a lab for the profile, starts the workload
+//! server in the server namespace, waits until it listens, runs the client
+//! in the client namespace, collects its JSON and the link's counters, and
+//! tears everything down — on success, failure and interruption alike.
+//!
+//! Server and client are separate processes of the aerolink binary started
+//! with `ip netns exec`, so no thread of this (multi-threaded) process ever
+//! changes namespace.
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use aerolink_link::Profile;
+use aerolink_net::lab::netns_command;
+use aerolink_net::{Lab, LabReport, LabSpec};
+use serde::{Deserialize, Serialize};
+
+use crate::workload::{Knobs, Workload};
+
+pub struct RunRequest {
+    /// The aerolink binary (server and client run as its subcommands).
+    pub exe: PathBuf,
+    /// Names the lab's namespaces (`al-<run>-…`); unique among parallel runs.
+    pub run_name: String,
+    pub profile: Profile,
+    pub seed: u64,
+    pub workload: Workload,
+    pub knobs: Knobs,
+    /// Kill the client after this long.
+    pub timeout: Duration,
+    /// Use the server's IPv6 address.
+    pub ipv6: bool,
+}
+
+#[derive(Debug, Serialize, Deserialize, Clone)]
+pub struct RunOutcome {
+    pub ok: bool,
+    pub error: Option<String>,
+    /// The client's JSON result.
+    pub result: serde_json::Value,
+    /// IP bytes the link carried toward the client (down) and the server (up).
+    pub wire_bytes_down: u64,
+    pub wire_bytes_up: u64,
+    pub link_drops_loss: u64,
+    pub link_drops_queue: u64,
+    /// Building the lab and starting the server, ms.
+    pub setup_ms: f64,
+    /// Stopping the server and removing the lab, ms.
+    pub teardown_ms: f64,
+    pub client_ms: f64,
+}
+
+fn failed(e: impl std::fmt::Display) -> RunOutcome {
+    RunOutcome { ok: false, error: Some(e.to_string()), result: serde_json::Value::Null, wire_bytes_down: 0, wire_bytes_up: 0, link_drops_loss: 0, link_drops_queue: 0, setup_ms: 0.0, teardown_ms: 0.0, client_ms: 0.0 }
+}
+
+fn listening(pid: u32, port: u16) -> bool {
+    let hex = format!(":{port:04X}");
+    ["tcp", "tcp6"].iter().any(|f| {
+        std::fs::read_to_string(format!("/proc/{pid}/net/{f}"))
+            .map(|t| t.lines().skip(1).any(|l| {
+                let mut w = l.split_whitespace();
+                let local = w.nth(1).unwrap_or("");
+                let st = w.nth(1).unwrap_or("");
+                local.ends_with(&hex) && st == "0A"
+            }))
+            .unwrap_or(false)
+    })
+}
+
+fn kill_group(child: &mut std::process::Child) {
+    let pg = child.id() as i32;
+    // SAFETY: signalling a process group we created.
+    unsafe {
+        libc::kill(-pg, libc::SIGKILL);
+    }
+    let _ = child.wait();
+}
+
+fn last_line(path: &Path) -> String {
+    std::fs::read_to_string(path).ok().and_then(|t| t.lines().rev().find(|l| !l.trim().is_empty()).map(str::to_string)).unwrap_or_default()
+}
+
+/// Runs one request. `stop` aborts it (Ctrl-C): the lab is still removed.
+pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
+    let t0 = Instant::now();
+    let spec = LabSpec { run: req.run_name.clone(), hosts: vec!["client".into(), "server".into()], hops: vec![req.profile.clone()], seed: req.seed, log_meta: vec![] };
+    let lab = match Lab::build(&spec, None) {
+        Ok(l) => l,
+        Err(e) => return failed(format!("building the lab: {e}")),
+    };
+    let tmp = std::env::temp_dir().join(format!("aerolink-{}", req.run_name));
+    let _ = std::fs::create_dir_all(&tmp);
+    let (server_err, client_err) = (tmp.join("server.err"), tmp.join("client.err"));
+    let exe = req.exe.to_string_lossy().to_string();
+    let env = lab.env();
+    let mut argv: Vec<String> = vec![exe.clone()];
+    argv.extend(req.knobs.server_args());
+    let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let mut server = match netns_command(&lab.hosts[1].netns, &refs, &env).stdout(Stdio::null()).stderr(std::fs::File::create(&server_err).map(Stdio::from).unwrap_or(Stdio::null())).spawn() {
+        Ok(s) => s,
+        Err(e) => return failed(format!("starting the server: {e}")),
+    };
+    let mut outcome = (|| {
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while !(listening(server.id(), aerolink_work::server::HTTPS_PORT) && listening(server.id(), aerolink_work::server::MESSAGES_PORT)) {
+            if let Ok(Some(st)) = server.try_wait() {
+                return failed(format!("the workload server exited ({st}): {}", last_line(&server_err)));
+            }
+            if Instant::now() > deadline || stop.load(Ordering::SeqCst) {
+                return failed("the workload server did not start listening within 15 s");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        let setup_ms = t0.elapsed().as_secs_f64() * 1e3;
+        let addr = if req.ipv6 { format!("[{}]", lab.hosts[1].ipv6) } else { lab.hosts[1].ipv4.clone() };
+        let mut argv: Vec<String> = vec![exe.clone()];
+        argv.extend(req.workload.client_args(&addr, &req.knobs));
+        let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
+        let out_path = tmp.join("client.json");
+        let stdout = match std::fs::File::create(&out_path) {
+            Ok(f) => f,
+            Err(e) => return failed(format!("{}: {e}", out_path.display())),
+        };
+        let tc = Instant::now();
+        let mut client = match netns_command(&lab.hosts[0].netns, &refs, &env).stdout(stdout).stderr(std::fs::File::create(&client_err).map(Stdio::from).unwrap_or(Stdio::null())).spawn() {
+            Ok(c) => c,
+            Err(e) => return failed(format!("starting the client: {e}")),
+        };
+        let status = loop {
+            match client.try_wait() {
+                Ok(Some(st)) => break Ok(st),
+                Ok(None) => {}
+                Err(e) => break Err(e.to_string()),
+            }
+            if stop.load(Ordering::SeqCst) {
+                kill_group(&mut client);
+                break Err("interrupted".into());
+            }
+            if tc.elapsed() > req.timeout {
+                kill_group(&mut client);
+                break Err(format!("timed out after {:?}", req.timeout));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let client_ms = tc.elapsed().as_secs_f64() * 1e3;
+        let mut o = failed("");
+        o.setup_ms = setup_ms;
+        o.client_ms = client_ms;
+        match status {
+            Err(e) => o.error = Some(e),
+            Ok(st) if !st.success() => o.error = Some(format!("the client failed ({st}): {}", last_line(&client_err))),
+            Ok(_) => match std::fs::read_to_string(&out_path).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok()) {
+                Some(v) => {
+                    o.ok = true;
+                    o.error = None;
+                    o.result = v;
+                }
+                None => o.error = Some("the client printed no JSON result".into()),
+            },
+        }
+        o
+    })();
+    kill_group(&mut server);
+    let td = Instant::now();
+    let rep: LabReport = lab.shutdown();
+    outcome.teardown_ms = td.elapsed().as_secs_f64() * 1e3;
+    for d in &rep.directions {
+        match d.dir {
+            Some(aerolink_net::log::Dir::Up) => outcome.wire_bytes_up += d.bytes_out,
+            _ => outcome.wire_bytes_down += d.bytes_out,
+        }
+        outcome.link_drops_loss += d.dropped_loss;
+        outcome.link_drops_queue += d.dropped_queue;
+    }
+    let _ = std::fs::remove_dir_all(&tmp);
+    outcome
+}

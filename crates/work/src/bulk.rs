@@ -1,0 +1,228 @@
+//! The bulk workload: one transfer of N bytes, down (server → client) or up,
+//! over kernel TCP or over QUIC (one quinn stream).
+//!
+//! Wire protocol (TCP port 5201, or one QUIC bidirectional stream with ALPN
+//! `aerolink-bulk`): the client sends `dir: u8` (0 down, 1 up) and
+//! `size: u64` (LE). Down: the server sends `size` bytes; the client answers
+//! one byte; the server sends its sender-side counters (retransmits, bytes
+//! sent: 2 × u64). Up: the client sends `size` bytes; the receiving server
+//! answers with its goodput bins (`n: u32`, then n × u64 bytes per 100 ms).
+
+use std::net::SocketAddr;
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::quic::QuicKnobs;
+use crate::sock;
+
+pub const ALPN: &[u8] = b"aerolink-bulk";
+pub const BIN_MS: u64 = 100;
+const CHUNK: usize = 64 * 1024;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Direction {
+    Down,
+    Up,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct BulkResult {
+    pub transport: String,
+    pub direction: Direction,
+    pub bytes: u64,
+    /// From before the handshake to the last byte at the receiver, ms.
+    pub completion_ms: f64,
+    pub goodput_bps: f64,
+    /// Bytes received in each 100 ms since the transfer began.
+    pub bins_bytes: Vec<u64>,
+    /// Retransmitted segments (TCP) or lost packets (QUIC) of the sender.
+    pub sender_retransmits: u64,
+    /// Congestion control of the sender (kernel TCP: read from its socket).
+    pub sender_cc: String,
+}
+
+/// Receives `size` bytes, counting them into 100 ms bins from `t0`.
+async fn receive<R: AsyncRead + Unpin>(r: &mut R, size: u64, t0: Instant) -> anyhow::Result<Vec<u64>> {
+    let mut buf = vec![0u8; CHUNK];
+    let mut bins: Vec<u64> = Vec::new();
+    let mut got = 0u64;
+    while got < size {
+        let n = r.read(&mut buf).await?;
+        anyhow::ensure!(n > 0, "the connection closed after {got} of {size} bytes");
+        got += n as u64;
+        let bin = (t0.elapsed().as_millis() as u64 / BIN_MS) as usize;
+        if bins.len() <= bin {
+            bins.resize(bin + 1, 0);
+        }
+        bins[bin] += n as u64;
+    }
+    Ok(bins)
+}
+
+async fn send<W: AsyncWrite + Unpin>(w: &mut W, size: u64) -> anyhow::Result<()> {
+    let buf = crate::page::filler(CHUNK);
+    let mut left = size;
+    while left > 0 {
+        let n = left.min(CHUNK as u64) as usize;
+        w.write_all(&buf[..n]).await?;
+        left -= n as u64;
+    }
+    Ok(())
+}
+
+async fn write_bins<W: AsyncWrite + Unpin>(w: &mut W, bins: &[u64]) -> anyhow::Result<()> {
+    w.write_u32_le(bins.len() as u32).await?;
+    for b in bins {
+        w.write_u64_le(*b).await?;
+    }
+    Ok(())
+}
+
+async fn read_bins<R: AsyncRead + Unpin>(r: &mut R) -> anyhow::Result<Vec<u64>> {
+    let n = r.read_u32_le().await? as usize;
+    anyhow::ensure!(n < 10_000_000, "bad bin count");
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        v.push(r.read_u64_le().await?);
+    }
+    Ok(v)
+}
+
+pub async fn serve_tcp(listener: TcpListener, nagle: bool) -> anyhow::Result<()> {
+    loop {
+        let (mut s, _) = listener.accept().await?;
+        let _ = s.set_nodelay(!nagle);
+        tokio::spawn(async move {
+            let r: anyhow::Result<()> = async {
+                let dir = s.read_u8().await?;
+                let size = s.read_u64_le().await?;
+                if dir == 0 {
+                    send(&mut s, size).await?;
+                    s.read_u8().await?;
+                    let c = sock::counters(&s);
+                    s.write_u64_le(c.retransmits).await?;
+                    s.write_u64_le(c.bytes_sent).await?;
+                    let cc = sock::congestion(&s);
+                    s.write_u8(cc.len() as u8).await?;
+                    s.write_all(cc.as_bytes()).await?;
+                } else {
+                    let bins = receive(&mut s, size, Instant::now()).await?;
+                    write_bins(&mut s, &bins).await?;
+                }
+                s.flush().await?;
+                Ok(())
+            }
+            .await;
+            let _ = r;
+        });
+    }
+}
+
+pub async fn serve_quic(ep: quinn::Endpoint) -> anyhow::Result<()> {
+    while let Some(incoming) = ep.accept().await {
+        tokio::spawn(async move {
+            let r: anyhow::Result<()> = async {
+                let conn = incoming.await?;
+                let (mut tx, mut rx) = conn.accept_bi().await?;
+                let dir = rx.read_u8().await?;
+                let size = rx.read_u64_le().await?;
+                if dir == 0 {
+                    send(&mut tx, size).await?;
+                    tx.finish()?;
+                    rx.read_u8().await?;
+                    let mut uni = conn.open_uni().await?;
+                    uni.write_u64_le(conn.stats().path.lost_packets).await?;
+                    uni.finish()?;
+                } else {
+                    let bins = receive(&mut rx, size, Instant::now()).await?;
+                    write_bins(&mut tx, &bins).await?;
+                    tx.finish()?;
+                }
+                // Let the peer read everything before the connection goes.
+                let _ = tokio::time::timeout(std::time::Duration::from_secs(30), conn.closed()).await;
+                Ok(())
+            }
+            .await;
+            let _ = r;
+        });
+    }
+    Ok(())
+}
+
+fn result(transport: &str, direction: Direction, bytes: u64, t0: Instant, bins: Vec<u64>, retrans: u64, cc: String) -> BulkResult {
+    let completion_ms = t0.elapsed().as_secs_f64() * 1e3;
+    BulkResult {
+        transport: transport.into(),
+        direction,
+        bytes,
+        completion_ms,
+        goodput_bps: bytes as f64 * 8.0 / (completion_ms / 1e3),
+        bins_bytes: bins,
+        sender_retransmits: retrans,
+        sender_cc: cc,
+    }
+}
+
+/// Transfers `bytes` over kernel TCP. `cc` sets the client socket's
+/// congestion control (it matters for uploads).
+pub async fn tcp(server: SocketAddr, direction: Direction, bytes: u64, cc: &str) -> anyhow::Result<BulkResult> {
+    let t0 = Instant::now();
+    let sock = if server.is_ipv6() { tokio::net::TcpSocket::new_v6()? } else { tokio::net::TcpSocket::new_v4()? };
+    sock::set_congestion(&sock, cc).map_err(|e| anyhow::anyhow!("TCP congestion control {cc:?}: {e}"))?;
+    let mut s: TcpStream = sock.connect(server).await?;
+    s.write_u8(if direction == Direction::Down { 0 } else { 1 }).await?;
+    s.write_u64_le(bytes).await?;
+    match direction {
+        Direction::Down => {
+            let bins = receive(&mut s, bytes, t0).await?;
+            let r = result("tcp", direction, bytes, t0, bins, 0, String::new());
+            s.write_u8(1).await?;
+            let retrans = s.read_u64_le().await?;
+            let _sent = s.read_u64_le().await?;
+            let n = s.read_u8().await? as usize;
+            let mut cc = vec![0u8; n];
+            s.read_exact(&mut cc).await?;
+            Ok(BulkResult { sender_retransmits: retrans, sender_cc: String::from_utf8_lossy(&cc).to_string(), ..r })
+        }
+        Direction::Up => {
+            send(&mut s, bytes).await?;
+            let bins = read_bins(&mut s).await?;
+            let c = sock::counters(&s);
+            Ok(result("tcp", direction, bytes, t0, bins, c.retransmits, sock::congestion(&s)))
+        }
+    }
+}
+
+/// Transfers `bytes` over one QUIC stream with `knobs` on both ends.
+pub async fn quic(server: SocketAddr, direction: Direction, bytes: u64, knobs: &QuicKnobs) -> anyhow::Result<BulkResult> {
+    let t0 = Instant::now();
+    let ep = crate::quic::client_endpoint(server, knobs, &[ALPN])?;
+    let conn = ep.connect(server, crate::tls::SERVER_NAME)?.await?;
+    let (mut tx, mut rx) = conn.open_bi().await?;
+    tx.write_u8(if direction == Direction::Down { 0 } else { 1 }).await?;
+    tx.write_u64_le(bytes).await?;
+    let r = match direction {
+        Direction::Down => {
+            let bins = receive(&mut rx, bytes, t0).await?;
+            let r = result("quic", direction, bytes, t0, bins, 0, knobs.cc.clone());
+            tx.write_u8(1).await?;
+            tx.finish()?;
+            let mut uni = conn.accept_uni().await?;
+            let lost = uni.read_u64_le().await?;
+            BulkResult { sender_retransmits: lost, ..r }
+        }
+        Direction::Up => {
+            send(&mut tx, bytes).await?;
+            tx.finish()?;
+            let bins = read_bins(&mut rx).await?;
+            result("quic", direction, bytes, t0, bins, conn.stats().path.lost_packets, knobs.cc.clone())
+        }
+    };
+    conn.close(0u32.into(), b"done");
+    ep.wait_idle().await;
+    Ok(r)
+}

@@ -1,0 +1,17 @@
+//! aerolink-work: the workloads — real protocol stacks as servers and
+//! clients that aerolink runs at the two ends of an emulated link.
+//!
+//! Kernel TCP (with its congestion controls and the route's initial
+//! window), rustls, hyper (HTTP/1.1, HTTP/2), quinn + h3 (HTTP/3 and raw
+//! QUIC, with configurable initial window, windows and congestion
+//! controller). One [`server`] serves every workload; each client returns a
+//! serialisable result. Nothing here is simulated.
+
+pub mod bulk;
+pub mod messages;
+pub mod page;
+pub mod quic;
+pub mod server;
+pub mod sock;
+pub mod tls;
+pub mod web;

@@ -1,0 +1,126 @@
+//! One server for every workload, run in the server namespace:
+//!
+//! | port       | what |
+//! |------------|------|
+//! | 443/tcp    | HTTPS, HTTP/1.1 and HTTP/2 by ALPN (hyper + rustls) |
+//! | 443/udp    | HTTP/3 (quinn + h3) |
+//! | 5201/tcp   | bulk over kernel TCP |
+//! | 5201/udp   | bulk over QUIC (raw streams) |
+//! | 5301/tcp   | messages over kernel TCP |
+//!
+//! Kernel TCP sockets use the configured congestion control (cubic by
+//! default, as most of the Internet) and the route's initial window; QUIC
+//! uses the configured knobs.
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::Full;
+use hyper::{Request, Response};
+use serde::{Deserialize, Serialize};
+use tokio::net::{TcpListener, TcpSocket};
+
+use crate::quic::QuicKnobs;
+use crate::sock;
+
+pub const HTTPS_PORT: u16 = 443;
+pub const BULK_PORT: u16 = 5201;
+pub const MESSAGES_PORT: u16 = 5301;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ServerOpts {
+    /// Kernel TCP congestion control of the server's sockets.
+    pub tcp_cc: String,
+    /// Initial congestion window of the server's routes, segments (None:
+    /// the kernel's default of 10).
+    pub initcwnd: Option<u32>,
+    pub quic: QuicKnobs,
+    /// Nagle's algorithm on server sockets (off = TCP_NODELAY).
+    pub nagle: bool,
+}
+
+pub fn tcp_listener(port: u16, cc: &str) -> anyhow::Result<TcpListener> {
+    let s = TcpSocket::new_v6()?;
+    s.set_reuseaddr(true)?;
+    sock::set_congestion(&s, cc).map_err(|e| anyhow::anyhow!("TCP congestion control {cc:?}: {e} (available: {})", sock::TCP_CCS.join(", ")))?;
+    s.bind(SocketAddr::from(([0u16; 8], port)))?;
+    Ok(s.listen(1024)?)
+}
+
+async fn handle(req: Request<hyper::body::Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    let pq = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
+    Ok(match crate::page::render(&pq) {
+        Some((ct, body)) => Response::builder().header("content-type", ct).body(Full::new(Bytes::from(body))).expect("valid response"),
+        None => Response::builder().status(404).body(Full::new(Bytes::from_static(b"not found"))).expect("valid response"),
+    })
+}
+
+async fn serve_https(opts: Arc<ServerOpts>) -> anyhow::Result<()> {
+    let listener = tcp_listener(HTTPS_PORT, &opts.tcp_cc)?;
+    let tls = tokio_rustls::TlsAcceptor::from(Arc::new(crate::tls::server_config(&[b"h2", b"http/1.1"])?));
+    loop {
+        let (tcp, _) = listener.accept().await?;
+        let _ = tcp.set_nodelay(!opts.nagle);
+        let tls = tls.clone();
+        tokio::spawn(async move {
+            let Ok(stream) = tls.accept(tcp).await else { return };
+            let io = hyper_util::rt::TokioIo::new(stream);
+            let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
+                .serve_connection(io, hyper::service::service_fn(handle))
+                .await;
+        });
+    }
+}
+
+async fn serve_h3(opts: Arc<ServerOpts>) -> anyhow::Result<()> {
+    let ep = crate::quic::server_endpoint(SocketAddr::from(([0u16; 8], HTTPS_PORT)), &opts.quic, &[b"h3"])?;
+    while let Some(incoming) = ep.accept().await {
+        tokio::spawn(async move {
+            let Ok(conn) = incoming.await else { return };
+            let Ok(mut h3c) = h3::server::Connection::<_, Bytes>::new(h3_quinn::Connection::new(conn)).await else { return };
+            while let Ok(Some(resolver)) = h3c.accept().await {
+                tokio::spawn(async move {
+                    let Ok((req, mut stream)) = resolver.resolve_request().await else { return };
+                    let pq = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
+                    let (status, ct, body) = match crate::page::render(&pq) {
+                        Some((ct, b)) => (200, ct, b),
+                        None => (404, "text/plain", b"not found".to_vec()),
+                    };
+                    let resp = http::Response::builder().status(status).header("content-type", ct).body(()).expect("valid response");
+                    if stream.send_response(resp).await.is_err() {
+                        return;
+                    }
+                    let body = Bytes::from(body);
+                    for chunk in body.chunks(256 * 1024) {
+                        if stream.send_data(body.slice_ref(chunk)).await.is_err() {
+                            return;
+                        }
+                    }
+                    let _ = stream.finish().await;
+                });
+            }
+        });
+    }
+    Ok(())
+}
+
+/// Runs every workload server until killed.
+pub async fn serve(opts: ServerOpts) -> anyhow::Result<()> {
+    if let Some(n) = opts.initcwnd {
+        sock::set_route_initcwnd(n)?;
+    }
+    let opts = Arc::new(opts);
+    let bulk_tcp = tcp_listener(BULK_PORT, &opts.tcp_cc)?;
+    let msg_tcp = tcp_listener(MESSAGES_PORT, &opts.tcp_cc)?;
+    let bulk_quic = crate::quic::server_endpoint(SocketAddr::from(([0u16; 8], BULK_PORT)), &opts.quic, &[crate::bulk::ALPN])?;
+    tokio::try_join!(
+        serve_https(opts.clone()),
+        serve_h3(opts.clone()),
+        crate::bulk::serve_tcp(bulk_tcp, opts.nagle),
+        crate::bulk::serve_quic(bulk_quic),
+        crate::messages::serve(msg_tcp, opts.nagle),
+    )?;
+    Ok(())
+}

@@ -1,0 +1,79 @@
+//! Kernel TCP knobs and counters: congestion control per socket, the
+//! route's initial window, and what TCP_INFO reports.
+
+use std::os::fd::AsRawFd;
+
+use serde::{Deserialize, Serialize};
+
+/// Kernel congestion controls this machine offers.
+pub const TCP_CCS: &[&str] = &["reno", "cubic", "bbr"];
+
+/// Sets TCP_CONGESTION on a socket (listening sockets pass it on).
+pub fn set_congestion(sock: &impl AsRawFd, cc: &str) -> std::io::Result<()> {
+    // SAFETY: a valid fd and a byte buffer with its length.
+    let r = unsafe { libc::setsockopt(sock.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_ptr().cast(), cc.len() as libc::socklen_t) };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The congestion control a socket really uses.
+pub fn congestion(sock: &impl AsRawFd) -> String {
+    let mut buf = [0u8; 16];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: buf is valid for len bytes.
+    let r = unsafe { libc::getsockopt(sock.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, buf.as_mut_ptr().cast(), &mut len) };
+    if r != 0 {
+        return "?".into();
+    }
+    String::from_utf8_lossy(&buf[..len as usize]).trim_end_matches('\0').to_string()
+}
+
+/// What TCP_INFO says about one connection.
+#[derive(Debug, Default, Clone, Copy, Serialize, Deserialize)]
+pub struct TcpCounters {
+    pub retransmits: u64,
+    pub bytes_sent: u64,
+    pub bytes_received: u64,
+}
+
+impl std::ops::AddAssign for TcpCounters {
+    fn add_assign(&mut self, o: Self) {
+        self.retransmits += o.retransmits;
+        self.bytes_sent += o.bytes_sent;
+        self.bytes_received += o.bytes_received;
+    }
+}
+
+/// Reads TCP_INFO. Fields are at the kernel ABI's fixed offsets (they only
+/// ever grow at the end): tcpi_total_retrans at 100, tcpi_bytes_acked at
+/// 120, tcpi_bytes_received at 128, tcpi_bytes_sent at 192.
+pub fn counters(sock: &impl AsRawFd) -> TcpCounters {
+    let mut buf = [0u8; 256];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: buf is valid for len bytes.
+    let r = unsafe { libc::getsockopt(sock.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_INFO, buf.as_mut_ptr().cast(), &mut len) };
+    if r != 0 {
+        return TcpCounters::default();
+    }
+    let len = len as usize;
+    let u32_at = |o: usize| if o + 4 <= len { u32::from_ne_bytes(buf[o..o + 4].try_into().expect("4 bytes")) as u64 } else { 0 };
+    let u64_at = |o: usize| if o + 8 <= len { u64::from_ne_bytes(buf[o..o + 8].try_into().expect("8 bytes")) } else { 0 };
+    TcpCounters { retransmits: u32_at(100), bytes_sent: u64_at(192), bytes_received: u64_at(128) }
+}
+
+/// Sets the initial congestion window (segments) on the routes toward the
+/// lab's addresses in this namespace, as `ip route … initcwnd N` does.
+pub fn set_route_initcwnd(segments: u32) -> anyhow::Result<()> {
+    for (fam, prefix) in [("-4", "198.18.0.0/15"), ("-6", "2001:2::/48")] {
+        let out = std::process::Command::new("ip").args([fam, "route", "show", prefix]).output()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let line = text.lines().next().ok_or_else(|| anyhow::anyhow!("no route to {prefix} in this namespace"))?;
+        let dev = line.split_whitespace().skip_while(|w| *w != "dev").nth(1).ok_or_else(|| anyhow::anyhow!("route {line:?} has no device"))?;
+        let n = segments.to_string();
+        let st = std::process::Command::new("ip").args([fam, "route", "change", prefix, "dev", dev, "initcwnd", &n, "initrwnd", &n]).status()?;
+        anyhow::ensure!(st.success(), "ip route change {prefix} initcwnd {n} failed");
+    }
+    Ok(())
+}

@@ -1,0 +1,362 @@
+//! The web workload's client: loads a synthetic page like a browser.
+//!
+//! Fetch the HTML, discover its references, fetch them as the protocol
+//! allows, follow stylesheets to the objects they reference:
+//! - `h1`: HTTP/1.1 over TLS, persistent connections, at most 6 per origin,
+//!   opened as requests need them (as browsers do);
+//! - `h1-close`: a new connection per object (`Connection: close`), at most
+//!   6 at a time;
+//! - `h2`: every request multiplexed on one TLS connection;
+//! - `h3`: every request on one QUIC connection.
+
+use std::net::SocketAddr;
+use std::os::fd::{AsRawFd, RawFd};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use bytes::{Buf, Bytes};
+use http_body_util::{BodyExt, Empty};
+use serde::{Deserialize, Serialize};
+use tokio::net::TcpStream;
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+
+use crate::page::{references, Page};
+use crate::quic::QuicKnobs;
+use crate::sock::{self, TcpCounters};
+
+pub const PROTOCOLS: &[&str] = &["h1", "h1-close", "h2", "h3"];
+/// Connections per origin for HTTP/1.1, as browsers allow.
+pub const H1_MAX_CONNECTIONS: usize = 6;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ObjectTiming {
+    pub path: String,
+    pub bytes: u64,
+    /// Since the page load began, ms.
+    pub start_ms: f64,
+    pub first_byte_ms: f64,
+    pub end_ms: f64,
+    /// Which connection carried it (0-based, in opening order).
+    pub conn: usize,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WebResult {
+    pub protocol: String,
+    /// The ALPN the server really agreed to.
+    pub alpn: String,
+    pub page: String,
+    pub depth: u32,
+    /// Page load time: start to the last byte of the last object, ms.
+    pub plt_ms: f64,
+    /// Time to the first byte of the HTML response, ms.
+    pub ttfb_ms: f64,
+    pub requests: usize,
+    pub body_bytes: u64,
+    pub connections: usize,
+    /// Retransmitted segments (TCP, from TCP_INFO of the client's sockets,
+    /// i.e. the upload side) or lost packets the client detected (QUIC).
+    pub client_retransmits: u64,
+    pub objects: Vec<ObjectTiming>,
+}
+
+struct Fetched {
+    timing: ObjectTiming,
+    content_type: String,
+    body: Bytes,
+}
+
+fn ms(t0: Instant) -> f64 {
+    t0.elapsed().as_secs_f64() * 1e3
+}
+
+struct Fd(RawFd);
+impl AsRawFd for Fd {
+    fn as_raw_fd(&self) -> RawFd {
+        self.0
+    }
+}
+
+type H1Send = hyper::client::conn::http1::SendRequest<Empty<Bytes>>;
+type H2Send = hyper::client::conn::http2::SendRequest<Empty<Bytes>>;
+type H3Send = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
+
+struct Tcp {
+    addr: SocketAddr,
+    tls: tokio_rustls::TlsConnector,
+    opened: Mutex<Vec<RawFd>>,
+    counters: Mutex<TcpCounters>,
+    alpn: Mutex<String>,
+}
+
+impl Tcp {
+    fn new(addr: SocketAddr, alpn: &[u8]) -> anyhow::Result<Self> {
+        let cfg = crate::tls::client_config(&[alpn])?;
+        Ok(Tcp { addr, tls: tokio_rustls::TlsConnector::from(Arc::new(cfg)), opened: Mutex::new(Vec::new()), counters: Mutex::default(), alpn: Mutex::default() })
+    }
+
+    /// Opens a TLS connection; returns its stream and index.
+    async fn connect(&self) -> anyhow::Result<(tokio_rustls::client::TlsStream<TcpStream>, usize)> {
+        let tcp = TcpStream::connect(self.addr).await?;
+        tcp.set_nodelay(true)?;
+        let fd = tcp.as_raw_fd();
+        let tls = self.tls.connect(crate::tls::server_name(), tcp).await?;
+        let alpn = tls.get_ref().1.alpn_protocol().map(|a| String::from_utf8_lossy(a).to_string()).unwrap_or_default();
+        *self.alpn.lock().expect("not poisoned") = alpn;
+        let mut o = self.opened.lock().expect("not poisoned");
+        o.push(fd);
+        Ok((tls, o.len() - 1))
+    }
+
+    /// ALPN, connections opened and retransmissions. (Each lock is taken
+    /// and released in its own statement.)
+    fn summary(&self, closed_already_counted: bool) -> (String, usize, u64) {
+        let alpn = self.alpn.lock().expect("not poisoned").clone();
+        let conns = self.opened.lock().expect("not poisoned").len();
+        let retrans = self.collect_open(closed_already_counted).retransmits;
+        (alpn, conns, retrans)
+    }
+
+    /// Adds up TCP_INFO of the connections still open.
+    fn collect_open(&self, skip_closed: bool) -> TcpCounters {
+        let mut c = *self.counters.lock().expect("not poisoned");
+        if !skip_closed {
+            for fd in self.opened.lock().expect("not poisoned").iter() {
+                c += sock::counters(&Fd(*fd));
+            }
+        }
+        c
+    }
+}
+
+async fn read_hyper_body(mut body: hyper::body::Incoming) -> anyhow::Result<Bytes> {
+    let mut out = Vec::new();
+    while let Some(frame) = body.frame().await {
+        if let Ok(d) = frame?.into_data() {
+            out.extend_from_slice(&d);
+        }
+    }
+    Ok(Bytes::from(out))
+}
+
+fn request(path: &str, close: bool) -> anyhow::Result<http::Request<Empty<Bytes>>> {
+    let mut b = http::Request::get(format!("https://{}{path}", crate::tls::SERVER_NAME)).header("user-agent", "aerolink");
+    if close {
+        b = b.header("connection", "close");
+    }
+    Ok(b.body(Empty::new())?)
+}
+
+enum Transport {
+    H1 { tcp: Tcp, idle: Mutex<Vec<(usize, H1Send)>>, slots: Semaphore },
+    H1Close { tcp: Tcp, slots: Semaphore },
+    H2 { tcp: Tcp, send: H2Send },
+    H3 { send: H3Send, conn: quinn::Connection, alpn: String },
+}
+
+impl Transport {
+    async fn open(protocol: &str, addr: SocketAddr, quic: &QuicKnobs) -> anyhow::Result<Transport> {
+        Ok(match protocol {
+            "h1" => Transport::H1 { tcp: Tcp::new(addr, b"http/1.1")?, idle: Mutex::new(Vec::new()), slots: Semaphore::new(H1_MAX_CONNECTIONS) },
+            "h1-close" => Transport::H1Close { tcp: Tcp::new(addr, b"http/1.1")?, slots: Semaphore::new(H1_MAX_CONNECTIONS) },
+            "h2" => {
+                let tcp = Tcp::new(addr, b"h2")?;
+                let (tls, _) = tcp.connect().await?;
+                let (send, conn) = hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), hyper_util::rt::TokioIo::new(tls)).await?;
+                tokio::spawn(conn);
+                Transport::H2 { tcp, send }
+            }
+            "h3" => {
+                let ep = crate::quic::client_endpoint(addr, quic, &[b"h3"])?;
+                let conn = ep.connect(addr, crate::tls::SERVER_NAME)?.await?;
+                let alpn = conn
+                    .handshake_data()
+                    .and_then(|h| h.downcast::<quinn::crypto::rustls::HandshakeData>().ok())
+                    .and_then(|h| h.protocol)
+                    .map(|p| String::from_utf8_lossy(&p).to_string())
+                    .unwrap_or_default();
+                let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(conn.clone())).await?;
+                tokio::spawn(async move {
+                    let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+                });
+                Transport::H3 { send, conn, alpn }
+            }
+            other => anyhow::bail!("protocol {other:?}: expected one of {}", PROTOCOLS.join(", ")),
+        })
+    }
+
+    async fn fetch(&self, path: String, t0: Instant) -> anyhow::Result<Fetched> {
+        let start_ms = ms(t0);
+        let (conn, resp_ms, ct, body) = match self {
+            Transport::H1 { tcp, idle, slots } => {
+                let _slot = slots.acquire().await?;
+                let reuse = idle.lock().expect("not poisoned").pop();
+                let (idx, mut send) = match reuse {
+                    Some(x) => x,
+                    None => {
+                        let (tls, idx) = tcp.connect().await?;
+                        let (send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls)).await?;
+                        tokio::spawn(conn);
+                        (idx, send)
+                    }
+                };
+                send.ready().await?;
+                let resp = send.send_request(request(&path, false)?).await?;
+                let resp_ms = ms(t0);
+                let ct = content_type(resp.headers());
+                let body = read_hyper_body(resp.into_body()).await?;
+                idle.lock().expect("not poisoned").push((idx, send));
+                (idx, resp_ms, ct, body)
+            }
+            Transport::H1Close { tcp, slots } => {
+                let _slot = slots.acquire().await?;
+                let (tls, idx) = tcp.connect().await?;
+                let fd = tls.get_ref().0.as_raw_fd();
+                let (mut send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls)).await?;
+                let driver = tokio::spawn(conn);
+                send.ready().await?;
+                let resp = send.send_request(request(&path, true)?).await?;
+                let resp_ms = ms(t0);
+                let ct = content_type(resp.headers());
+                let body = read_hyper_body(resp.into_body()).await?;
+                *tcp.counters.lock().expect("not poisoned") += sock::counters(&Fd(fd));
+                drop(send);
+                let _ = driver.await;
+                (idx, resp_ms, ct, body)
+            }
+            Transport::H2 { send, .. } => {
+                let mut send = send.clone();
+                send.ready().await?;
+                let resp = send.send_request(request(&path, false)?).await?;
+                let resp_ms = ms(t0);
+                let ct = content_type(resp.headers());
+                (0, resp_ms, ct, read_hyper_body(resp.into_body()).await?)
+            }
+            Transport::H3 { send, .. } => {
+                let mut send = send.clone();
+                let req = http::Request::get(format!("https://{}{path}", crate::tls::SERVER_NAME)).body(())?;
+                let mut stream = send.send_request(req).await?;
+                stream.finish().await?;
+                let resp = stream.recv_response().await?;
+                let resp_ms = ms(t0);
+                let ct = content_type(resp.headers());
+                let mut out = Vec::new();
+                while let Some(mut chunk) = stream.recv_data().await? {
+                    while chunk.has_remaining() {
+                        let c = chunk.chunk();
+                        out.extend_from_slice(c);
+                        let n = c.len();
+                        chunk.advance(n);
+                    }
+                }
+                (0, resp_ms, ct, Bytes::from(out))
+            }
+        };
+        Ok(Fetched { timing: ObjectTiming { path, bytes: body.len() as u64, start_ms, first_byte_ms: resp_ms, end_ms: ms(t0), conn }, content_type: ct, body })
+    }
+}
+
+fn content_type(h: &http::HeaderMap) -> String {
+    h.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string()
+}
+
+/// Loads `page` from `server` over `protocol`.
+pub async fn load(protocol: &str, server: SocketAddr, page: &Page, quic: &QuicKnobs) -> anyhow::Result<WebResult> {
+    let t0 = Instant::now();
+    let transport = Arc::new(Transport::open(protocol, server, quic).await?);
+    let mut set = JoinSet::new();
+    {
+        let t = transport.clone();
+        let url = page.url();
+        set.spawn(async move { t.fetch(url, t0).await });
+    }
+    let mut objects = Vec::new();
+    let mut ttfb_ms = 0.0;
+    while let Some(joined) = set.join_next().await {
+        let f = joined??;
+        if f.timing.path.starts_with("/page.html") {
+            ttfb_ms = f.timing.first_byte_ms;
+        }
+        if f.content_type.starts_with("text/html") || f.content_type.starts_with("text/css") {
+            for r in references(&f.body) {
+                let t = transport.clone();
+                set.spawn(async move { t.fetch(r, t0).await });
+            }
+        }
+        objects.push(f.timing);
+    }
+    let plt_ms = objects.iter().map(|o| o.end_ms).fold(0.0, f64::max);
+    let (alpn, connections, client_retransmits) = match &*transport {
+        Transport::H1 { tcp, .. } | Transport::H2 { tcp, .. } => tcp.summary(false),
+        Transport::H1Close { tcp, .. } => tcp.summary(true),
+        Transport::H3 { conn, alpn, .. } => {
+            let s = conn.stats();
+            conn.close(0u32.into(), b"done");
+            (alpn.clone(), 1, s.path.lost_packets)
+        }
+    };
+    objects.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
+    Ok(WebResult {
+        protocol: protocol.to_string(),
+        alpn,
+        page: page.spec.clone(),
+        depth: page.depth,
+        plt_ms,
+        ttfb_ms,
+        requests: objects.len(),
+        body_bytes: objects.iter().map(|o| o.bytes).sum(),
+        connections,
+        client_retransmits,
+        objects,
+    })
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ObjectsResult {
+    pub protocol: String,
+    pub alpn: String,
+    pub set: String,
+    pub parallel: bool,
+    /// From the start (handshake included) to the last byte of the last
+    /// object, ms.
+    pub total_ms: f64,
+    pub connections: usize,
+    pub client_retransmits: u64,
+    pub objects: Vec<ObjectTiming>,
+}
+
+/// Seed 003's object sets: fetches `sizes` one after another or all at once
+/// over one connection (`h2` or `h3`; `h1` for comparison).
+pub async fn objects(protocol: &str, server: SocketAddr, set: &str, sizes: &[u64], parallel: bool, quic: &QuicKnobs) -> anyhow::Result<ObjectsResult> {
+    let t0 = Instant::now();
+    let transport = Arc::new(Transport::open(protocol, server, quic).await?);
+    let paths: Vec<String> = sizes.iter().enumerate().map(|(i, s)| format!("/obj/{i}.bin?size={s}")).collect();
+    let mut objects = Vec::new();
+    if parallel {
+        let mut set_ = JoinSet::new();
+        for p in paths {
+            let t = transport.clone();
+            set_.spawn(async move { t.fetch(p, t0).await });
+        }
+        while let Some(j) = set_.join_next().await {
+            objects.push(j??.timing);
+        }
+    } else {
+        for p in paths {
+            objects.push(transport.fetch(p, t0).await?.timing);
+        }
+    }
+    let total_ms = objects.iter().map(|o| o.end_ms).fold(0.0, f64::max);
+    let (alpn, connections, client_retransmits) = match &*transport {
+        Transport::H1 { tcp, .. } | Transport::H2 { tcp, .. } => tcp.summary(false),
+        Transport::H1Close { tcp, .. } => tcp.summary(true),
+        Transport::H3 { conn, alpn, .. } => {
+            let s = conn.stats();
+            conn.close(0u32.into(), b"done");
+            (alpn.clone(), 1, s.path.lost_packets)
+        }
+    };
+    objects.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
+    Ok(ObjectsResult { protocol: protocol.into(), alpn, set: set.into(), parallel, total_ms, connections, client_retransmits, objects })
+}
