@@ -81,11 +81,12 @@ pub enum BenchCmd {
         /// down, up or both.
         #[arg(long, default_value = "up")]
         direction: String,
+        /// Message size in bytes (at least 12).
         #[arg(long, default_value_t = 64)]
         size: u32,
-        /// Offered rate, e.g. "1024bit/s".
+        /// Offered rate, e.g. "1024bit/s" (`--rate` is the link's).
         #[arg(long, default_value = "1024bit/s")]
-        rate: String,
+        offered: String,
         #[arg(long, default_value = "60s")]
         duration: String,
     },
@@ -176,8 +177,8 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
             (common, Workload::Bulk { transport, direction, bytes })
         }
         BenchCmd::Objects { common, protocol, set, mode } => (common, Workload::Objects { protocol, set, parallel: mode == "par" }),
-        BenchCmd::Messages { common, direction, size, rate, duration } => {
-            let r = aerolink_link::units::parse_rate(&rate).map_err(|m| user(format!("--rate {rate}: expected {m}")))?;
+        BenchCmd::Messages { common, direction, size, offered, duration } => {
+            let r = aerolink_link::units::parse_rate(&offered).map_err(|m| user(format!("--offered {offered}: expected {m}")))?;
             let d = aerolink_link::units::parse_duration(&duration).map_err(|m| user(format!("--duration {duration}: expected {m}")))?;
             (common, Workload::Messages { direction, size, rate_bps: r.bits_per_sec, duration_s: d.as_secs_f64() })
         }

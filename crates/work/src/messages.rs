@@ -76,12 +76,10 @@ async fn generate(mut w: OwnedWriteHalf, size: u32, rate_bps: f64, until: Instan
         let mut m = payload.clone();
         m[..8].copy_from_slice(&offered.to_le_bytes());
         m[8..12].copy_from_slice(&size.to_le_bytes());
-        // A write still blocked at the end of the test is abandoned: its
-        // message was offered but not delivered in time.
-        match tokio::time::timeout_at(until.into(), w.write_all(&m)).await {
-            Ok(r) => r?,
-            Err(_) => break,
-        }
+        // A message once started is written whole (cutting it would break
+        // the framing); if it ends after the test, the receiver, which
+        // stops counting at the end, will not count it.
+        w.write_all(&m).await?;
         k += 1;
     }
     Ok((k, w))
@@ -101,18 +99,28 @@ async fn read_frame(r: &mut OwnedReadHalf) -> std::io::Result<Option<(u64, usize
     Ok(Some((u64::from_le_bytes(hdr[..8].try_into().expect("8 bytes")), len as usize)))
 }
 
-/// Receives messages until `until`.
+/// Receives messages until `until`. Only the wait for a frame's first
+/// byte obeys the deadline: a frame once begun is read whole (cancelling it
+/// halfway would lose the framing), and counted only if it completed in
+/// time.
 async fn absorb(mut r: OwnedReadHalf, until: Instant) -> (Received, OwnedReadHalf, bool) {
     let mut rec = Received::default();
     loop {
-        match tokio::time::timeout_at(until.into(), read_frame(&mut r)).await {
-            Ok(Ok(Some((sent, len)))) => {
+        match tokio::time::timeout_at(until.into(), r.readable()).await {
+            Ok(Ok(())) => {}
+            _ => return (rec, r, false),
+        }
+        match read_frame(&mut r).await {
+            Ok(Some((sent, len))) => {
+                if Instant::now() >= until {
+                    return (rec, r, false);
+                }
                 rec.messages += 1;
                 rec.bytes += len as u64;
                 rec.latencies_ms.push(now_ns().saturating_sub(sent) as f64 / 1e6);
             }
-            Ok(Ok(None)) => return (rec, r, true),
-            _ => return (rec, r, false),
+            Ok(None) => return (rec, r, true),
+            Err(_) => return (rec, r, false),
         }
     }
 }
@@ -160,15 +168,29 @@ pub async fn serve(listener: TcpListener, nagle: bool) -> anyhow::Result<()> {
                 anyhow::ensure!(size >= MIN_SIZE && rate > 0.0, "bad request");
                 let until = Instant::now() + dur;
                 let (r, w) = s.into_split();
-                let (rec, mut w) = if dir == 1 {
-                    (Some(absorb(r, until).await.0), w)
+                let (rec, mut r, mut w) = if dir == 1 {
+                    let (rec, r, _) = absorb(r, until).await;
+                    (Some(rec), r, w)
                 } else {
                     let sender = tokio::spawn(generate(w, size, rate, until));
-                    let rec = if dir == 2 { Some(absorb(r, until).await.0) } else { None };
-                    (rec, sender.await??.1)
+                    let (rec, r) = if dir == 2 {
+                        let (rec, r, _) = absorb(r, until).await;
+                        (Some(rec), r)
+                    } else {
+                        (None, r)
+                    };
+                    (rec, r, sender.await??.1)
                 };
                 // The report also ends the down stream for the client.
                 write_report(&mut w, &rec.unwrap_or_default()).await?;
+                // Read what the client still sends until it closes: closing
+                // with unread data would reset the connection and lose the
+                // report on its way.
+                let mut sink = vec![0u8; 16 * 1024];
+                let _ = tokio::time::timeout(Duration::from_secs(300), async {
+                    while r.read(&mut sink).await.map(|n| n > 0).unwrap_or(false) {}
+                })
+                .await;
                 Ok(())
             }
             .await;
@@ -202,7 +224,12 @@ pub async fn run(server: SocketAddr, direction: &str, size: u32, rate_bps: f64, 
         (None, r, false)
     };
     let offered = match sender {
-        Some(h) => h.await??.0,
+        Some(h) => {
+            let (k, mut w) = h.await??;
+            // Half-close: the server reads to our end before closing.
+            let _ = w.shutdown().await;
+            k
+        }
         None => (duration.as_secs_f64() * rate_bps / (size as f64 * 8.0)).ceil() as u64,
     };
     // Queues drain in bounded time once the senders stop.
