@@ -7,6 +7,7 @@ mod error;
 mod experiment;
 mod linkargs;
 mod profiles;
+mod results;
 mod run;
 mod stats;
 mod topology;
@@ -69,6 +70,18 @@ enum Cmd {
         #[command(subcommand)]
         what: bench::BenchCmd,
     },
+    /// Run experiment files: every combination, stored in SQLite.
+    Experiment {
+        #[command(subcommand)]
+        what: experiment::ExperimentCmd,
+    },
+    /// Export stored results as CSV or JSON.
+    Results {
+        #[command(subcommand)]
+        what: ResultsCmd,
+    },
+    /// Write the HTML report of a result store.
+    Report(results::ReportArgs),
     /// The workload programs themselves (run inside a lab's namespaces).
     Workload {
         #[command(subcommand)]
@@ -76,6 +89,12 @@ enum Cmd {
     },
     #[command(name = "__hold", hide = true)]
     Hold(updown::UpArgs),
+}
+
+#[derive(Subcommand, Debug)]
+enum ResultsCmd {
+    /// Every run with its metrics: `--csv` (default) or `--json`.
+    Export(results::ExportArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -111,6 +130,9 @@ fn main() {
         Cmd::Stats { file, json } => stats::stats(&file, json),
         Cmd::Bench { what } => bench::bench(what),
         Cmd::Workload { what } => workload::run(what),
+        Cmd::Experiment { what } => experiment::run(what),
+        Cmd::Results { what: ResultsCmd::Export(a) } => results::export(a),
+        Cmd::Report(a) => results::report(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -5,5 +5,10 @@
 //! ([`experiment`]), the SQLite result store ([`store`]) and the
 //! self-contained HTML report ([`report`]).
 
+pub mod experiment;
+pub mod report;
 pub mod runner;
+pub mod stats;
+pub mod store;
+pub mod svg;
 pub mod workload;

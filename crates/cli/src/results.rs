@@ -1,0 +1,108 @@
+//! `aerolink results export` and `aerolink report`.
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+
+use aerolink_lab::store::Store;
+use clap::Args;
+
+use crate::error::user;
+
+#[derive(Args, Debug)]
+pub struct ExportArgs {
+    #[arg(long, default_value = "results.db")]
+    pub db: PathBuf,
+    /// CSV: one row per run, one column per metric.
+    #[arg(long, conflicts_with = "json")]
+    pub csv: bool,
+    /// JSON: every run with its metrics.
+    #[arg(long)]
+    pub json: bool,
+    /// Only this experiment.
+    #[arg(long)]
+    pub experiment: Option<String>,
+    /// Write to FILE instead of standard output.
+    #[arg(short, long)]
+    pub output: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    #[arg(long, default_value = "results.db")]
+    pub db: PathBuf,
+    /// The HTML file to write.
+    #[arg(short, long, default_value = "report.html")]
+    pub output: PathBuf,
+    /// Only this experiment.
+    #[arg(long)]
+    pub experiment: Option<String>,
+}
+
+fn open(db: &PathBuf) -> anyhow::Result<Store> {
+    if !db.exists() {
+        return Err(user(format!("--db {}: no such file; run an experiment first (aerolink experiment run FILE)", db.display())));
+    }
+    Store::open(db).map_err(|e| user(e.to_string()))
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+pub fn export(a: ExportArgs) -> anyhow::Result<i32> {
+    let store = open(&a.db)?;
+    let runs = store.runs(a.experiment.as_deref())?;
+    let text = if a.csv || !a.json {
+        let metrics: BTreeSet<String> = runs.iter().flat_map(|r| r.metrics.keys().cloned()).collect();
+        let mut out = String::from("run_key,experiment,profile,profile_hash,workload,protocol,params,knobs,seed,rep,aerolink_version,host,started_at,duration_s,ok,error,setup_ms,teardown_ms,wire_bytes_down,wire_bytes_up");
+        for m in &metrics {
+            out.push(',');
+            out.push_str(m);
+        }
+        out.push('\n');
+        for r in &runs {
+            let fields = [
+                r.run_key.clone(), r.experiment.clone(), r.profile.clone(), r.profile_hash.clone(), r.workload.clone(), r.protocol.clone(), r.params.clone(),
+                r.knobs_json.clone(), r.seed.to_string(), r.rep.to_string(), r.aerolink_version.clone(), r.host.clone(), r.started_at.clone(),
+                format!("{:.3}", r.duration_s), (r.ok as u8).to_string(), r.error.clone().unwrap_or_default(), format!("{:.1}", r.setup_ms),
+                format!("{:.1}", r.teardown_ms), r.wire_bytes_down.to_string(), r.wire_bytes_up.to_string(),
+            ];
+            out.push_str(&fields.iter().map(|f| csv_field(f)).collect::<Vec<_>>().join(","));
+            for m in &metrics {
+                out.push(',');
+                if let Some(v) = r.metrics.get(m) {
+                    out.push_str(&v.to_string());
+                }
+            }
+            out.push('\n');
+        }
+        out
+    } else {
+        serde_json::to_string_pretty(&runs)? + "\n"
+    };
+    match &a.output {
+        Some(p) => std::fs::write(p, text).map_err(|e| user(format!("{}: {e}", p.display())))?,
+        None => print!("{text}"),
+    }
+    Ok(0)
+}
+
+pub fn report(a: ReportArgs) -> anyhow::Result<i32> {
+    let store = open(&a.db)?;
+    let mut exps = store.experiments()?;
+    if let Some(n) = &a.experiment {
+        exps.retain(|e| &e.name == n);
+        if exps.is_empty() {
+            return Err(user(format!("--experiment {n}: not in {}", a.db.display())));
+        }
+    }
+    let runs = store.runs(a.experiment.as_deref())?;
+    let html = aerolink_lab::report::render(&exps, &runs, &a.db.display().to_string(), &crate::experiment::now_rfc3339());
+    std::fs::write(&a.output, html).map_err(|e| user(format!("{}: {e}", a.output.display())))?;
+    println!("{}", std::fs::canonicalize(&a.output).unwrap_or(a.output.clone()).display());
+    Ok(0)
+}

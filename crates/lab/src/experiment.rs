@@ -1,0 +1,381 @@
+//! Experiment files: which links, which workloads with which knobs, how
+//! many repetitions — expanded into a list of runs in a random (seeded)
+//! order, each with a stable key so a store can tell what it already holds.
+//!
+//! ```toml
+//! name = "ifc-web"
+//! description = "Seed 000 §6: h1, h2 and h3 page loads on DA2GC and MSS"
+//! seed = 1               # link seeds are seed + repetition; also shuffles the order
+//! repetitions = 5
+//! timeout = "300s"       # per run
+//! baseline = "h1"        # the report shows each protocol's ratio to it
+//! profiles = ["da2gc", "mss"]     # built-in names or files (relative to this file)
+//!
+//! [[variant]]            # a derived profile, usable in `profiles`
+//! name = "mss-fast"
+//! base = "mss"
+//! rate = "x2"            # x<factor> or an absolute value; also rtt, loss
+//!
+//! [[workload]]
+//! type = "web"           # web | bulk | objects | messages
+//! protocols = ["h1", "h2", "h3"]
+//! pages = ["1x100KB", "10x100KB"]
+//! tcp_cc = "cubic"       # knobs: tcp_cc, initcwnd, quic_preset, quic_cc, nagle (a value or a list to sweep)
+//! ```
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use aerolink_link::profile::Override;
+use aerolink_link::profile::{LossSpec, RateSpec};
+use aerolink_link::{BaseDelay, Profile};
+use aerolink_work::quic::QuicKnobs;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
+use serde::Serialize;
+use sha2::Digest;
+
+use crate::workload::{Knobs, Workload};
+
+/// An experiment file that cannot be used: where, which key, what is allowed.
+#[derive(Debug, thiserror::Error)]
+#[error("{file}: {key}: {message}")]
+pub struct SpecError {
+    pub file: String,
+    pub key: String,
+    pub message: String,
+}
+
+/// Loads a profile by built-in name or file, with overrides; the caller
+/// knows where files live.
+pub type ProfileResolver<'a> = &'a dyn Fn(&str, &[Override]) -> Result<Profile, String>;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Case {
+    pub workload: Workload,
+    pub knobs: Knobs,
+}
+
+#[derive(Clone, Debug)]
+pub struct Experiment {
+    pub name: String,
+    pub description: String,
+    pub file: String,
+    pub source: String,
+    pub seed: u64,
+    pub repetitions: u32,
+    pub timeout: Duration,
+    pub baseline: Option<String>,
+    pub profiles: Vec<Profile>,
+    pub cases: Vec<Case>,
+}
+
+#[derive(Clone, Debug)]
+pub struct PlannedRun {
+    pub key: String,
+    pub profile: usize,
+    pub case: usize,
+    pub rep: u32,
+    pub seed: u64,
+}
+
+const TOP: &[&str] = &["name", "description", "seed", "repetitions", "timeout", "baseline", "profiles", "variant", "workload"];
+const KNOB_KEYS: &[&str] = &["tcp_cc", "initcwnd", "quic_preset", "quic_cc", "nagle"];
+
+fn strings(v: &toml::Value) -> Option<Vec<String>> {
+    match v {
+        toml::Value::String(s) => Some(vec![s.clone()]),
+        toml::Value::Array(a) => a.iter().map(|x| x.as_str().map(str::to_string)).collect(),
+        _ => None,
+    }
+}
+
+fn values(v: &toml::Value) -> Vec<toml::Value> {
+    match v {
+        toml::Value::Array(a) => a.clone(),
+        other => vec![other.clone()],
+    }
+}
+
+pub fn run_key(exp: &str, profile: &Profile, case: &Case, rep: u32) -> String {
+    let text = serde_json::json!({
+        "experiment": exp, "profile": profile.name, "link": profile.canonical(),
+        "workload": case.workload, "knobs": case.knobs, "rep": rep,
+    })
+    .to_string();
+    let h = sha2::Sha256::digest(text.as_bytes());
+    h.iter().take(10).map(|b| format!("{b:02x}")).collect()
+}
+
+pub fn profile_hash(p: &Profile) -> String {
+    let h = sha2::Sha256::digest(p.canonical().as_bytes());
+    h.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+impl Experiment {
+    pub fn parse(text: &str, file: &str, resolve: ProfileResolver<'_>, check: &dyn Fn(&Workload) -> Result<(), String>) -> Result<Experiment, SpecError> {
+        let err = |key: &str, m: String| SpecError { file: file.to_string(), key: key.to_string(), message: m };
+        let t: toml::Table = text.parse().map_err(|e: toml::de::Error| err("(syntax)", format!("not valid TOML: {}", e.message())))?;
+        for k in t.keys() {
+            if !TOP.contains(&k.as_str()) {
+                return Err(err(k, format!("unknown key; allowed: {}", TOP.join(", "))));
+            }
+        }
+        let name = t.get("name").and_then(|v| v.as_str()).ok_or_else(|| err("name", "expected a name in quotes".into()))?.to_string();
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            return Err(err("name", "use letters, digits, - and _".into()));
+        }
+        let description = t.get("description").and_then(|v| v.as_str()).unwrap_or("").to_string();
+        let int = |k: &str, d: i64, lo: i64, hi: i64| -> Result<i64, SpecError> {
+            match t.get(k) {
+                None => Ok(d),
+                Some(toml::Value::Integer(i)) if (lo..=hi).contains(i) => Ok(*i),
+                Some(_) => Err(err(k, format!("expected a whole number from {lo} to {hi}"))),
+            }
+        };
+        let seed = int("seed", 1, 0, i64::MAX)? as u64;
+        let repetitions = int("repetitions", 3, 1, 10_000)? as u32;
+        let timeout = match t.get("timeout") {
+            None => Duration::from_secs(300),
+            Some(v) => {
+                let s = v.as_str().ok_or_else(|| err("timeout", "expected a duration like \"300s\"".into()))?;
+                Duration::from_nanos(aerolink_link::units::parse_duration(s).map_err(|m| err("timeout", format!("expected {m}")))?.0)
+            }
+        };
+        let baseline = t.get("baseline").and_then(|v| v.as_str()).map(str::to_string);
+        // Variants first: `profiles` may name them.
+        let mut variants: BTreeMap<String, Profile> = BTreeMap::new();
+        if let Some(v) = t.get("variant") {
+            let arr = v.as_array().ok_or_else(|| err("variant", "expected [[variant]] tables".into()))?;
+            for (i, v) in arr.iter().enumerate() {
+                let key = format!("variant[{}]", i + 1);
+                let vt = v.as_table().ok_or_else(|| err(&key, "expected a table".into()))?;
+                for k in vt.keys() {
+                    if !["name", "base", "rate", "rtt", "loss"].contains(&k.as_str()) {
+                        return Err(err(&format!("{key}.{k}"), "unknown key; allowed: name, base, rate, rtt, loss".into()));
+                    }
+                }
+                let vname = vt.get("name").and_then(|x| x.as_str()).ok_or_else(|| err(&format!("{key}.name"), "expected a name".into()))?;
+                let base_name = vt.get("base").and_then(|x| x.as_str()).ok_or_else(|| err(&format!("{key}.base"), "expected a profile name or file".into()))?;
+                let base = resolve(base_name, &[]).map_err(|m| err(&format!("{key}.base"), m))?;
+                let mut ov = Vec::new();
+                for field in ["rate", "rtt", "loss"] {
+                    if let Some(x) = vt.get(field) {
+                        let s = x.as_str().ok_or_else(|| err(&format!("{key}.{field}"), "expected \"x<factor>\" or a value in quotes".into()))?;
+                        ov.extend(variant_overrides(&base, field, s).map_err(|m| err(&format!("{key}.{field}"), m))?);
+                    }
+                }
+                let mut p = resolve(base_name, &ov).map_err(|m| err(&key, m))?;
+                p.name = vname.to_string();
+                p.description = format!("{} — variant of {base_name}", p.description);
+                variants.insert(vname.to_string(), p);
+            }
+        }
+        let names = t.get("profiles").and_then(strings).ok_or_else(|| err("profiles", "expected a list of profile names or files".into()))?;
+        if names.is_empty() {
+            return Err(err("profiles", "expected at least one profile".into()));
+        }
+        let mut profiles = Vec::new();
+        for n in &names {
+            match variants.get(n) {
+                Some(p) => profiles.push(p.clone()),
+                None => profiles.push(resolve(n, &[]).map_err(|m| err("profiles", m))?),
+            }
+        }
+        let wl = t.get("workload").and_then(|v| v.as_array()).ok_or_else(|| err("workload", "expected [[workload]] tables".into()))?;
+        let mut cases = Vec::new();
+        for (i, w) in wl.iter().enumerate() {
+            let key = format!("workload[{}]", i + 1);
+            let wt = w.as_table().ok_or_else(|| err(&key, "expected a table".into()))?;
+            let ws = expand_workload(wt).map_err(|(k, m)| err(&format!("{key}.{k}"), m))?;
+            let ks = expand_knobs(wt).map_err(|(k, m)| err(&format!("{key}.{k}"), m))?;
+            for w in &ws {
+                check(w).map_err(|m| err(&key, m))?;
+                for k in &ks {
+                    cases.push(Case { workload: w.clone(), knobs: k.clone() });
+                }
+            }
+        }
+        if cases.is_empty() {
+            return Err(err("workload", "no runs: give at least one workload".into()));
+        }
+        Ok(Experiment { name, description, file: file.to_string(), source: text.to_string(), seed, repetitions, timeout, baseline, profiles, cases })
+    }
+
+    /// Every run, in a random order drawn from the experiment's seed.
+    pub fn plan(&self) -> Vec<PlannedRun> {
+        let mut v = Vec::new();
+        for (pi, p) in self.profiles.iter().enumerate() {
+            for (ci, c) in self.cases.iter().enumerate() {
+                for rep in 0..self.repetitions {
+                    v.push(PlannedRun { key: run_key(&self.name, p, c, rep), profile: pi, case: ci, rep, seed: self.seed + rep as u64 });
+                }
+            }
+        }
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(self.seed);
+        v.shuffle(&mut rng);
+        v
+    }
+}
+
+/// Overrides that scale (`x2`, `x0.5`) or set a base profile's value.
+fn variant_overrides(base: &Profile, field: &str, value: &str) -> Result<Vec<Override>, String> {
+    let factor = value.strip_prefix('x').or_else(|| value.strip_prefix('×')).map(|f| f.trim().parse::<f64>().map_err(|_| format!("{value:?}: expected x<number>, like x2 or x0.5")));
+    let o = |scope: &str, key: &str, v: String| Override { scope: scope.into(), key: key.into(), value: v, flag: format!("variant {field}") };
+    let mut out = Vec::new();
+    match (field, factor) {
+        (_, Some(Err(m))) => return Err(m),
+        ("rtt", None) => out.push(o("link", "rtt", value.into())),
+        (f, None) => out.push(o("link", f, value.into())),
+        (f, Some(Ok(x))) => {
+            if !(x > 0.0 && x.is_finite()) {
+                return Err("the factor must be positive".into());
+            }
+            for (scope, d) in [("up", &base.up), ("down", &base.down)] {
+                match f {
+                    "rate" => match &d.rate {
+                        RateSpec::Constant(r) => out.push(o(scope, "rate", format!("{} bit/s", r.bits_per_sec * x))),
+                        _ => return Err("only a constant rate can be scaled".into()),
+                    },
+                    "rtt" => match &d.delay {
+                        BaseDelay::Constant(dl) => out.push(o(scope, "delay", format!("{} ns", (dl.0 as f64 * x).round()))),
+                        _ => return Err("only a constant delay can be scaled".into()),
+                    },
+                    "loss" => match &d.loss {
+                        LossSpec::None => {}
+                        LossSpec::Bernoulli(p) => out.push(o(scope, "loss", format!("{}", (p * x).min(1.0)))),
+                        _ => return Err("only Bernoulli loss can be scaled".into()),
+                    },
+                    _ => return Err(format!("cannot vary {f}")),
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+type KeyErr = (String, String);
+
+fn list_of(t: &toml::Table, keys: &[&str], default: Option<Vec<String>>) -> Result<Vec<String>, KeyErr> {
+    for k in keys {
+        if let Some(v) = t.get(*k) {
+            return strings(v).ok_or_else(|| (k.to_string(), "expected text in quotes or a list of them".into()));
+        }
+    }
+    default.ok_or_else(|| (keys[0].to_string(), "missing".into()))
+}
+
+fn expand_workload(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
+    let ty = t.get("type").and_then(|v| v.as_str()).ok_or_else(|| ("type".to_string(), "expected web, bulk, objects or messages".to_string()))?;
+    let allowed: &[&str] = match ty {
+        "web" => &["protocol", "protocols", "page", "pages", "depth", "depths"],
+        "bulk" => &["transport", "transports", "direction", "directions", "size", "sizes"],
+        "objects" => &["protocol", "protocols", "set", "sets", "mode", "modes"],
+        "messages" => &["direction", "directions", "size", "sizes", "rate", "rates", "duration"],
+        other => return Err(("type".into(), format!("{other:?}: expected web, bulk, objects or messages"))),
+    };
+    for k in t.keys() {
+        if k != "type" && !allowed.contains(&k.as_str()) && !KNOB_KEYS.contains(&k.as_str()) {
+            return Err((k.clone(), format!("unknown key for a {ty} workload; allowed: {}, {}", allowed.join(", "), KNOB_KEYS.join(", "))));
+        }
+    }
+    let ints = |keys: &[&str], d: i64| -> Result<Vec<i64>, KeyErr> {
+        for k in keys {
+            if let Some(v) = t.get(*k) {
+                return values(v).iter().map(|x| x.as_integer().ok_or_else(|| (k.to_string(), "expected whole numbers".to_string()))).collect();
+            }
+        }
+        Ok(vec![d])
+    };
+    let mut out = Vec::new();
+    match ty {
+        "web" => {
+            for protocol in list_of(t, &["protocols", "protocol"], Some(vec!["h2".into()]))? {
+                for page in list_of(t, &["pages", "page"], None)? {
+                    for depth in ints(&["depths", "depth"], 1)? {
+                        out.push(Workload::Web { protocol: protocol.clone(), page: page.clone(), depth: depth.clamp(0, 100) as u32 });
+                    }
+                }
+            }
+        }
+        "bulk" => {
+            for transport in list_of(t, &["transports", "transport"], Some(vec!["tcp".into()]))? {
+                for direction in list_of(t, &["directions", "direction"], Some(vec!["down".into()]))? {
+                    for size in list_of(t, &["sizes", "size"], None)? {
+                        let bytes = aerolink_work::page::parse_bytes(&size).ok_or_else(|| ("sizes".to_string(), format!("{size:?}: expected a size like 1MB")))?;
+                        out.push(Workload::Bulk { transport: transport.clone(), direction: direction.clone(), bytes });
+                    }
+                }
+            }
+        }
+        "objects" => {
+            for protocol in list_of(t, &["protocols", "protocol"], Some(vec!["h3".into()]))? {
+                for set in list_of(t, &["sets", "set"], None)? {
+                    for mode in list_of(t, &["modes", "mode"], Some(vec!["seq".into()]))? {
+                        if mode != "seq" && mode != "par" {
+                            return Err(("modes".into(), format!("{mode:?}: expected seq or par")));
+                        }
+                        out.push(Workload::Objects { protocol: protocol.clone(), set: set.clone(), parallel: mode == "par" });
+                    }
+                }
+            }
+        }
+        _ => {
+            let duration = match t.get("duration") {
+                None => 60.0,
+                Some(v) => aerolink_link::units::parse_duration(v.as_str().unwrap_or("")).map_err(|m| ("duration".to_string(), format!("expected {m}")))?.as_secs_f64(),
+            };
+            for direction in list_of(t, &["directions", "direction"], Some(vec!["up".into()]))? {
+                for size in ints(&["sizes", "size"], 64)? {
+                    for rate in list_of(t, &["rates", "rate"], None)? {
+                        let r = aerolink_link::units::parse_rate(&rate).map_err(|m| ("rates".to_string(), format!("{rate:?}: expected {m}")))?;
+                        out.push(Workload::Messages { direction: direction.clone(), size: size.clamp(0, u32::MAX as i64) as u32, rate_bps: r.bits_per_sec, duration_s: duration });
+                    }
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn expand_knobs(t: &toml::Table) -> Result<Vec<Knobs>, KeyErr> {
+    let mut out = vec![Knobs::default()];
+    if let Some(v) = t.get("tcp_cc") {
+        let ccs = strings(v).ok_or_else(|| ("tcp_cc".to_string(), "expected reno, cubic or bbr".to_string()))?;
+        for c in &ccs {
+            if !aerolink_work::sock::TCP_CCS.contains(&c.as_str()) {
+                return Err(("tcp_cc".into(), format!("{c:?}: expected one of {}", aerolink_work::sock::TCP_CCS.join(", "))));
+            }
+        }
+        out = out.iter().flat_map(|k| ccs.iter().map(move |c| Knobs { tcp_cc: c.clone(), ..k.clone() })).collect();
+    }
+    if let Some(v) = t.get("initcwnd") {
+        let ns: Vec<u32> = values(v).iter().map(|x| x.as_integer().filter(|i| (1..=1000).contains(i)).map(|i| i as u32)).collect::<Option<_>>().ok_or_else(|| ("initcwnd".to_string(), "expected segments from 1 to 1000".to_string()))?;
+        out = out.iter().flat_map(|k| ns.iter().map(move |n| Knobs { initcwnd: Some(*n), ..k.clone() })).collect();
+    }
+    if let Some(v) = t.get("quic_preset") {
+        let ps = strings(v).ok_or_else(|| ("quic_preset".to_string(), "expected preset names".to_string()))?;
+        let mut next = Vec::new();
+        for k in &out {
+            for p in &ps {
+                let q = QuicKnobs::preset(p).map_err(|m| ("quic_preset".to_string(), m))?;
+                next.push(Knobs { quic: QuicKnobs { cc: k.quic.cc.clone(), ..q }, ..k.clone() });
+            }
+        }
+        out = next;
+    }
+    if let Some(v) = t.get("quic_cc") {
+        let ccs = strings(v).ok_or_else(|| ("quic_cc".to_string(), "expected cubic, newreno or bbr".to_string()))?;
+        for c in &ccs {
+            if !aerolink_work::quic::QUIC_CCS.contains(&c.as_str()) {
+                return Err(("quic_cc".into(), format!("{c:?}: expected one of {}", aerolink_work::quic::QUIC_CCS.join(", "))));
+            }
+        }
+        out = out.iter().flat_map(|k| ccs.iter().map(move |c| Knobs { quic: QuicKnobs { cc: c.clone(), ..k.quic.clone() }, ..k.clone() })).collect();
+    }
+    if let Some(v) = t.get("nagle") {
+        let bs: Vec<bool> = values(v).iter().map(|x| x.as_bool()).collect::<Option<_>>().ok_or_else(|| ("nagle".to_string(), "expected true or false".to_string()))?;
+        out = out.iter().flat_map(|k| bs.iter().map(move |b| Knobs { nagle: *b, ..k.clone() })).collect();
+    }
+    Ok(out)
+}

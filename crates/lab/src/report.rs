@@ -1,0 +1,292 @@
+//! The report: one self-contained HTML file (inline CSS and SVG, no
+//! scripts, no network) that a person who has never seen aerolink can read.
+//!
+//! Per experiment and per workload setting (a page, an object set, a
+//! transfer size): medians with p5–p95 bars grouped by profile × protocol,
+//! the physical floor on page-load charts, each protocol's ratio to the
+//! baseline, CDFs, goodput time series for bulk transfers, a table of every
+//! figure, and how to reproduce it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write;
+
+use aerolink_link::Profile;
+use serde_json::{json, Value};
+
+use crate::stats::{summarize, Summary};
+use crate::store::{ExperimentRow, RunRow};
+use crate::svg::{self, esc, Bar};
+use crate::workload::Workload;
+
+/// What the report needs to know about a profile (stored with each run).
+pub fn profile_summary(p: &Profile) -> Value {
+    json!({
+        "name": p.name, "description": p.description, "source": p.source, "split": p.split,
+        "rtt_ms": p.base_rtt().as_millis_f64(),
+        "down_bps": p.down.capacity_bps(), "up_bps": p.up.capacity_bps(),
+        "down_loss": p.down.mean_loss(), "up_loss": p.up.mean_loss(),
+        "up": p.up.described, "down": p.down.described,
+    })
+}
+
+/// The physical floor of a page load (domain.md): setup round trips (2, the
+/// fewest any protocol here needs: QUIC; TCP + TLS 1.3 needs 3) + dependency
+/// depth × RTT + bytes / (rate × (1 − loss)), in ms.
+pub fn page_floor_ms(profile: &Value, page_bytes: u64, depth: u32) -> Option<f64> {
+    let rtt = profile["rtt_ms"].as_f64()?;
+    let transfer = match profile["down_bps"].as_f64() {
+        Some(bps) if bps > 0.0 => page_bytes as f64 * 8.0 / (bps * (1.0 - profile["down_loss"].as_f64().unwrap_or(0.0))) * 1e3,
+        _ => 0.0,
+    };
+    Some((2.0 + depth as f64) * rtt + transfer)
+}
+
+/// A label for the knobs that differ from the defaults.
+pub fn knob_label(knobs_json: &str) -> String {
+    let k: Value = serde_json::from_str(knobs_json).unwrap_or(Value::Null);
+    let mut parts = Vec::new();
+    if k["tcp_cc"].as_str().is_some_and(|c| c != "cubic") {
+        parts.push(k["tcp_cc"].as_str().unwrap_or("").to_string());
+    }
+    if let Some(n) = k["initcwnd"].as_u64() {
+        parts.push(format!("IW{n}"));
+    }
+    if k["quic"]["preset"].as_str().is_some_and(|p| p != "quinn") {
+        parts.push(k["quic"]["preset"].as_str().unwrap_or("").to_string());
+    }
+    if k["quic"]["cc"].as_str().is_some_and(|c| c != "cubic") {
+        parts.push(format!("quic-{}", k["quic"]["cc"].as_str().unwrap_or("")));
+    }
+    if k["nagle"].as_bool() == Some(true) {
+        parts.push("nagle".into());
+    }
+    parts.join(" ")
+}
+
+fn fmt_value(metric: &str, v: f64) -> String {
+    if !v.is_finite() {
+        return "–".into();
+    }
+    if metric.ends_with("_ms") || metric.contains("_ms_") {
+        if v >= 1000.0 {
+            format!("{:.2} s", v / 1e3)
+        } else {
+            format!("{v:.0} ms")
+        }
+    } else if metric.contains("bps") {
+        if v >= 1e6 {
+            format!("{:.2} Mbit/s", v / 1e6)
+        } else {
+            format!("{:.2} kbit/s", v / 1e3)
+        }
+    } else {
+        format!("{v:.1}")
+    }
+}
+
+fn metric_title(m: &str) -> &str {
+    match m {
+        "plt_ms" => "page load time",
+        "ttfb_ms" => "time to first byte",
+        "total_ms" => "time to fetch the set",
+        "completion_ms" => "completion time",
+        "goodput_bps" => "goodput",
+        "delivered_bps_up" => "delivered rate (up)",
+        "delivered_bps_down" => "delivered rate (down)",
+        "latency_ms_mean_up" => "mean message latency (up)",
+        "latency_ms_mean_down" => "mean message latency (down)",
+        "connections" => "connections",
+        "client_retransmits" => "client retransmits",
+        "sender_retransmits" => "sender retransmits",
+        "latency_ms_p50_up" => "median message latency (up)",
+        "latency_ms_p50_down" => "median message latency (down)",
+        _ => m,
+    }
+}
+
+const CSS: &str = "body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:24px auto;padding:0 16px;color:#222}
+h1{font-size:26px;margin-bottom:4px}h2{margin-top:36px;border-bottom:2px solid #ddd;padding-bottom:4px}h3{margin-top:28px}
+.meta{color:#555}.note{color:#555;font-size:13px}table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}
+td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}th{background:#f4f4f4}td:first-child,td:nth-child(2),th:first-child,th:nth-child(2){text-align:left}
+.better{color:#1a7f37;font-weight:600}.worse{color:#b42318}.fail{color:#b42318}
+svg{max-width:100%;height:auto;background:#fff}svg .t{font-size:14px;font-weight:600}svg .ax{font-size:11px;fill:#333}
+svg .grid{stroke:#e6e6e6}svg .err{stroke:#222;stroke-width:1.3}svg .floor{stroke:#000;stroke-dasharray:5 3;stroke-width:1.6}
+.charts{display:flex;flex-wrap:wrap;gap:8px}code{background:#f4f4f4;padding:1px 4px}";
+
+/// Writes the report for `experiments` (all runs of each).
+pub fn render(experiments: &[ExperimentRow], runs: &[RunRow], db: &str, generated_at: &str) -> String {
+    let mut h = String::new();
+    let total = runs.len();
+    let failed = runs.iter().filter(|r| !r.ok).count();
+    let _ = write!(h, "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>aerolink report</title><style>{CSS}</style></head><body>");
+    let _ = write!(h, "<h1>aerolink report</h1><p class=\"meta\">{} experiment(s), {total} runs ({failed} failed), from <code>{}</code>; generated {}. aerolink {} emulates aircraft and satellite links in user space and measures real protocol stacks over them: every figure below comes from real kernel TCP, rustls, hyper and quinn traffic through an emulated link.</p>",
+        experiments.len(), esc(db), esc(generated_at), env!("CARGO_PKG_VERSION"));
+    let _ = write!(h, "<p class=\"note\">How to read it: bars are medians over the repetitions; the whiskers span the 5th to the 95th percentile. On page-load charts the dashed line is the physical floor: 2 setup round trips + dependency depth × RTT + page bytes / (rate × (1 − loss)) — no protocol can load the page faster. Ratios compare each protocol's median with the baseline's on the same link (below 1 = faster).</p>");
+    if experiments.is_empty() {
+        h.push_str("<p>No experiments in this store yet: run <code>aerolink experiment run FILE.toml</code>.</p>");
+    }
+    for e in experiments {
+        let er: Vec<&RunRow> = runs.iter().filter(|r| r.experiment == e.name).collect();
+        experiment_section(&mut h, e, &er);
+    }
+    h.push_str("</body></html>\n");
+    h
+}
+
+fn experiment_section(h: &mut String, e: &ExperimentRow, runs: &[&RunRow]) {
+    let ok = runs.iter().filter(|r| r.ok).count();
+    let _ = write!(h, "<h2>{}</h2><p>{}</p>", esc(&e.name), esc(&e.description));
+    let seeds: BTreeSet<i64> = runs.iter().map(|r| r.seed).collect();
+    let hosts: BTreeSet<&str> = runs.iter().map(|r| r.host.as_str()).collect();
+    let _ = write!(h, "<p class=\"meta\">{} runs, {ok} succeeded; link seeds {}; host {}; reproduce with <code>aerolink experiment run {}</code>.</p>",
+        runs.len(), seeds.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "), esc(&hosts.into_iter().collect::<Vec<_>>().join(", ")), esc(&e.file));
+    // The links.
+    let mut profiles: BTreeMap<String, Value> = BTreeMap::new();
+    for r in runs {
+        profiles.entry(r.profile.clone()).or_insert_with(|| serde_json::from_str(&r.profile_json).unwrap_or(Value::Null));
+    }
+    h.push_str("<table><tr><th>profile</th><th>what</th><th>down</th><th>up</th><th>RTT</th><th>loss per direction</th><th>source</th></tr>");
+    for (name, p) in &profiles {
+        let rate = |k: &str| p[k].as_f64().map(|b| fmt_value("bps", b)).unwrap_or_else(|| "unlimited".into());
+        let _ = write!(h, "<tr><td>{}</td><td style=\"text-align:left\">{}</td><td>{}</td><td>{}</td><td>{:.0} ms</td><td>{:.2}% / {:.2}%</td><td style=\"text-align:left\" class=\"note\">{}</td></tr>",
+            esc(name), esc(p["description"].as_str().unwrap_or("")), rate("down_bps"), rate("up_bps"), p["rtt_ms"].as_f64().unwrap_or(0.0),
+            p["down_loss"].as_f64().unwrap_or(0.0) * 100.0, p["up_loss"].as_f64().unwrap_or(0.0) * 100.0, esc(p["source"].as_str().unwrap_or("")));
+    }
+    h.push_str("</table>");
+    // One section per workload setting.
+    let mut settings: BTreeMap<(String, String), Vec<&RunRow>> = BTreeMap::new();
+    for r in runs {
+        settings.entry((r.workload.clone(), r.params.clone())).or_default().push(r);
+    }
+    for ((workload, params), rs) in settings {
+        setting_section(h, e, &workload, &params, &rs, &profiles);
+    }
+    let fails: Vec<&&RunRow> = runs.iter().filter(|r| !r.ok).collect();
+    if !fails.is_empty() {
+        let _ = write!(h, "<h3>Failed runs ({})</h3><table><tr><th>profile</th><th>protocol</th><th>setting</th><th>seed</th><th>reason</th></tr>", fails.len());
+        for r in fails.iter().take(50) {
+            let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"fail\" style=\"text-align:left\">{}</td></tr>", esc(&r.profile), esc(&r.protocol), esc(&r.params), r.seed, esc(r.error.as_deref().unwrap_or("")));
+        }
+        h.push_str("</table>");
+    }
+}
+
+fn series_name(r: &RunRow) -> String {
+    let k = knob_label(&r.knobs_json);
+    if k.is_empty() {
+        r.protocol.clone()
+    } else {
+        format!("{} {k}", r.protocol)
+    }
+}
+
+fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &str, rs: &[&RunRow], profiles: &BTreeMap<String, Value>) {
+    let w: Option<Workload> = rs.first().and_then(|r| serde_json::from_str(&r.workload_json).ok());
+    let Some(w) = w else { return };
+    let (metric, lower_better) = w.headline();
+    let unit_s = metric.ends_with("_ms");
+    let _ = write!(h, "<h3>{workload} — {}</h3>", esc(params));
+    let profile_names: Vec<String> = profiles.keys().filter(|p| rs.iter().any(|r| &&r.profile == p)).cloned().collect();
+    let mut series: Vec<String> = rs.iter().map(|r| series_name(r)).collect::<BTreeSet<_>>().into_iter().collect();
+    // Baseline first, then the rest in name order.
+    if let Some(b) = &e.baseline {
+        if let Some(i) = series.iter().position(|s| s == b) {
+            let s = series.remove(i);
+            series.insert(0, s);
+        }
+    }
+    let values = |p: &str, s: &str, m: &str| -> Vec<f64> { rs.iter().filter(|r| r.ok && r.profile == p && series_name(r) == s).filter_map(|r| r.metrics.get(m).copied()).collect() };
+    let scale = if unit_s { 1e-3 } else if metric.contains("bps") { 1e-3 } else { 1.0 };
+    let y_label = if unit_s { format!("{} (s)", metric_title(metric)) } else if metric.contains("bps") { format!("{} (kbit/s)", metric_title(metric)) } else { metric_title(metric).to_string() };
+    let mut bars = Vec::new();
+    let mut marks = Vec::new();
+    let mut sums: BTreeMap<(String, String), Summary> = BTreeMap::new();
+    for p in &profile_names {
+        let mut row = Vec::new();
+        for s in &series {
+            let sm = summarize(&values(p, s, metric));
+            row.push(sm.as_ref().map(|x| Bar { value: x.median * scale, lo: x.p5 * scale, hi: x.p95 * scale }));
+            if let Some(x) = sm {
+                sums.insert((p.clone(), s.clone()), x);
+            }
+        }
+        bars.push(row);
+        marks.push(match &w {
+            Workload::Web { page, depth, .. } => aerolink_work::page::Page::parse(page, *depth).ok().and_then(|pg| page_floor_ms(&profiles[p], pg.total_bytes(), *depth)).map(|f| f * scale),
+            _ => None,
+        });
+    }
+    h.push_str(&svg::bars(&format!("{} — {}", metric_title(metric), params), &y_label, &profile_names, &series, &bars, &marks, "physical floor"));
+    // The table.
+    let baseline = e.baseline.clone().filter(|b| series.contains(b)).unwrap_or_else(|| series[0].clone());
+    let _ = write!(h, "<table><tr><th>profile</th><th>protocol</th><th>runs</th><th>median</th><th>p5</th><th>p95</th><th>× {}</th>", esc(&baseline));
+    let extra: Vec<&str> = match &w {
+        Workload::Web { .. } => vec!["ttfb_ms", "connections", "client_retransmits"],
+        Workload::Objects { .. } => vec!["connections", "client_retransmits"],
+        Workload::Bulk { .. } => vec!["goodput_bps", "sender_retransmits"],
+        Workload::Messages { direction, .. } => {
+            if direction == "down" {
+                vec!["latency_ms_mean_down", "latency_ms_p50_down"]
+            } else {
+                vec!["latency_ms_mean_up", "latency_ms_p50_up"]
+            }
+        }
+    };
+    for x in &extra {
+        let _ = write!(h, "<th>{} (median)</th>", metric_title(x));
+    }
+    h.push_str("<th>failed</th></tr>");
+    for p in &profile_names {
+        let base = sums.get(&(p.clone(), baseline.clone())).map(|s| s.median);
+        for s in &series {
+            let failed = rs.iter().filter(|r| !r.ok && &r.profile == p && &series_name(r) == s).count();
+            let Some(sm) = sums.get(&(p.clone(), s.clone())) else {
+                let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>0</td><td colspan=\"{}\">no successful run</td><td class=\"fail\">{failed}</td></tr>", esc(p), esc(s), 4 + extra.len());
+                continue;
+            };
+            let ratio = base.map(|b| sm.median / b);
+            let cls = match ratio {
+                Some(r) if s != &baseline && ((r < 0.95) == lower_better) && (r - 1.0).abs() > 0.05 => "better",
+                Some(r) if s != &baseline && (r - 1.0).abs() > 0.05 => "worse",
+                _ => "",
+            };
+            let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{cls}\">{}</td>",
+                esc(p), esc(s), sm.n, fmt_value(metric, sm.median), fmt_value(metric, sm.p5), fmt_value(metric, sm.p95), ratio.map(|r| format!("{r:.2}")).unwrap_or("–".into()));
+            for x in &extra {
+                let v = summarize(&values(p, s, x)).map(|q| q.median).unwrap_or(f64::NAN);
+                let _ = write!(h, "<td>{}</td>", fmt_value(x, v));
+            }
+            let _ = write!(h, "<td class=\"{}\">{failed}</td></tr>", if failed > 0 { "fail" } else { "" });
+        }
+    }
+    h.push_str("</table><div class=\"charts\">");
+    // CDFs, one chart per profile.
+    for p in &profile_names {
+        let mut lines = Vec::new();
+        for s in &series {
+            let mut v: Vec<f64> = values(p, s, metric).into_iter().map(|x| x * scale).collect();
+            v.sort_by(f64::total_cmp);
+            let n = v.len() as f64;
+            lines.push((s.clone(), v.iter().enumerate().map(|(i, x)| (*x, (i + 1) as f64 / n)).collect::<Vec<_>>()));
+        }
+        h.push_str(&svg::lines(&format!("CDF on {p}"), &y_label, "fraction of runs", &lines, true));
+    }
+    // Goodput over time for bulk transfers: the median run of each series.
+    if let Workload::Bulk { .. } = w {
+        for p in &profile_names {
+            let mut lines = Vec::new();
+            for s in &series {
+                let mut runs: Vec<&&RunRow> = rs.iter().filter(|r| r.ok && &r.profile == p && &series_name(r) == s).collect();
+                runs.sort_by(|a, b| a.metrics.get(metric).unwrap_or(&0.0).total_cmp(b.metrics.get(metric).unwrap_or(&0.0)));
+                if let Some(r) = runs.get(runs.len() / 2) {
+                    let v: Value = serde_json::from_str(&r.result_json).unwrap_or(Value::Null);
+                    let bins: Vec<f64> = v["bins_bytes"].as_array().map(|a| a.iter().filter_map(|x| x.as_f64()).collect()).unwrap_or_default();
+                    let step = aerolink_work::bulk::BIN_MS as f64 / 1e3;
+                    lines.push((s.clone(), bins.iter().enumerate().map(|(i, b)| (i as f64 * step, b * 8.0 / step / 1e6)).collect()));
+                }
+            }
+            h.push_str(&svg::lines(&format!("goodput on {p}, median run"), "time (s)", "Mbit/s per 100 ms", &lines, true));
+        }
+    }
+    h.push_str("</div>");
+}

@@ -1,0 +1,243 @@
+//! The result store: one SQLite file.
+//!
+//! Schema (also in docs/guide.md):
+//!
+//! ```sql
+//! experiments(name PRIMARY KEY, file, description, baseline, spec_toml, updated_at)
+//! runs(id PRIMARY KEY, run_key UNIQUE,          -- stable hash of what ran
+//!      experiment, profile, profile_hash, profile_json,
+//!      workload, protocol, params,              -- e.g. web, h2, "10x100KB"
+//!      workload_json, knobs_json, seed, rep,
+//!      aerolink_version, host, started_at, duration_s,
+//!      ok, error,                               -- ok = 1, or 0 with the reason
+//!      setup_ms, teardown_ms, wire_bytes_down, wire_bytes_up,
+//!      link_drops_loss, link_drops_queue, result_json)
+//! metrics(run_id REFERENCES runs(id), name, value, PRIMARY KEY(run_id, name))
+//! ```
+//! Every figure a run measured is a row of `metrics` (`plt_ms`, `ttfb_ms`,
+//! `connections`, `goodput_bps`, …); the client's full JSON is kept in
+//! `runs.result_json`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::Serialize;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The file is not a database, or SQLite failed.
+    #[error("{path}: {source}")]
+    Sqlite { path: String, source: rusqlite::Error },
+}
+
+pub struct Store {
+    conn: Connection,
+    path: String,
+}
+
+/// One run as stored.
+#[derive(Clone, Debug, Serialize)]
+pub struct RunRow {
+    pub id: i64,
+    pub run_key: String,
+    pub experiment: String,
+    pub profile: String,
+    pub profile_hash: String,
+    pub workload: String,
+    pub protocol: String,
+    pub params: String,
+    pub knobs_json: String,
+    pub workload_json: String,
+    pub seed: i64,
+    pub rep: i64,
+    pub aerolink_version: String,
+    pub host: String,
+    pub started_at: String,
+    pub duration_s: f64,
+    pub ok: bool,
+    pub error: Option<String>,
+    pub setup_ms: f64,
+    pub teardown_ms: f64,
+    pub wire_bytes_down: i64,
+    pub wire_bytes_up: i64,
+    pub metrics: BTreeMap<String, f64>,
+    #[serde(skip)]
+    pub result_json: String,
+    #[serde(skip)]
+    pub profile_json: String,
+}
+
+#[derive(Clone, Debug, Serialize)]
+pub struct ExperimentRow {
+    pub name: String,
+    pub file: String,
+    pub description: String,
+    pub baseline: Option<String>,
+    pub updated_at: String,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS experiments (
+  name TEXT PRIMARY KEY, file TEXT NOT NULL, description TEXT NOT NULL,
+  baseline TEXT, spec_toml TEXT NOT NULL, updated_at TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+  id INTEGER PRIMARY KEY, run_key TEXT NOT NULL UNIQUE, experiment TEXT NOT NULL,
+  profile TEXT NOT NULL, profile_hash TEXT NOT NULL, profile_json TEXT NOT NULL,
+  workload TEXT NOT NULL, protocol TEXT NOT NULL, params TEXT NOT NULL,
+  workload_json TEXT NOT NULL, knobs_json TEXT NOT NULL, seed INTEGER NOT NULL, rep INTEGER NOT NULL,
+  aerolink_version TEXT NOT NULL, host TEXT NOT NULL, started_at TEXT NOT NULL, duration_s REAL NOT NULL,
+  ok INTEGER NOT NULL, error TEXT,
+  setup_ms REAL, teardown_ms REAL, wire_bytes_down INTEGER, wire_bytes_up INTEGER,
+  link_drops_loss INTEGER, link_drops_queue INTEGER, result_json TEXT);
+CREATE TABLE IF NOT EXISTS metrics (
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, name TEXT NOT NULL, value REAL NOT NULL,
+  PRIMARY KEY (run_id, name));
+CREATE INDEX IF NOT EXISTS runs_by_experiment ON runs(experiment);
+";
+
+/// Everything about one finished run, to be stored.
+pub struct NewRun<'a> {
+    pub run_key: &'a str,
+    pub experiment: &'a str,
+    pub profile: &'a str,
+    pub profile_hash: &'a str,
+    pub profile_json: &'a str,
+    pub workload: &'a str,
+    pub protocol: &'a str,
+    pub params: &'a str,
+    pub workload_json: &'a str,
+    pub knobs_json: &'a str,
+    pub seed: u64,
+    pub rep: u32,
+    pub host: &'a str,
+    pub started_at: &'a str,
+    pub duration_s: f64,
+    pub outcome: &'a crate::runner::RunOutcome,
+    pub metrics: &'a BTreeMap<String, f64>,
+}
+
+impl Store {
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        let p = path.display().to_string();
+        let wrap = |source| StoreError::Sqlite { path: p.clone(), source };
+        let conn = Connection::open(path).map_err(wrap)?;
+        conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(wrap)?;
+        conn.execute_batch("PRAGMA foreign_keys = ON;").map_err(wrap)?;
+        conn.execute_batch(SCHEMA).map_err(wrap)?;
+        Ok(Store { conn, path: p })
+    }
+
+    fn wrap(&self, source: rusqlite::Error) -> StoreError {
+        StoreError::Sqlite { path: self.path.clone(), source }
+    }
+
+    pub fn record_experiment(&self, name: &str, file: &str, description: &str, baseline: Option<&str>, spec: &str, now: &str) -> Result<(), StoreError> {
+        self.conn
+            .execute(
+                "INSERT INTO experiments(name, file, description, baseline, spec_toml, updated_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)
+                 ON CONFLICT(name) DO UPDATE SET file = ?2, description = ?3, baseline = ?4, spec_toml = ?5, updated_at = ?6",
+                params![name, file, description, baseline, spec, now],
+            )
+            .map_err(|e| self.wrap(e))?;
+        Ok(())
+    }
+
+    /// Whether a successful run with this key is stored.
+    pub fn has_ok(&self, key: &str) -> Result<bool, StoreError> {
+        let r: Option<i64> = self.conn.query_row("SELECT ok FROM runs WHERE run_key = ?1", params![key], |r| r.get(0)).optional().map_err(|e| self.wrap(e))?;
+        Ok(r == Some(1))
+    }
+
+    /// Stores a run, replacing an earlier failed attempt with the same key.
+    pub fn insert_run(&mut self, r: &NewRun<'_>) -> Result<i64, StoreError> {
+        let o = r.outcome;
+        let tx = self.conn.transaction().map_err(|e| StoreError::Sqlite { path: self.path.clone(), source: e })?;
+        tx.execute("DELETE FROM runs WHERE run_key = ?1", params![r.run_key]).map_err(|e| StoreError::Sqlite { path: self.path.clone(), source: e })?;
+        tx.execute(
+            "INSERT INTO runs(run_key, experiment, profile, profile_hash, profile_json, workload, protocol, params, workload_json, knobs_json,
+               seed, rep, aerolink_version, host, started_at, duration_s, ok, error, setup_ms, teardown_ms, wire_bytes_down, wire_bytes_up,
+               link_drops_loss, link_drops_queue, result_json)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
+            params![
+                r.run_key, r.experiment, r.profile, r.profile_hash, r.profile_json, r.workload, r.protocol, r.params, r.workload_json, r.knobs_json,
+                r.seed as i64, r.rep as i64, env!("CARGO_PKG_VERSION"), r.host, r.started_at, r.duration_s, o.ok as i64, o.error,
+                o.setup_ms, o.teardown_ms, o.wire_bytes_down as i64, o.wire_bytes_up as i64, o.link_drops_loss as i64, o.link_drops_queue as i64,
+                o.result.to_string()
+            ],
+        )
+        .map_err(|e| StoreError::Sqlite { path: self.path.clone(), source: e })?;
+        let id = tx.last_insert_rowid();
+        for (k, v) in r.metrics {
+            if v.is_finite() {
+                tx.execute("INSERT INTO metrics(run_id, name, value) VALUES (?1, ?2, ?3)", params![id, k, v]).map_err(|e| StoreError::Sqlite { path: self.path.clone(), source: e })?;
+            }
+        }
+        tx.commit().map_err(|e| StoreError::Sqlite { path: self.path.clone(), source: e })?;
+        Ok(id)
+    }
+
+    pub fn experiments(&self) -> Result<Vec<ExperimentRow>, StoreError> {
+        let mut st = self.conn.prepare("SELECT name, file, description, baseline, updated_at FROM experiments ORDER BY name").map_err(|e| self.wrap(e))?;
+        let rows = st
+            .query_map([], |r| Ok(ExperimentRow { name: r.get(0)?, file: r.get(1)?, description: r.get(2)?, baseline: r.get(3)?, updated_at: r.get(4)? }))
+            .map_err(|e| self.wrap(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.wrap(e))?;
+        Ok(rows)
+    }
+
+    /// Runs of one experiment (or all), with their metrics.
+    pub fn runs(&self, experiment: Option<&str>) -> Result<Vec<RunRow>, StoreError> {
+        let mut st = self
+            .conn
+            .prepare(
+                "SELECT id, run_key, experiment, profile, profile_hash, workload, protocol, params, knobs_json, seed, rep, aerolink_version, host,
+                        started_at, duration_s, ok, error, setup_ms, teardown_ms, wire_bytes_down, wire_bytes_up, result_json, profile_json, workload_json
+                 FROM runs WHERE (?1 IS NULL OR experiment = ?1) ORDER BY id",
+            )
+            .map_err(|e| self.wrap(e))?;
+        let mut rows = st
+            .query_map(params![experiment], |r| {
+                Ok(RunRow {
+                    id: r.get(0)?,
+                    run_key: r.get(1)?,
+                    experiment: r.get(2)?,
+                    profile: r.get(3)?,
+                    profile_hash: r.get(4)?,
+                    workload: r.get(5)?,
+                    protocol: r.get(6)?,
+                    params: r.get(7)?,
+                    knobs_json: r.get(8)?,
+                    seed: r.get(9)?,
+                    rep: r.get(10)?,
+                    aerolink_version: r.get(11)?,
+                    host: r.get(12)?,
+                    started_at: r.get(13)?,
+                    duration_s: r.get(14)?,
+                    ok: r.get::<_, i64>(15)? == 1,
+                    error: r.get(16)?,
+                    setup_ms: r.get::<_, Option<f64>>(17)?.unwrap_or(0.0),
+                    teardown_ms: r.get::<_, Option<f64>>(18)?.unwrap_or(0.0),
+                    wire_bytes_down: r.get::<_, Option<i64>>(19)?.unwrap_or(0),
+                    wire_bytes_up: r.get::<_, Option<i64>>(20)?.unwrap_or(0),
+                    result_json: r.get::<_, Option<String>>(21)?.unwrap_or_default(),
+                    profile_json: r.get(22)?,
+                    workload_json: r.get(23)?,
+                    metrics: BTreeMap::new(),
+                })
+            })
+            .map_err(|e| self.wrap(e))?
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| self.wrap(e))?;
+        let mut m = self.conn.prepare("SELECT name, value FROM metrics WHERE run_id = ?1").map_err(|e| self.wrap(e))?;
+        for row in rows.iter_mut() {
+            let kv = m.query_map(params![row.id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?))).map_err(|e| self.wrap(e))?;
+            for x in kv {
+                let (k, v) = x.map_err(|e| self.wrap(e))?;
+                row.metrics.insert(k, v);
+            }
+        }
+        Ok(rows)
+    }
+}

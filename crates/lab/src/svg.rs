@@ -1,0 +1,146 @@
+//! Small SVG charts for the report, written by hand so the report is one
+//! self-contained file that renders the same everywhere, offline: grouped
+//! bars with error bars and reference marks, and line charts (CDFs, time
+//! series).
+
+use std::fmt::Write;
+
+pub const PALETTE: &[&str] = &["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#17becf"];
+
+pub fn esc(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;").replace('"', "&quot;")
+}
+
+/// A "nice" axis maximum and tick step for values up to `max`.
+fn nice_axis(max: f64) -> (f64, f64) {
+    if !(max > 0.0) || !max.is_finite() {
+        return (1.0, 0.2);
+    }
+    let raw = max / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [1.0, 2.0, 2.5, 5.0, 10.0].iter().map(|m| m * mag).find(|s| s * 5.0 >= max).unwrap_or(10.0 * mag);
+    ((max / step).ceil() * step, step)
+}
+
+fn fmt_tick(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else if v.abs() >= 100.0 || v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 1.0 {
+        format!("{v:.1}")
+    } else {
+        format!("{v:.2}")
+    }
+}
+
+/// One bar: value with an error range.
+#[derive(Clone, Debug)]
+pub struct Bar {
+    pub value: f64,
+    pub lo: f64,
+    pub hi: f64,
+}
+
+/// Grouped bars. `groups[g]` names a group; `series[s]` names a bar in each
+/// group; `bars[g][s]` may be missing. `marks[g]` draws a dashed reference
+/// line across group `g` (the physical floor).
+pub fn bars(title: &str, y_label: &str, groups: &[String], series: &[String], bars: &[Vec<Option<Bar>>], marks: &[Option<f64>], mark_label: &str) -> String {
+    let (w, h, ml, mr, mt, mb) = (760.0, 330.0, 64.0, 16.0, 34.0, 70.0);
+    let pw = w - ml - mr;
+    let ph = h - mt - mb;
+    let max = bars.iter().flatten().flatten().map(|b| b.hi.max(b.value)).chain(marks.iter().flatten().copied()).fold(0.0, f64::max);
+    let (ymax, step) = nice_axis(max * 1.05);
+    let y = |v: f64| mt + ph - (v / ymax * ph).clamp(0.0, ph);
+    let mut s = String::new();
+    let _ = write!(s, r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{}">"#, esc(title));
+    let _ = write!(s, r#"<text x="{}" y="20" class="t">{}</text>"#, ml, esc(title));
+    let mut t = 0.0;
+    while t <= ymax + 1e-9 {
+        let _ = write!(s, r#"<line x1="{ml}" x2="{}" y1="{yy}" y2="{yy}" class="grid"/><text x="{}" y="{}" class="ax" text-anchor="end">{}</text>"#, w - mr, ml - 6.0, y(t) + 4.0, fmt_tick(t), yy = y(t));
+        t += step;
+    }
+    let _ = write!(s, r#"<text transform="translate(14,{}) rotate(-90)" class="ax" text-anchor="middle">{}</text>"#, mt + ph / 2.0, esc(y_label));
+    let gw = pw / groups.len().max(1) as f64;
+    let bw = (gw * 0.8 / series.len().max(1) as f64).min(60.0);
+    for (g, name) in groups.iter().enumerate() {
+        let gx = ml + g as f64 * gw + (gw - bw * series.len() as f64) / 2.0;
+        for (si, _) in series.iter().enumerate() {
+            if let Some(Some(b)) = bars.get(g).and_then(|v| v.get(si)) {
+                let x = gx + si as f64 * bw;
+                let c = PALETTE[si % PALETTE.len()];
+                let _ = write!(s, r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{c}" opacity="0.85"><title>{}: {}</title></rect>"#, y(b.value), bw - 3.0, (mt + ph - y(b.value)).max(0.0), esc(&series[si]), fmt_tick(b.value));
+                let cx = x + (bw - 3.0) / 2.0;
+                let _ = write!(s, r#"<line x1="{cx:.1}" x2="{cx:.1}" y1="{:.1}" y2="{:.1}" class="err"/><line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" class="err"/><line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" class="err"/>"#,
+                    y(b.lo), y(b.hi), cx - 5.0, cx + 5.0, y(b.lo), y(b.lo), cx - 5.0, cx + 5.0, y(b.hi), y(b.hi));
+            }
+        }
+        if let Some(Some(m)) = marks.get(g) {
+            let _ = write!(s, r#"<line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" class="floor"><title>{}: {}</title></line>"#, ml + g as f64 * gw + 4.0, ml + (g + 1) as f64 * gw - 4.0, y(*m), y(*m), esc(mark_label), fmt_tick(*m));
+        }
+        let _ = write!(s, r#"<text x="{:.1}" y="{}" class="ax" text-anchor="middle">{}</text>"#, ml + g as f64 * gw + gw / 2.0, mt + ph + 18.0, esc(name));
+    }
+    legend(&mut s, series, ml, h - 26.0, marks.iter().any(|m| m.is_some()).then_some(mark_label));
+    s.push_str("</svg>");
+    s
+}
+
+fn legend(s: &mut String, series: &[String], x0: f64, y0: f64, mark: Option<&str>) {
+    let mut x = x0;
+    for (i, name) in series.iter().enumerate() {
+        let _ = write!(s, r#"<rect x="{x:.1}" y="{:.1}" width="12" height="12" fill="{}"/><text x="{:.1}" y="{:.1}" class="ax">{}</text>"#, y0 - 10.0, PALETTE[i % PALETTE.len()], x + 16.0, y0, esc(name));
+        x += 28.0 + 7.0 * name.len() as f64;
+    }
+    if let Some(m) = mark {
+        let _ = write!(s, r#"<line x1="{x:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" class="floor"/><text x="{:.1}" y="{y0:.1}" class="ax">{}</text>"#, x + 18.0, y0 - 4.0, y0 - 4.0, x + 22.0, esc(m));
+    }
+}
+
+/// Lines: `series[i]` is a name and its points `(x, y)`.
+pub fn lines(title: &str, x_label: &str, y_label: &str, series: &[(String, Vec<(f64, f64)>)], step: bool) -> String {
+    let (w, h, ml, mr, mt, mb) = (370.0, 260.0, 56.0, 12.0, 30.0, 64.0);
+    let pw = w - ml - mr;
+    let ph = h - mt - mb;
+    let xmax = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(0.0, f64::max);
+    let ymax_raw = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(0.0, f64::max);
+    let (xm, xs) = nice_axis(xmax);
+    let (ym, ys) = nice_axis(ymax_raw);
+    let fx = |v: f64| ml + (v / xm * pw).clamp(0.0, pw);
+    let fy = |v: f64| mt + ph - (v / ym * ph).clamp(0.0, ph);
+    let mut s = String::new();
+    let _ = write!(s, r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{}">"#, esc(title));
+    let _ = write!(s, r#"<text x="{ml}" y="18" class="t">{}</text>"#, esc(title));
+    let mut t = 0.0;
+    while t <= ym + 1e-9 {
+        let _ = write!(s, r#"<line x1="{ml}" x2="{}" y1="{yy:.1}" y2="{yy:.1}" class="grid"/><text x="{}" y="{:.1}" class="ax" text-anchor="end">{}</text>"#, w - mr, ml - 5.0, fy(t) + 4.0, fmt_tick(t), yy = fy(t));
+        t += ys;
+    }
+    let mut t = 0.0;
+    while t <= xm + 1e-9 {
+        let _ = write!(s, r#"<text x="{:.1}" y="{}" class="ax" text-anchor="middle">{}</text>"#, fx(t), mt + ph + 15.0, fmt_tick(t));
+        t += xs;
+    }
+    let _ = write!(s, r#"<text x="{}" y="{}" class="ax" text-anchor="middle">{}</text>"#, ml + pw / 2.0, mt + ph + 30.0, esc(x_label));
+    let _ = write!(s, r#"<text transform="translate(12,{}) rotate(-90)" class="ax" text-anchor="middle">{}</text>"#, mt + ph / 2.0, esc(y_label));
+    for (i, (name, pts)) in series.iter().enumerate() {
+        if pts.is_empty() {
+            continue;
+        }
+        let mut d = String::new();
+        for (k, (x, yv)) in pts.iter().enumerate() {
+            if k == 0 {
+                let _ = write!(d, "M{:.1},{:.1}", fx(*x), fy(*yv));
+            } else {
+                if step {
+                    let _ = write!(d, " L{:.1},{:.1}", fx(*x), fy(pts[k - 1].1));
+                }
+                let _ = write!(d, " L{:.1},{:.1}", fx(*x), fy(*yv));
+            }
+        }
+        let _ = write!(s, r#"<path d="{d}" fill="none" stroke="{}" stroke-width="2"><title>{}</title></path>"#, PALETTE[i % PALETTE.len()], esc(name));
+    }
+    let names: Vec<String> = series.iter().map(|s| s.0.clone()).collect();
+    legend(&mut s, &names, ml, h - 10.0, None);
+    s.push_str("</svg>");
+    s
+}
