@@ -8,7 +8,7 @@ APT_PACKAGES := iproute2 iputils-ping iperf3 nftables util-linux procps
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 AEROLINK := ./target/release/aerolink
 
-.PHONY: all deps build run test bench clean
+.PHONY: all deps build run demo test bench clean
 
 all: build
 
@@ -23,7 +23,15 @@ deps:
 build: deps
 	$(CARGO) build --release --locked
 
+# The main job: seed 000 §6 (experiments/ifc-web.toml), about 10 minutes on
+# 2 cores; resumable (a second `make run` only redraws the report).
 run: build
+	@mkdir -p results
+	$(SUDO) $(AEROLINK) experiment run experiments/ifc-web.toml --parallel 4 --db results/ifc-web.db
+	@$(SUDO) $(AEROLINK) report --db results/ifc-web.db -o results/ifc-web.html | sed 's/^/report: /'
+
+# The emulator demo (ping and a bulk transfer over `mss`).
+demo: build
 	$(SUDO) ./scripts/demo.sh
 
 # Unit tests (simulated time) and end-to-end tests (real namespaces, real

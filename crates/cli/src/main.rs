@@ -115,6 +115,20 @@ enum ProfilesCmd {
 
 fn main() {
     let cli = Cli::parse();
+    // Commands that only print end quietly when their reader goes away
+    // (`aerolink profiles list | head`), like other Unix tools. Commands
+    // that own sockets keep Rust's default (SIGPIPE ignored), so a peer that
+    // closes never kills a workload.
+    let printing = matches!(
+        cli.cmd,
+        Cmd::Profiles { .. } | Cmd::Stats { .. } | Cmd::Results { .. } | Cmd::Experiment { what: experiment::ExperimentCmd::Plan { .. } }
+    );
+    if printing {
+        // SAFETY: setting a signal disposition before any thread starts.
+        unsafe {
+            libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+        }
+    }
     let result = match cli.cmd {
         Cmd::Profiles { what: ProfilesCmd::List { json } } => profiles::list(json),
         Cmd::Profiles { what: ProfilesCmd::Show { name, json } } => profiles::show(&name, json),

@@ -1,0 +1,121 @@
+//! Experiments: an interrupted experiment resumed neither repeats nor loses
+//! runs; a malformed experiment file is refused with one clear line; the
+//! report is one self-contained file.
+
+mod common;
+use common::*;
+
+use std::collections::BTreeMap;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+const SPEC: &str = r#"
+name = "resume-test"
+description = "a small experiment that is interrupted and resumed"
+seed = 3
+repetitions = 3
+baseline = "h1"
+profiles = ["fast"]
+[[variant]]
+name = "fast"
+base = "satcom-100"
+rtt = "x0.2"
+[[workload]]
+type = "web"
+protocols = ["h1", "h2", "h3"]
+pages = ["4x10KB"]
+"#;
+
+fn stored(db: &std::path::Path) -> Vec<Value> {
+    let o = aerolink(&["results", "export", "--json", "--db", db.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    serde_json::from_slice::<Vec<Value>>(&o.stdout).unwrap()
+}
+
+#[test]
+fn an_interrupted_experiment_resumes_without_repeating_or_losing_runs() {
+    require_root();
+    let d = tempdir("resume");
+    let (spec, db) = (d.join("exp.toml"), d.join("r.db"));
+    std::fs::write(&spec, SPEC).unwrap();
+    let mut child = Command::new(bin())
+        .args(["experiment", "run", spec.to_str().unwrap(), "--db", db.to_str().unwrap()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Interrupt once a few runs are stored (polling the store, not sleeping
+    // a fixed time).
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        if db.exists() && stored(&db).len() >= 3 {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no runs stored");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGINT);
+    }
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert!(leftover_namespaces().is_empty(), "{:?}", leftover_namespaces());
+    let before: BTreeMap<String, String> = stored(&db).iter().map(|r| (r["run_key"].as_str().unwrap().to_string(), r["started_at"].as_str().unwrap().to_string())).collect();
+    assert!(before.len() >= 3 && before.len() < 9, "{} runs before resuming", before.len());
+
+    let o = aerolink(&["experiment", "run", spec.to_str().unwrap(), "--db", db.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let after = stored(&db);
+    assert_eq!(after.len(), 9, "3 protocols × 3 repetitions");
+    assert!(after.iter().all(|r| r["ok"] == true), "{after:?}");
+    let keys: std::collections::BTreeSet<&str> = after.iter().map(|r| r["run_key"].as_str().unwrap()).collect();
+    assert_eq!(keys.len(), 9, "a run was stored twice");
+    for r in &after {
+        if let Some(t) = before.get(r["run_key"].as_str().unwrap()) {
+            assert_eq!(r["started_at"].as_str().unwrap(), t, "a stored run was repeated");
+        }
+    }
+    // The seeds are the experiment's: 3, 4, 5 for the three repetitions.
+    let seeds: std::collections::BTreeSet<i64> = after.iter().map(|r| r["seed"].as_i64().unwrap()).collect();
+    assert_eq!(seeds.into_iter().collect::<Vec<_>>(), vec![3, 4, 5]);
+
+    // A third run has nothing to do.
+    let o = aerolink(&["experiment", "run", spec.to_str().unwrap(), "--db", db.to_str().unwrap()]);
+    assert!(text(&o).1.contains("9 already in"), "{}", text(&o).1);
+
+    // The report: one file, no external references, the experiment in it.
+    let html = d.join("report.html");
+    let o = aerolink(&["report", "--db", db.to_str().unwrap(), "-o", html.to_str().unwrap()]);
+    assert!(o.status.success());
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("resume-test") && page.contains("<svg"));
+    assert!(!page.contains("src=\"http") && !page.contains("<script"), "the report must open offline");
+    // CSV export has one line per run plus the header.
+    let o = aerolink(&["results", "export", "--csv", "--db", db.to_str().unwrap()]);
+    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 10);
+}
+
+#[test]
+fn a_malformed_experiment_is_refused_with_one_line() {
+    let d = tempdir("badexp");
+    let f = d.join("bad.toml");
+    for (text, must) in [
+        ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\nprotocols = [\"h4\"]\npages = [\"1x1KB\"]\n", "h4"),
+        ("name = \"x\"\nprofiles = [\"nowhere\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\n", "profiles"),
+        ("name = \"x\"\nprofiles = [\"mss\"]\nrepetitions = 0\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\n", "repetitions"),
+        ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"bulk\"\nsizes = [\"1MB\"]\ntcp_cc = \"vegas\"\n", "tcp_cc"),
+        ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"teleport\"\n", "type"),
+        ("name = \"x\"\nprofiles = [\"mss\"]\ncolour = \"blue\"\n", "colour"),
+        ("name = ", "syntax"),
+    ] {
+        std::fs::write(&f, text).unwrap();
+        let o = Command::new(bin()).args(["experiment", "run", f.to_str().unwrap(), "--db", d.join("x.db").to_str().unwrap()]).output().unwrap();
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{text}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{err}");
+        assert!(err.contains("bad.toml") && err.contains(must), "{err}");
+    }
+    assert!(!d.join("x.db").exists(), "a refused experiment must not create a store");
+}

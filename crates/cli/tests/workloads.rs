@@ -1,0 +1,130 @@
+//! Each workload end to end over a real emulated link (short runs on
+//! low-RTT links): the protocol really negotiated, object and byte counts,
+//! connection counts, and message latencies no shorter than the link's
+//! one-way delay.
+
+mod common;
+use common::*;
+
+use serde_json::Value;
+
+/// Runs `aerolink bench …` once and returns the client's result.
+fn bench(args: &[&str]) -> Value {
+    let mut a = vec!["bench"];
+    a.extend_from_slice(args);
+    a.extend_from_slice(&["--json", "--timeout", "60s"]);
+    let o = aerolink(&a);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "aerolink {a:?} failed: {err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let run = &v[0];
+    assert_eq!(run["outcome"]["ok"], true, "{run}");
+    assert!(run["outcome"]["wire_bytes_down"].as_u64().unwrap() > 0);
+    run["outcome"]["result"].clone()
+}
+
+fn web(protocol: &str, page: &str, depth: &str) -> Value {
+    bench(&["web", "--rtt", "20ms", "--rate", "50Mbit/s", "--protocol", protocol, "--page", page, "--depth", depth])
+}
+
+#[test]
+fn h1_uses_at_most_six_persistent_connections() {
+    let r = web("h1", "20x20KB", "1");
+    assert_eq!(r["alpn"], "http/1.1");
+    assert_eq!(r["requests"], 21);
+    assert_eq!(r["connections"], 6, "{r}");
+    let objects = r["objects"].as_array().unwrap();
+    let images: u64 = objects.iter().filter(|o| o["path"].as_str().unwrap().starts_with("/obj/")).map(|o| o["bytes"].as_u64().unwrap()).sum();
+    assert_eq!(images, 20 * 20_000);
+    // No object starts before the HTML that references it has arrived.
+    let html_end = objects.iter().find(|o| o["path"].as_str().unwrap().starts_with("/page.html")).unwrap()["end_ms"].as_f64().unwrap();
+    assert!(objects.iter().filter(|o| o["path"].as_str().unwrap().starts_with("/obj/")).all(|o| o["start_ms"].as_f64().unwrap() >= html_end));
+}
+
+#[test]
+fn h1_close_opens_a_connection_per_object() {
+    let r = web("h1-close", "5x10KB", "1");
+    assert_eq!(r["alpn"], "http/1.1");
+    assert_eq!(r["requests"], 6);
+    assert_eq!(r["connections"], 6);
+}
+
+#[test]
+fn h2_multiplexes_on_one_connection() {
+    let r = web("h2", "20x20KB", "1");
+    assert_eq!(r["alpn"], "h2");
+    assert_eq!(r["connections"], 1);
+    assert_eq!(r["requests"], 21);
+}
+
+#[test]
+fn h3_runs_over_one_quic_connection_and_follows_stylesheets() {
+    let r = web("h3", "10x10KB", "3");
+    assert_eq!(r["alpn"], "h3");
+    assert_eq!(r["connections"], 1);
+    // HTML, two chained stylesheets, ten images.
+    assert_eq!(r["requests"], 13);
+    // Each dependency level costs at least one round trip (20 ms): the
+    // images cannot start before 3 RTT + the QUIC handshake.
+    let first_image = r["objects"].as_array().unwrap().iter().filter(|o| o["path"].as_str().unwrap().starts_with("/obj/")).map(|o| o["start_ms"].as_f64().unwrap()).fold(f64::MAX, f64::min);
+    assert!(first_image >= 80.0, "first image at {first_image} ms");
+}
+
+#[test]
+fn web_works_over_ipv6() {
+    let r = bench(&["web", "--rtt", "10ms", "--protocol", "h2", "--page", "2x5KB", "--ipv6"]);
+    assert_eq!(r["alpn"], "h2");
+    assert_eq!(r["requests"], 3);
+}
+
+#[test]
+fn bulk_tcp_uses_the_asked_congestion_control_and_quic_delivers() {
+    let r = bench(&["bulk", "--rtt", "20ms", "--rate", "20Mbit/s", "--transport", "tcp", "--size", "1MB", "--cc", "bbr"]);
+    assert_eq!(r["sender_cc"], "bbr");
+    assert_eq!(r["bytes"], 1_000_000);
+    assert_eq!(r["bins_bytes"].as_array().unwrap().iter().map(|b| b.as_u64().unwrap()).sum::<u64>(), 1_000_000);
+    // 1 MB at 20 Mbit/s takes at least 0.4 s.
+    assert!(r["completion_ms"].as_f64().unwrap() >= 400.0, "{r}");
+    let r = bench(&["bulk", "--rtt", "20ms", "--rate", "20Mbit/s", "--transport", "quic", "--size", "1MB", "--direction", "up"]);
+    assert_eq!(r["transport"], "quic");
+    assert_eq!(r["bins_bytes"].as_array().unwrap().iter().map(|b| b.as_u64().unwrap()).sum::<u64>(), 1_000_000);
+}
+
+#[test]
+fn objects_fetch_the_seed_003_set() {
+    let r = bench(&["objects", "--rtt", "20ms", "--rate", "50Mbit/s", "--protocol", "h3", "--set", "short", "--mode", "par", "--quic-preset", "h-bdp1"]);
+    assert_eq!(r["alpn"], "h3");
+    let o = r["objects"].as_array().unwrap();
+    assert_eq!(o.len(), 10);
+    assert!(o.iter().all(|x| x["bytes"] == 40_000));
+}
+
+#[test]
+fn message_latency_is_never_below_the_one_way_delay() {
+    let r = bench(&["messages", "--delay", "25ms", "--rate", "1Mbit/s", "--direction", "both", "--size", "100", "--offered", "40kbit/s", "--duration", "3s"]);
+    for dir in ["up", "down"] {
+        let lat: Vec<f64> = r[dir]["latencies_ms"].as_array().unwrap_or_else(|| panic!("no {dir}: {r}")).iter().map(|x| x.as_f64().unwrap()).collect();
+        // 3 s at 50 messages/s, minus those still in flight at the end.
+        assert!(lat.len() > 100, "{dir}: only {} messages", lat.len());
+        let min = lat.iter().cloned().fold(f64::MAX, f64::min);
+        assert!(min >= 25.0, "{dir}: a message took {min} ms over a 25 ms link");
+    }
+}
+
+#[test]
+fn bad_workload_flags_are_refused() {
+    for args in [
+        vec!["bench", "web", "--protocol", "spdy"],
+        vec!["bench", "web", "--page", "lots"],
+        vec!["bench", "bulk", "--transport", "sctp"],
+        vec!["bench", "objects", "--set", "huge"],
+        vec!["bench", "messages", "--size", "4"],
+        vec!["bench", "web", "--quic-preset", "turbo"],
+        vec!["bench", "bulk", "--cc", "vegas"],
+    ] {
+        let o = std::process::Command::new(bin()).args(&args).output().unwrap();
+        let (_, err) = text(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+    }
+}
