@@ -21,7 +21,7 @@ profiles = ["fast"]
 [[variant]]
 name = "fast"
 base = "satcom-100"
-rtt = "x0.2"
+rtt = "x2"
 [[workload]]
 type = "web"
 protocols = ["h1", "h2", "h3"]
@@ -101,7 +101,7 @@ fn an_interrupted_experiment_resumes_without_repeating_or_losing_runs() {
 fn a_malformed_experiment_is_refused_with_one_line() {
     let d = tempdir("badexp");
     let f = d.join("bad.toml");
-    for (text, must) in [
+    for (spec, must) in [
         ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\nprotocols = [\"h4\"]\npages = [\"1x1KB\"]\n", "h4"),
         ("name = \"x\"\nprofiles = [\"nowhere\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\n", "profiles"),
         ("name = \"x\"\nprofiles = [\"mss\"]\nrepetitions = 0\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\n", "repetitions"),
@@ -110,10 +110,10 @@ fn a_malformed_experiment_is_refused_with_one_line() {
         ("name = \"x\"\nprofiles = [\"mss\"]\ncolour = \"blue\"\n", "colour"),
         ("name = ", "syntax"),
     ] {
-        std::fs::write(&f, text).unwrap();
+        std::fs::write(&f, spec).unwrap();
         let o = Command::new(bin()).args(["experiment", "run", f.to_str().unwrap(), "--db", d.join("x.db").to_str().unwrap()]).output().unwrap();
         let (_, err) = text(&o);
-        assert_eq!(o.status.code(), Some(2), "{text}: {err}");
+        assert_eq!(o.status.code(), Some(2), "{spec}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "{err}");
         assert!(err.contains("bad.toml") && err.contains(must), "{err}");
     }
