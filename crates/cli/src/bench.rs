@@ -33,6 +33,9 @@ use crate::run::run_id;
 pub enum BenchCmd {
     /// Throughput, CPU per Gbit/s and departure-time error of the emulator.
     Emulator(EmulatorArgs),
+    /// Orchestration: set-up and tear-down time per run, and runs per hour
+    /// of an experiment at several degrees of parallelism.
+    Orchestration(OrchestrationArgs),
     /// Load a synthetic page over h1, h1-close, h2 or h3 across a link.
     Web {
         #[command(flatten)]
@@ -90,6 +93,25 @@ pub enum BenchCmd {
         #[arg(long, default_value = "60s")]
         duration: String,
     },
+}
+
+#[derive(Args, Debug)]
+pub struct OrchestrationArgs {
+    /// The experiment whose runs are timed.
+    #[arg(long, default_value = "experiments/ifc-web.toml")]
+    pub experiment: String,
+    /// How many of its runs (the first of its shuffled plan, the same set at
+    /// every level).
+    #[arg(long, default_value_t = 12)]
+    pub runs: usize,
+    /// Degrees of parallelism to compare, comma-separated.
+    #[arg(long, default_value = "1,2,4")]
+    pub parallel: String,
+    #[arg(long)]
+    pub json: bool,
+    /// Append the result as one JSON line to FILE.
+    #[arg(long, default_value = "bench-results.jsonl", value_name = "FILE")]
+    pub out: PathBuf,
 }
 
 /// What every workload benchmark takes: the link, repetitions, the knobs.
@@ -171,6 +193,7 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
     let parse_size = |s: &str| aerolink_work::page::parse_bytes(s).ok_or_else(|| user(format!("--size {s}: expected a size like 1MB or 500KB")));
     let (common, workload) = match w {
         BenchCmd::Emulator(a) => return emulator(a),
+        BenchCmd::Orchestration(a) => return orchestration(a),
         BenchCmd::Web { common, protocol, page, depth } => (common, Workload::Web { protocol, page, depth }),
         BenchCmd::Bulk { common, transport, direction, size } => {
             let bytes = parse_size(&size)?;
@@ -392,5 +415,95 @@ fn emulator(a: EmulatorArgs) -> anyhow::Result<i32> {
     let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&a.out).with_context(|| format!("opening {}", a.out.display()))?;
     writeln!(f, "{}", serde_json::to_string(&r)?)?;
     eprintln!("stored in {}", a.out.display());
+    Ok(0)
+}
+
+fn orchestration(a: OrchestrationArgs) -> anyhow::Result<i32> {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::{Arc, Mutex};
+    let levels: Vec<usize> = a.parallel.split(',').map(|x| x.trim().parse::<usize>().ok().filter(|n| (1..=64).contains(n))).collect::<Option<_>>().ok_or_else(|| user(format!("--parallel {}: expected numbers like 1,2,4", a.parallel)))?;
+    let e = Arc::new(crate::experiment::load(&a.experiment)?);
+    aerolink_net::sys::check_preconditions().map_err(from_net)?;
+    let plan: Vec<_> = e.plan().into_iter().take(a.runs).collect();
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    let exe = std::env::current_exe()?;
+    let mut rows = Vec::new();
+    for &p in &levels {
+        eprintln!("{} runs of {} at --parallel {p}…", plan.len(), e.name);
+        let queue = Arc::new(Mutex::new(plan.clone()));
+        let outcomes = Arc::new(Mutex::new(Vec::new()));
+        let t0 = std::time::Instant::now();
+        let base = run_id();
+        let workers: Vec<_> = (0..p)
+            .map(|w| {
+                let (queue, outcomes, stop, e, exe, base) = (queue.clone(), outcomes.clone(), stop.clone(), e.clone(), exe.clone(), base.clone());
+                std::thread::spawn(move || {
+                    let mut k = 0;
+                    while let Some(r) = {
+                        let mut q = queue.lock().expect("not poisoned");
+                        if q.is_empty() { None } else { Some(q.remove(0)) }
+                    } {
+                        k += 1;
+                        let req = aerolink_lab::runner::RunRequest {
+                            exe: exe.clone(),
+                            run_name: format!("{base}o{w}r{k}"),
+                            profile: e.profiles[r.profile].clone(),
+                            seed: r.seed,
+                            workload: e.cases[r.case].workload.clone(),
+                            knobs: e.cases[r.case].knobs.clone(),
+                            timeout: e.timeout,
+                            ipv6: false,
+                        };
+                        let o = aerolink_lab::runner::run_once(&req, &stop);
+                        outcomes.lock().expect("not poisoned").push(o);
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            let _ = w.join();
+        }
+        let wall = t0.elapsed().as_secs_f64();
+        let outs = outcomes.lock().expect("not poisoned");
+        let med = |f: &dyn Fn(&aerolink_lab::runner::RunOutcome) -> f64| {
+            let mut v: Vec<f64> = outs.iter().filter(|o| o.ok).map(f).collect();
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+        };
+        let row = serde_json::json!({
+            "parallel": p, "runs": outs.len(), "failed": outs.iter().filter(|o| !o.ok).count(), "wall_s": wall,
+            "runs_per_hour": outs.len() as f64 / wall * 3600.0,
+            "setup_ms_median": med(&|o| o.setup_ms), "teardown_ms_median": med(&|o| o.teardown_ms),
+            "client_s_median": med(&|o| o.client_ms / 1e3),
+        });
+        eprintln!("  {:.0} s: {:.0} runs/hour, set-up {:.0} ms and tear-down {:.0} ms per run (median)", wall, row["runs_per_hour"].as_f64().unwrap_or(0.0), row["setup_ms_median"].as_f64().unwrap_or(0.0), row["teardown_ms_median"].as_f64().unwrap_or(0.0));
+        rows.push(row);
+        if stop.load(std::sync::atomic::Ordering::SeqCst) {
+            break;
+        }
+    }
+    let base = rows.first().and_then(|r| r["runs_per_hour"].as_f64()).unwrap_or(1.0);
+    let result = serde_json::json!({
+        "bench": "orchestration", "version": env!("CARGO_PKG_VERSION"), "experiment": e.name, "runs": plan.len(),
+        "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+        "levels": rows,
+    });
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        println!("aerolink orchestration benchmark: {} runs of {}", plan.len(), e.name);
+        for r in result["levels"].as_array().into_iter().flatten() {
+            let rph = r["runs_per_hour"].as_f64().unwrap_or(0.0);
+            println!(
+                "  --parallel {}: {:.0} runs/hour ({:.2}× --parallel 1), {} failed; per run: set-up {:.0} ms, tear-down {:.0} ms (median)",
+                r["parallel"], rph, rph / base, r["failed"], r["setup_ms_median"].as_f64().unwrap_or(0.0), r["teardown_ms_median"].as_f64().unwrap_or(0.0)
+            );
+        }
+    }
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&a.out).with_context(|| format!("opening {}", a.out.display()))?;
+    writeln!(f, "{}", serde_json::to_string(&result)?)?;
     Ok(0)
 }

@@ -107,7 +107,7 @@ fn metric_title(m: &str) -> &str {
 const CSS: &str = "body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:24px auto;padding:0 16px;color:#222}
 h1{font-size:26px;margin-bottom:4px}h2{margin-top:36px;border-bottom:2px solid #ddd;padding-bottom:4px}h3{margin-top:28px}
 .meta{color:#555}.note{color:#555;font-size:13px}table{border-collapse:collapse;margin:8px 0 16px;font-size:13px}
-td,th{border:1px solid #ddd;padding:3px 8px;text-align:right}th{background:#f4f4f4}td:first-child,td:nth-child(2),th:first-child,th:nth-child(2){text-align:left}
+td,th{border:1px solid #ddd;padding:3px 8px;text-align:right;white-space:nowrap}th{background:#f4f4f4}td:first-child,td:nth-child(2),th:first-child,th:nth-child(2){text-align:left}
 .better{color:#1a7f37;font-weight:600}.worse{color:#b42318}.fail{color:#b42318}
 svg{max-width:100%;height:auto;background:#fff}svg .t{font-size:14px;font-weight:600}svg .ax{font-size:11px;fill:#333}
 svg .grid{stroke:#e6e6e6}svg .err{stroke:#222;stroke-width:1.3}svg .floor{stroke:#000;stroke-dasharray:5 3;stroke-width:1.6}
@@ -148,27 +148,86 @@ fn experiment_section(h: &mut String, e: &ExperimentRow, runs: &[&RunRow]) {
     h.push_str("<table><tr><th>profile</th><th>what</th><th>down</th><th>up</th><th>RTT</th><th>loss per direction</th><th>source</th></tr>");
     for (name, p) in &profiles {
         let rate = |k: &str| p[k].as_f64().map(|b| fmt_value("bps", b)).unwrap_or_else(|| "unlimited".into());
-        let _ = write!(h, "<tr><td>{}</td><td style=\"text-align:left\">{}</td><td>{}</td><td>{}</td><td>{:.0} ms</td><td>{:.2}% / {:.2}%</td><td style=\"text-align:left\" class=\"note\">{}</td></tr>",
+        let _ = write!(h, "<tr><td>{}</td><td style=\"text-align:left;white-space:normal\">{}</td><td>{}</td><td>{}</td><td>{:.0} ms</td><td>{:.2}% / {:.2}%</td><td style=\"text-align:left;white-space:normal\" class=\"note\">{}</td></tr>",
             esc(name), esc(p["description"].as_str().unwrap_or("")), rate("down_bps"), rate("up_bps"), p["rtt_ms"].as_f64().unwrap_or(0.0),
             p["down_loss"].as_f64().unwrap_or(0.0) * 100.0, p["up_loss"].as_f64().unwrap_or(0.0) * 100.0, esc(p["source"].as_str().unwrap_or("")));
     }
     h.push_str("</table>");
-    // One section per workload setting.
-    let mut settings: BTreeMap<(String, String), Vec<&RunRow>> = BTreeMap::new();
+    // One section per workload setting, smallest first.
+    let mut settings: BTreeMap<(String, u64, String), Vec<&RunRow>> = BTreeMap::new();
     for r in runs {
-        settings.entry((r.workload.clone(), r.params.clone())).or_default().push(r);
+        settings.entry((r.workload.clone(), setting_size(r), r.params.clone())).or_default().push(r);
     }
-    for ((workload, params), rs) in settings {
-        setting_section(h, e, &workload, &params, &rs, &profiles);
+    at_a_glance(h, e, &settings);
+    for ((workload, _, params), rs) in &settings {
+        setting_section(h, e, workload, params, rs, &profiles);
     }
     let fails: Vec<&&RunRow> = runs.iter().filter(|r| !r.ok).collect();
     if !fails.is_empty() {
         let _ = write!(h, "<h3>Failed runs ({})</h3><table><tr><th>profile</th><th>protocol</th><th>setting</th><th>seed</th><th>reason</th></tr>", fails.len());
         for r in fails.iter().take(50) {
-            let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"fail\" style=\"text-align:left\">{}</td></tr>", esc(&r.profile), esc(&r.protocol), esc(&r.params), r.seed, esc(r.error.as_deref().unwrap_or("")));
+            let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"fail\" style=\"text-align:left;white-space:normal\">{}</td></tr>", esc(&r.profile), esc(&r.protocol), esc(&r.params), r.seed, esc(r.error.as_deref().unwrap_or("")));
         }
         h.push_str("</table>");
     }
+}
+
+/// Bytes a setting moves, to order settings from small to large.
+fn setting_size(r: &RunRow) -> u64 {
+    match serde_json::from_str::<Workload>(&r.workload_json) {
+        Ok(Workload::Web { page, depth, .. }) => aerolink_work::page::Page::parse(&page, depth).map(|p| p.total_bytes()).unwrap_or(0),
+        Ok(Workload::Objects { set, .. }) => aerolink_work::page::object_set(&set).map(|v| v.iter().sum()).unwrap_or(0),
+        Ok(Workload::Bulk { bytes, .. }) => bytes,
+        Ok(Workload::Messages { rate_bps, .. }) => rate_bps as u64,
+        Err(_) => 0,
+    }
+}
+
+/// One table up front: each setting × link, every series' median and its
+/// ratio to the baseline.
+fn at_a_glance(h: &mut String, e: &ExperimentRow, settings: &BTreeMap<(String, u64, String), Vec<&RunRow>>) {
+    let mut series: Vec<String> = settings.values().flatten().map(|r| series_name(r)).collect::<BTreeSet<_>>().into_iter().collect();
+    if let Some(b) = &e.baseline {
+        if let Some(i) = series.iter().position(|s| s == b) {
+            let s = series.remove(i);
+            series.insert(0, s);
+        }
+    }
+    if series.is_empty() {
+        return;
+    }
+    let baseline = e.baseline.clone().filter(|b| series.contains(b)).unwrap_or_else(|| series[0].clone());
+    let _ = write!(h, "<h3>At a glance</h3><p class=\"note\">Median of each series; in brackets its ratio to {} on the same link and setting (below 1 = faster, for times).</p><table><tr><th>setting</th><th>link</th>", esc(&baseline));
+    for s in &series {
+        let _ = write!(h, "<th>{}</th>", esc(s));
+    }
+    h.push_str("</tr>");
+    for ((workload, _, params), rs) in settings {
+        let Some(w) = rs.first().and_then(|r| serde_json::from_str::<Workload>(&r.workload_json).ok()) else { continue };
+        let (metric, lower_better) = w.headline();
+        let profiles: BTreeSet<&str> = rs.iter().map(|r| r.profile.as_str()).collect();
+        for p in profiles {
+            let med = |s: &str| summarize(&rs.iter().filter(|r| r.ok && r.profile == p && series_name(r) == s).filter_map(|r| r.metrics.get(metric).copied()).collect::<Vec<_>>()).map(|x| x.median);
+            let base = med(&baseline);
+            let _ = write!(h, "<tr><td>{workload} {}</td><td>{}</td>", esc(params), esc(p));
+            for s in &series {
+                match med(s) {
+                    Some(v) => {
+                        let ratio = base.map(|b| v / b);
+                        let cls = match ratio {
+                            Some(r) if s != &baseline && (r - 1.0).abs() > 0.05 && ((r < 1.0) == lower_better) => "better",
+                            Some(r) if s != &baseline && (r - 1.0).abs() > 0.05 => "worse",
+                            _ => "",
+                        };
+                        let _ = write!(h, "<td class=\"{cls}\">{}{}</td>", fmt_value(metric, v), ratio.filter(|_| s != &baseline).map(|r| format!(" ({r:.2}×)")).unwrap_or_default());
+                    }
+                    None => h.push_str("<td>–</td>"),
+                }
+            }
+            h.push_str("</tr>");
+        }
+    }
+    h.push_str("</table>");
 }
 
 fn series_name(r: &RunRow) -> String {
