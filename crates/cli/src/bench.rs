@@ -77,6 +77,26 @@ pub enum BenchCmd {
         #[arg(long, default_value = "seq")]
         mode: String,
     },
+    /// Seed 001's real-time web (WebSocket, SSE, long polling) across a link.
+    Realtime {
+        #[command(flatten)]
+        common: RunCommon,
+        /// ws, sse or alp.
+        #[arg(long, default_value = "ws")]
+        mechanism: String,
+        /// server-update, client-update or chat.
+        #[arg(long, default_value = "server-update")]
+        scenario: String,
+        #[arg(long, default_value_t = 100)]
+        count: u32,
+        #[arg(long, default_value_t = 200)]
+        interval_ms: u64,
+        #[arg(long, default_value_t = 64)]
+        size: u32,
+        /// Turn Nagle's algorithm off (on by default here, as in the study).
+        #[arg(long)]
+        no_nagle: bool,
+    },
     /// Seed 004's message generator across a link.
     Messages {
         #[command(flatten)]
@@ -200,6 +220,10 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
             (common, Workload::Bulk { transport, direction, bytes })
         }
         BenchCmd::Objects { common, protocol, set, mode } => (common, Workload::Objects { protocol, set, parallel: mode == "par" }),
+        BenchCmd::Realtime { mut common, mechanism, scenario, count, interval_ms, size, no_nagle } => {
+            common.nagle = !no_nagle;
+            (common, Workload::Realtime { mechanism, scenario, count, interval_ms, size })
+        }
         BenchCmd::Messages { common, direction, size, offered, duration } => {
             let r = aerolink_link::units::parse_rate(&offered).map_err(|m| user(format!("--offered {offered}: expected {m}")))?;
             let d = aerolink_link::units::parse_duration(&duration).map_err(|m| user(format!("--duration {duration}: expected {m}")))?;
@@ -240,7 +264,8 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
             ipv6: c.ipv6,
         };
         let o = aerolink_lab::runner::run_once(&req, &stop);
-        let metrics = if o.ok { workload.metrics(&o.result) } else { Default::default() };
+        let mut metrics = if o.ok { workload.metrics(&o.result) } else { Default::default() };
+        aerolink_lab::workload::add_rtt_metrics(&mut metrics, profile.base_rtt().as_millis_f64());
         if !c.json {
             if o.ok {
                 let m: Vec<String> = metrics.iter().map(|(k, v)| format!("{k} {}", fmt_metric(k, *v))).collect();

@@ -28,6 +28,17 @@ pub fn validate_workload(w: &Workload, origin: &str) -> Result<(), String> {
             }
             aerolink_work::page::object_set(set).map_err(|m| format!("{origin}: {m}"))?;
         }
+        Workload::Realtime { mechanism, scenario, count, size, .. } => {
+            if !aerolink_work::realtime::MECHANISMS.contains(&mechanism.as_str()) {
+                return Err(format!("{origin}: mechanism {mechanism:?}: expected one of {}", aerolink_work::realtime::MECHANISMS.join(", ")));
+            }
+            if !aerolink_work::realtime::SCENARIOS.contains(&scenario.as_str()) {
+                return Err(format!("{origin}: scenario {scenario:?}: expected one of {}", aerolink_work::realtime::SCENARIOS.join(", ")));
+            }
+            if *count == 0 || *size < 24 {
+                return Err(format!("{origin}: count must be at least 1 and size at least 24 bytes"));
+            }
+        }
         Workload::Messages { direction, size, rate_bps, duration_s } => {
             if !["down", "up", "both"].contains(&direction.as_str()) {
                 return Err(format!("{origin}: direction {direction:?}: expected down, up or both"));
@@ -218,7 +229,8 @@ fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
             interrupted += 1;
             continue;
         }
-        let metrics = if d.outcome.ok { c.workload.metrics(&d.outcome.result) } else { Default::default() };
+        let mut metrics = if d.outcome.ok { c.workload.metrics(&d.outcome.result) } else { Default::default() };
+        aerolink_lab::workload::add_rtt_metrics(&mut metrics, p.base_rtt().as_millis_f64());
         let (pj, wj, kj) = (aerolink_lab::report::profile_summary(p).to_string(), serde_json::to_string(&c.workload)?, serde_json::to_string(&c.knobs)?);
         store.insert_run(&NewRun {
             run_key: &d.planned.key,

@@ -125,6 +125,30 @@ pub enum WorkloadCmd {
         #[command(flatten)]
         quic: QuicArgs,
     },
+    /// Seed 001's real-time web: server update, client update, chat over
+    /// WebSocket, server-sent events or long polling.
+    Realtime {
+        #[arg(long)]
+        server: String,
+        /// ws, sse or alp.
+        #[arg(long, default_value = "ws")]
+        mechanism: String,
+        /// server-update, client-update or chat.
+        #[arg(long, default_value = "server-update")]
+        scenario: String,
+        /// Updates (or chat messages each way).
+        #[arg(long, default_value_t = 100)]
+        count: u32,
+        /// Gap between updates, ms.
+        #[arg(long, default_value_t = 200)]
+        interval_ms: u64,
+        /// Message size, bytes.
+        #[arg(long, default_value_t = 64)]
+        size: u32,
+        /// Turn Nagle's algorithm off (it is on by default, as in the study).
+        #[arg(long)]
+        no_nagle: bool,
+    },
     /// Seed 004's message generator over TCP.
     Messages {
         #[arg(long)]
@@ -200,6 +224,11 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                     _ => return Err(user(format!("--mode {mode}: expected seq or par"))),
                 };
                 print(&web::objects(&protocol, with_port(addr(&server)?, server::HTTPS_PORT), &set, &sizes, parallel, &quic.knobs()?).await?)
+            }
+            WorkloadCmd::Realtime { server, mechanism, scenario, count, interval_ms, size, no_nagle } => {
+                let ip = addr(&server)?.ip();
+                let p = aerolink_work::realtime::Params { scenario, count, interval_ms, size: size as usize };
+                print(&aerolink_work::realtime::run(ip, &mechanism, &p, !no_nagle).await?)
             }
             WorkloadCmd::Messages { server, direction, size, rate, duration, nagle } => {
                 let r = aerolink_link::units::parse_rate(&rate).map_err(|m| user(format!("--rate {rate}: expected {m}")))?;

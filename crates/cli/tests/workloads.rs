@@ -128,3 +128,18 @@ fn bad_workload_flags_are_refused() {
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
     }
 }
+
+#[test]
+fn realtime_mechanisms_deliver_every_update_no_faster_than_the_link() {
+    for (mechanism, scenario) in [("ws", "chat"), ("sse", "server-update"), ("alp", "client-update")] {
+        let r = bench(&["realtime", "--delay", "30ms", "--mechanism", mechanism, "--scenario", scenario, "--count", "8", "--interval-ms", "50"]);
+        assert_eq!(r["nagle"], true, "Nagle is on by default, as in the study");
+        let key = if scenario == "client-update" { "client_to_server_ms" } else { "server_to_client_ms" };
+        let lat: Vec<f64> = r[key].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+        assert_eq!(lat.len(), 8, "{mechanism} {scenario}: {r}");
+        assert!(lat.iter().all(|l| *l >= 30.0), "{mechanism} {scenario}: {lat:?}");
+        if scenario == "chat" {
+            assert_eq!(r["client_to_server_ms"].as_array().unwrap().len(), 8);
+        }
+    }
+}

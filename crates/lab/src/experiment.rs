@@ -17,7 +17,7 @@
 //! rate = "x2"            # x<factor> or an absolute value; also rtt, loss
 //!
 //! [[workload]]
-//! type = "web"           # web | bulk | objects | messages
+//! type = "web"           # web | bulk | objects | messages | realtime
 //! protocols = ["h1", "h2", "h3"]
 //! pages = ["1x100KB", "10x100KB"]
 //! tcp_cc = "cubic"       # knobs: tcp_cc, initcwnd, quic_preset, quic_cc, nagle (a value or a list to sweep)
@@ -272,7 +272,8 @@ fn expand_workload(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
         "bulk" => &["transport", "transports", "direction", "directions", "size", "sizes"],
         "objects" => &["protocol", "protocols", "set", "sets", "mode", "modes"],
         "messages" => &["direction", "directions", "size", "sizes", "rate", "rates", "duration"],
-        other => return Err(("type".into(), format!("{other:?}: expected web, bulk, objects or messages"))),
+        "realtime" => &["mechanism", "mechanisms", "scenario", "scenarios", "count", "interval_ms", "size"],
+        other => return Err(("type".into(), format!("{other:?}: expected web, bulk, objects, messages or realtime"))),
     };
     for k in t.keys() {
         if k != "type" && !allowed.contains(&k.as_str()) && !KNOB_KEYS.contains(&k.as_str()) {
@@ -320,6 +321,21 @@ fn expand_workload(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
                 }
             }
         }
+        "realtime" => {
+            let int = |k: &str, d: i64| -> Result<i64, KeyErr> {
+                match t.get(k) {
+                    None => Ok(d),
+                    Some(toml::Value::Integer(i)) if *i > 0 => Ok(*i),
+                    _ => Err((k.to_string(), "expected a positive whole number".to_string())),
+                }
+            };
+            let (count, interval_ms, size) = (int("count", 100)?, int("interval_ms", 200)?, int("size", 64)?);
+            for mechanism in list_of(t, &["mechanisms", "mechanism"], Some(vec!["ws".into(), "sse".into(), "alp".into()]))? {
+                for scenario in list_of(t, &["scenarios", "scenario"], Some(vec!["server-update".into(), "client-update".into(), "chat".into()]))? {
+                    out.push(Workload::Realtime { mechanism: mechanism.clone(), scenario, count: count as u32, interval_ms: interval_ms as u64, size: size as u32 });
+                }
+            }
+        }
         _ => {
             let duration = match t.get("duration") {
                 None => 60.0,
@@ -339,7 +355,10 @@ fn expand_workload(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
 }
 
 fn expand_knobs(t: &toml::Table) -> Result<Vec<Knobs>, KeyErr> {
-    let mut out = vec![Knobs::default()];
+    // Real-time web keeps Nagle's algorithm on unless told otherwise, as in
+    // seed 001's study.
+    let realtime = t.get("type").and_then(|v| v.as_str()) == Some("realtime");
+    let mut out = vec![Knobs { nagle: realtime, ..Knobs::default() }];
     if let Some(v) = t.get("tcp_cc") {
         let ccs = strings(v).ok_or_else(|| ("tcp_cc".to_string(), "expected reno, cubic or bbr".to_string()))?;
         for c in &ccs {

@@ -73,6 +73,8 @@ fn fmt_value(metric: &str, v: f64) -> String {
         } else {
             format!("{v:.0} ms")
         }
+    } else if metric.contains("_rtt") {
+        format!("{v:.2} RTT")
     } else if metric.contains("bps") {
         if v >= 1e6 {
             format!("{:.2} Mbit/s", v / 1e6)
@@ -96,6 +98,10 @@ fn metric_title(m: &str) -> &str {
         "latency_ms_mean_up" => "mean message latency (up)",
         "latency_ms_mean_down" => "mean message latency (down)",
         "connections" => "connections",
+        "latency_ms_mean" => "mean update latency",
+        "latency_rtt_mean" => "mean update latency in RTTs",
+        "latency_ms_mean_s2c" => "server → client latency",
+        "latency_ms_mean_c2s" => "client → server latency",
         "client_retransmits" => "client retransmits",
         "sender_retransmits" => "sender retransmits",
         "latency_ms_p50_up" => "median message latency (up)",
@@ -179,6 +185,7 @@ fn setting_size(r: &RunRow) -> u64 {
         Ok(Workload::Objects { set, .. }) => aerolink_work::page::object_set(&set).map(|v| v.iter().sum()).unwrap_or(0),
         Ok(Workload::Bulk { bytes, .. }) => bytes,
         Ok(Workload::Messages { rate_bps, .. }) => rate_bps as u64,
+        Ok(Workload::Realtime { count, .. }) => count as u64,
         Err(_) => 0,
     }
 }
@@ -283,6 +290,7 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
         Workload::Web { .. } => vec!["ttfb_ms", "connections", "client_retransmits"],
         Workload::Objects { .. } => vec!["connections", "client_retransmits"],
         Workload::Bulk { .. } => vec!["goodput_bps", "sender_retransmits"],
+        Workload::Realtime { .. } => vec!["latency_rtt_mean", "latency_ms_mean_s2c", "latency_ms_mean_c2s"],
         Workload::Messages { direction, .. } => {
             if direction == "down" {
                 vec!["latency_ms_mean_down", "latency_ms_p50_down"]

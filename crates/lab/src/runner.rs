@@ -105,7 +105,7 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     };
     let mut outcome = (|| {
         let deadline = Instant::now() + Duration::from_secs(15);
-        while !(listening(server.id(), aerolink_work::server::HTTPS_PORT) && listening(server.id(), aerolink_work::server::MESSAGES_PORT)) {
+        while !(listening(server.id(), aerolink_work::server::HTTPS_PORT) && listening(server.id(), aerolink_work::realtime::WS_PORT)) {
             if let Ok(Some(st)) = server.try_wait() {
                 return failed(format!("the workload server exited ({st}): {}", last_line(&server_err)));
             }

@@ -14,6 +14,7 @@ pub enum Workload {
     Bulk { transport: String, direction: String, bytes: u64 },
     Objects { protocol: String, set: String, parallel: bool },
     Messages { direction: String, size: u32, rate_bps: f64, duration_s: f64 },
+    Realtime { mechanism: String, scenario: String, count: u32, interval_ms: u64, size: u32 },
 }
 
 /// The stack settings of a run; every one is recorded with the result.
@@ -56,6 +57,7 @@ impl Workload {
             Workload::Bulk { .. } => "bulk",
             Workload::Objects { .. } => "objects",
             Workload::Messages { .. } => "messages",
+            Workload::Realtime { .. } => "realtime",
         }
     }
 
@@ -65,6 +67,7 @@ impl Workload {
             Workload::Web { protocol, .. } | Workload::Objects { protocol, .. } => protocol.clone(),
             Workload::Bulk { transport, .. } => transport.clone(),
             Workload::Messages { .. } => "tcp".into(),
+            Workload::Realtime { mechanism, .. } => mechanism.clone(),
         }
     }
 
@@ -75,6 +78,7 @@ impl Workload {
             Workload::Bulk { direction, bytes, .. } => format!("{} {direction}", human_bytes(*bytes)),
             Workload::Objects { set, parallel, .. } => format!("{set} {}", if *parallel { "par" } else { "seq" }),
             Workload::Messages { direction, size, rate_bps, .. } => format!("{size} B at {} bit/s {direction}", rate_bps),
+            Workload::Realtime { scenario, count, .. } => format!("{scenario} ×{count}"),
         }
     }
 
@@ -92,6 +96,17 @@ impl Workload {
                 if knobs.nagle {
                     a.push("--nagle".into());
                 }
+            }
+            // Its arguments follow below.
+            Workload::Realtime { .. } => {}
+        }
+        if let Workload::Realtime { mechanism, scenario, count, interval_ms, size } = self {
+            a.extend([
+                "--mechanism".into(), mechanism.clone(), "--scenario".into(), scenario.clone(), "--count".into(), count.to_string(),
+                "--interval-ms".into(), interval_ms.to_string(), "--size".into(), size.to_string(),
+            ]);
+            if !knobs.nagle {
+                a.push("--no-nagle".into());
             }
         }
         if matches!(self, Workload::Web { .. } | Workload::Objects { .. } | Workload::Bulk { .. }) {
@@ -126,6 +141,27 @@ impl Workload {
                     put(k, f(k));
                 }
             }
+            Workload::Realtime { .. } => {
+                for (key, dir) in [("server_to_client_ms", "s2c"), ("client_to_server_ms", "c2s")] {
+                    let mut lat: Vec<f64> = v.get(key).and_then(|l| l.as_array()).map(|a| a.iter().filter_map(|x| x.as_f64()).collect()).unwrap_or_default();
+                    if !lat.is_empty() {
+                        lat.sort_by(f64::total_cmp);
+                        put(&format!("latency_ms_mean_{dir}"), Some(lat.iter().sum::<f64>() / lat.len() as f64));
+                        put(&format!("latency_ms_p50_{dir}"), Some(lat[lat.len() / 2]));
+                        put(&format!("messages_{dir}"), Some(lat.len() as f64));
+                    }
+                }
+                // The figure the study reports: the update's latency.
+                let s2c = m.get("latency_ms_mean_s2c").copied();
+                let c2s = m.get("latency_ms_mean_c2s").copied();
+                let headline = match (s2c, c2s) {
+                    (Some(a), Some(b)) => Some((a + b) / 2.0),
+                    (a, b) => a.or(b),
+                };
+                if let Some(x) = headline {
+                    m.insert("latency_ms_mean".into(), x);
+                }
+            }
             Workload::Messages { .. } => {
                 let dur = f("duration_s").unwrap_or(1.0);
                 for dir in ["up", "down"] {
@@ -151,6 +187,7 @@ impl Workload {
             Workload::Web { .. } => ("plt_ms", true),
             Workload::Objects { .. } => ("total_ms", true),
             Workload::Bulk { .. } => ("completion_ms", true),
+            Workload::Realtime { .. } => ("latency_ms_mean", true),
             Workload::Messages { direction, .. } => {
                 if direction == "down" {
                     ("delivered_bps_down", false)
@@ -160,6 +197,16 @@ impl Workload {
             }
         }
     }
+}
+
+/// Adds, for every mean latency in ms, the same in round trips of the link
+/// (the unit seed 001 reports in).
+pub fn add_rtt_metrics(m: &mut BTreeMap<String, f64>, rtt_ms: f64) {
+    if rtt_ms <= 0.0 {
+        return;
+    }
+    let extra: Vec<(String, f64)> = m.iter().filter(|(k, _)| k.starts_with("latency_ms_mean")).map(|(k, v)| (k.replacen("latency_ms", "latency_rtt", 1), v / rtt_ms)).collect();
+    m.extend(extra);
 }
 
 pub fn human_bytes(b: u64) -> String {

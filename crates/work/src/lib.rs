@@ -11,6 +11,7 @@ pub mod bulk;
 pub mod messages;
 pub mod page;
 pub mod quic;
+pub mod realtime;
 pub mod server;
 pub mod sock;
 pub mod tls;

@@ -7,6 +7,8 @@
 //! | 5201/tcp   | bulk over kernel TCP |
 //! | 5201/udp   | bulk over QUIC (raw streams) |
 //! | 5301/tcp   | messages over kernel TCP |
+//! | 8080/tcp   | real-time web: server-sent events and long polling (HTTP/1.1) |
+//! | 8081/tcp   | real-time web: WebSocket |
 //!
 //! Kernel TCP sockets use the configured congestion control (cubic by
 //! default, as most of the Internet) and the route's initial window; QUIC
@@ -114,6 +116,8 @@ pub async fn serve(opts: ServerOpts) -> anyhow::Result<()> {
     let opts = Arc::new(opts);
     let bulk_tcp = tcp_listener(BULK_PORT, &opts.tcp_cc)?;
     let msg_tcp = tcp_listener(MESSAGES_PORT, &opts.tcp_cc)?;
+    let rt_http = tcp_listener(crate::realtime::HTTP_PORT, &opts.tcp_cc)?;
+    let rt_ws = tcp_listener(crate::realtime::WS_PORT, &opts.tcp_cc)?;
     let bulk_quic = crate::quic::server_endpoint(SocketAddr::from(([0u16; 8], BULK_PORT)), &opts.quic, &[crate::bulk::ALPN])?;
     tokio::try_join!(
         serve_https(opts.clone()),
@@ -121,6 +125,7 @@ pub async fn serve(opts: ServerOpts) -> anyhow::Result<()> {
         crate::bulk::serve_tcp(bulk_tcp, opts.nagle),
         crate::bulk::serve_quic(bulk_quic),
         crate::messages::serve(msg_tcp, opts.nagle),
+        crate::realtime::serve(rt_http, rt_ws, opts.nagle),
     )?;
     Ok(())
 }
