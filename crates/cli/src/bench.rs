@@ -101,6 +101,9 @@ pub enum BenchCmd {
     Messages {
         #[command(flatten)]
         common: RunCommon,
+        /// tcp or quic.
+        #[arg(long, default_value = "tcp")]
+        transport: String,
         /// down, up or both.
         #[arg(long, default_value = "up")]
         direction: String,
@@ -224,10 +227,10 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
             common.nagle = !no_nagle;
             (common, Workload::Realtime { mechanism, scenario, count, interval_ms, size })
         }
-        BenchCmd::Messages { common, direction, size, offered, duration } => {
+        BenchCmd::Messages { common, transport, direction, size, offered, duration } => {
             let r = aerolink_link::units::parse_rate(&offered).map_err(|m| user(format!("--offered {offered}: expected {m}")))?;
             let d = aerolink_link::units::parse_duration(&duration).map_err(|m| user(format!("--duration {duration}: expected {m}")))?;
-            (common, Workload::Messages { direction, size, rate_bps: r.bits_per_sec, duration_s: d.as_secs_f64() })
+            (common, Workload::Messages { transport, direction, size, rate_bps: r.bits_per_sec, duration_s: d.as_secs_f64() })
         }
     };
     crate::experiment::validate_workload(&workload, "command line").map_err(user)?;

@@ -39,7 +39,10 @@ pub fn validate_workload(w: &Workload, origin: &str) -> Result<(), String> {
                 return Err(format!("{origin}: count must be at least 1 and size at least 24 bytes"));
             }
         }
-        Workload::Messages { direction, size, rate_bps, duration_s } => {
+        Workload::Messages { transport, direction, size, rate_bps, duration_s } => {
+            if !["tcp", "quic"].contains(&transport.as_str()) {
+                return Err(format!("{origin}: transport {transport:?}: expected tcp or quic"));
+            }
             if !["down", "up", "both"].contains(&direction.as_str()) {
                 return Err(format!("{origin}: direction {direction:?}: expected down, up or both"));
             }

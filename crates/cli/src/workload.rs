@@ -153,6 +153,9 @@ pub enum WorkloadCmd {
     Messages {
         #[arg(long)]
         server: String,
+        /// tcp or quic.
+        #[arg(long, default_value = "tcp")]
+        transport: String,
         /// down, up or both.
         #[arg(long, default_value = "up")]
         direction: String,
@@ -167,6 +170,8 @@ pub enum WorkloadCmd {
         /// Leave Nagle's algorithm on.
         #[arg(long)]
         nagle: bool,
+        #[command(flatten)]
+        quic: QuicArgs,
     },
 }
 
@@ -230,11 +235,11 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                 let p = aerolink_work::realtime::Params { scenario, count, interval_ms, size: size as usize };
                 print(&aerolink_work::realtime::run(ip, &mechanism, &p, !no_nagle).await?)
             }
-            WorkloadCmd::Messages { server, direction, size, rate, duration, nagle } => {
+            WorkloadCmd::Messages { server, transport, direction, size, rate, duration, nagle, quic } => {
                 let r = aerolink_link::units::parse_rate(&rate).map_err(|m| user(format!("--rate {rate}: expected {m}")))?;
                 let d = aerolink_link::units::parse_duration(&duration).map_err(|m| user(format!("--duration {duration}: expected {m}")))?;
                 let a = with_port(addr(&server)?, server::MESSAGES_PORT);
-                print(&messages::run(a, &direction, size, r.bits_per_sec, std::time::Duration::from_nanos(d.0), nagle).await?)
+                print(&messages::run(a, &transport, &direction, size, r.bits_per_sec, std::time::Duration::from_nanos(d.0), nagle, &quic.knobs()?).await?)
             }
         }
     })

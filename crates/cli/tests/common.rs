@@ -14,16 +14,26 @@ pub fn bin() -> &'static str {
 /// accuracy test would pass without testing anything.
 pub fn require_root() {
     // SAFETY: geteuid has no preconditions.
-    assert_eq!(unsafe { libc::geteuid() }, 0, "the end-to-end tests need root: run `make test` as root");
+    assert_eq!(
+        unsafe { libc::geteuid() },
+        0,
+        "the end-to-end tests need root: run `make test` as root"
+    );
 }
 
 pub fn aerolink(args: &[&str]) -> Output {
     require_root();
-    Command::new(bin()).args(args).output().expect("running aerolink")
+    Command::new(bin())
+        .args(args)
+        .output()
+        .expect("running aerolink")
 }
 
 pub fn text(o: &Output) -> (String, String) {
-    (String::from_utf8_lossy(&o.stdout).to_string(), String::from_utf8_lossy(&o.stderr).to_string())
+    (
+        String::from_utf8_lossy(&o.stdout).to_string(),
+        String::from_utf8_lossy(&o.stderr).to_string(),
+    )
 }
 
 pub fn tempdir(name: &str) -> PathBuf {
@@ -36,7 +46,11 @@ pub fn tempdir(name: &str) -> PathBuf {
 /// Namespaces aerolink created that still exist.
 pub fn leftover_namespaces() -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir("/run/netns")
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().to_string()).collect())
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .map(|e| e.file_name().to_string_lossy().to_string())
+                .collect()
+        })
         .unwrap_or_default();
     v.retain(|n| n.starts_with("al-"));
     v

@@ -271,7 +271,7 @@ fn expand_workload(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
         "web" => &["protocol", "protocols", "page", "pages", "depth", "depths"],
         "bulk" => &["transport", "transports", "direction", "directions", "size", "sizes"],
         "objects" => &["protocol", "protocols", "set", "sets", "mode", "modes"],
-        "messages" => &["direction", "directions", "size", "sizes", "rate", "rates", "duration"],
+        "messages" => &["transport", "transports", "direction", "directions", "size", "sizes", "rate", "rates", "duration"],
         "realtime" => &["mechanism", "mechanisms", "scenario", "scenarios", "count", "interval_ms", "size"],
         other => return Err(("type".into(), format!("{other:?}: expected web, bulk, objects, messages or realtime"))),
     };
@@ -341,11 +341,13 @@ fn expand_workload(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
                 None => 60.0,
                 Some(v) => aerolink_link::units::parse_duration(v.as_str().unwrap_or("")).map_err(|m| ("duration".to_string(), format!("expected {m}")))?.as_secs_f64(),
             };
-            for direction in list_of(t, &["directions", "direction"], Some(vec!["up".into()]))? {
-                for size in ints(&["sizes", "size"], 64)? {
-                    for rate in list_of(t, &["rates", "rate"], None)? {
-                        let r = aerolink_link::units::parse_rate(&rate).map_err(|m| ("rates".to_string(), format!("{rate:?}: expected {m}")))?;
-                        out.push(Workload::Messages { direction: direction.clone(), size: size.clamp(0, u32::MAX as i64) as u32, rate_bps: r.bits_per_sec, duration_s: duration });
+            for transport in list_of(t, &["transports", "transport"], Some(vec!["tcp".into()]))? {
+                for direction in list_of(t, &["directions", "direction"], Some(vec!["up".into()]))? {
+                    for size in ints(&["sizes", "size"], 64)? {
+                        for rate in list_of(t, &["rates", "rate"], None)? {
+                            let r = aerolink_link::units::parse_rate(&rate).map_err(|m| ("rates".to_string(), format!("{rate:?}: expected {m}")))?;
+                            out.push(Workload::Messages { transport: transport.clone(), direction: direction.clone(), size: size.clamp(0, u32::MAX as i64) as u32, rate_bps: r.bits_per_sec, duration_s: duration });
+                        }
                     }
                 }
             }

@@ -13,7 +13,14 @@ pub enum Workload {
     Web { protocol: String, page: String, depth: u32 },
     Bulk { transport: String, direction: String, bytes: u64 },
     Objects { protocol: String, set: String, parallel: bool },
-    Messages { direction: String, size: u32, rate_bps: f64, duration_s: f64 },
+    Messages {
+        #[serde(default = "tcp")]
+        transport: String,
+        direction: String,
+        size: u32,
+        rate_bps: f64,
+        duration_s: f64,
+    },
     Realtime { mechanism: String, scenario: String, count: u32, interval_ms: u64, size: u32 },
 }
 
@@ -28,6 +35,10 @@ pub struct Knobs {
     pub quic: QuicKnobs,
     /// Nagle's algorithm on the server's and messages client's sockets.
     pub nagle: bool,
+}
+
+fn tcp() -> String {
+    "tcp".into()
 }
 
 impl Default for Knobs {
@@ -66,7 +77,7 @@ impl Workload {
         match self {
             Workload::Web { protocol, .. } | Workload::Objects { protocol, .. } => protocol.clone(),
             Workload::Bulk { transport, .. } => transport.clone(),
-            Workload::Messages { .. } => "tcp".into(),
+            Workload::Messages { transport, .. } => transport.clone(),
             Workload::Realtime { mechanism, .. } => mechanism.clone(),
         }
     }
@@ -91,8 +102,8 @@ impl Workload {
                 a.extend(["--transport".into(), transport.clone(), "--direction".into(), direction.clone(), "--bytes".into(), bytes.to_string(), "--cc".into(), knobs.tcp_cc.clone()])
             }
             Workload::Objects { protocol, set, parallel } => a.extend(["--protocol".into(), protocol.clone(), "--set".into(), set.clone(), "--mode".into(), if *parallel { "par" } else { "seq" }.into()]),
-            Workload::Messages { direction, size, rate_bps, duration_s } => {
-                a.extend(["--direction".into(), direction.clone(), "--size".into(), size.to_string(), "--rate".into(), format!("{rate_bps}bit/s"), "--duration".into(), format!("{duration_s}s")]);
+            Workload::Messages { transport, direction, size, rate_bps, duration_s } => {
+                a.extend(["--transport".into(), transport.clone(), "--direction".into(), direction.clone(), "--size".into(), size.to_string(), "--rate".into(), format!("{rate_bps}bit/s"), "--duration".into(), format!("{duration_s}s")]);
                 if knobs.nagle {
                     a.push("--nagle".into());
                 }
@@ -109,7 +120,7 @@ impl Workload {
                 a.push("--no-nagle".into());
             }
         }
-        if matches!(self, Workload::Web { .. } | Workload::Objects { .. } | Workload::Bulk { .. }) {
+        if matches!(self, Workload::Web { .. } | Workload::Objects { .. } | Workload::Bulk { .. } | Workload::Messages { .. }) {
             a.extend(knobs.quic.to_args());
         }
         a

@@ -1,6 +1,6 @@
 //! The messages workload (seed 004's generator): messages of M bytes —
 //! timestamp, length, random payload — offered at R bit/s for T seconds,
-//! one way or both ways at once, over kernel TCP.
+//! one way or both ways at once, over kernel TCP or one QUIC stream.
 //!
 //! Each message carries the time it was offered (CLOCK_REALTIME, which both
 //! namespaces share), so latency = receive time − offer time includes the
@@ -8,18 +8,26 @@
 //! bytes delivered within the test time / test time.
 //!
 //! Wire: the client sends `dir: u8` (0 down, 1 up, 2 both), `size: u32`,
-//! `rate_bps: f64`, `duration_ms: u32`. At the end the server sends what it
-//! received (count, bytes, then each latency in µs as u64).
+//! `rate_bps: f64`, `duration_ms: u32`, then messages. After the test each
+//! side's sender writes an end mark; the server follows its mark with what
+//! it received (count, bytes, each latency in µs). A reader task owns each
+//! receiving stream and forwards frames with their arrival times, so the
+//! test's deadline never cuts a frame in half.
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+
+use crate::quic::QuicKnobs;
 
 pub const MIN_SIZE: u32 = 12;
+pub const ALPN: &[u8] = b"aerolink-messages";
+/// Marks the end of the messages: what follows is the receiver's report.
+const END_MARK: u32 = u32::MAX;
 
 fn now_ns() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
@@ -35,6 +43,7 @@ pub struct Received {
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct MessagesResult {
+    pub transport: String,
     pub size_bytes: u32,
     pub offered_bps: f64,
     pub duration_s: f64,
@@ -52,12 +61,69 @@ impl Received {
     }
 }
 
-/// Marks the end of the messages: what follows is the receiver's report.
-const END_MARK: u32 = u32::MAX;
+/// What a reader task saw.
+enum Seen {
+    Message { at: Instant, latency_ms: f64, len: usize },
+    Report(Received),
+}
 
-/// Offers messages at `rate_bps` until `until`; returns how many, and the
-/// writer back.
-async fn generate(mut w: OwnedWriteHalf, size: u32, rate_bps: f64, until: Instant) -> anyhow::Result<(u64, OwnedWriteHalf)> {
+/// Reads frames until the end mark (and the report after it, if
+/// `with_report`), then keeps reading to EOF so the peer can close cleanly.
+fn spawn_reader<R: AsyncRead + Unpin + Send + 'static>(mut r: R, with_report: bool) -> mpsc::UnboundedReceiver<Seen> {
+    let (tx, rx) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        let res: std::io::Result<()> = async {
+            let mut hdr = [0u8; 12];
+            loop {
+                r.read_exact(&mut hdr).await?;
+                let len = u32::from_le_bytes(hdr[8..12].try_into().expect("4 bytes"));
+                if len == END_MARK {
+                    break;
+                }
+                let mut rest = vec![0u8; (len as usize).saturating_sub(12)];
+                r.read_exact(&mut rest).await?;
+                let sent = u64::from_le_bytes(hdr[..8].try_into().expect("8 bytes"));
+                let _ = tx.send(Seen::Message { at: Instant::now(), latency_ms: now_ns().saturating_sub(sent) as f64 / 1e6, len: len as usize });
+            }
+            if with_report {
+                let messages = r.read_u64_le().await?;
+                let bytes = r.read_u64_le().await?;
+                let n = r.read_u64_le().await?.min(100_000_000) as usize;
+                let mut latencies_ms = Vec::with_capacity(n);
+                for _ in 0..n {
+                    latencies_ms.push(r.read_u64_le().await? as f64 / 1e3);
+                }
+                let _ = tx.send(Seen::Report(Received { messages, bytes, latencies_ms }));
+            }
+            let mut sink = vec![0u8; 16 * 1024];
+            while r.read(&mut sink).await? > 0 {}
+            Ok(())
+        }
+        .await;
+        let _ = res;
+    });
+    rx
+}
+
+/// Counts the messages that arrived before `until`.
+async fn collect(rx: &mut mpsc::UnboundedReceiver<Seen>, until: Instant) -> Received {
+    let mut rec = Received::default();
+    loop {
+        match tokio::time::timeout_at(until.into(), rx.recv()).await {
+            Ok(Some(Seen::Message { at, latency_ms, len })) if at < until => {
+                rec.messages += 1;
+                rec.bytes += len as u64;
+                rec.latencies_ms.push(latency_ms);
+            }
+            Ok(Some(Seen::Message { .. })) => {}
+            Ok(Some(Seen::Report(_))) | Ok(None) | Err(_) => return rec,
+        }
+    }
+}
+
+/// Offers messages at `rate_bps` until `until`, then writes the end mark.
+/// Returns how many were offered and the writer.
+async fn generate<W: AsyncWrite + Unpin>(mut w: W, size: u32, rate_bps: f64, until: Instant) -> anyhow::Result<(u64, W)> {
     let interval = Duration::from_secs_f64(size as f64 * 8.0 / rate_bps);
     let payload = crate::page::filler(size as usize);
     let start = Instant::now();
@@ -71,135 +137,98 @@ async fn generate(mut w: OwnedWriteHalf, size: u32, rate_bps: f64, until: Instan
         }
         tokio::time::sleep_until(due.into()).await;
         // The offer time is the schedule's, so time spent blocked in write
-        // counts as latency.
+        // counts as latency. A message once started is written whole.
         let offered = wall0 + offset.as_nanos() as u64;
         let mut m = payload.clone();
         m[..8].copy_from_slice(&offered.to_le_bytes());
         m[8..12].copy_from_slice(&size.to_le_bytes());
-        // A message once started is written whole (cutting it would break
-        // the framing); if it ends after the test, the receiver, which
-        // stops counting at the end, will not count it.
         w.write_all(&m).await?;
         k += 1;
     }
+    end_mark(&mut w).await?;
     Ok((k, w))
 }
 
-/// Reads one frame: `Some((offer time, length))` for a message, `None` for
-/// the end mark.
-async fn read_frame(r: &mut OwnedReadHalf) -> std::io::Result<Option<(u64, usize)>> {
-    let mut hdr = [0u8; 12];
-    r.read_exact(&mut hdr).await?;
-    let len = u32::from_le_bytes(hdr[8..12].try_into().expect("4 bytes"));
-    if len == END_MARK {
-        return Ok(None);
-    }
-    let mut rest = vec![0u8; (len as usize).saturating_sub(12)];
-    r.read_exact(&mut rest).await?;
-    Ok(Some((u64::from_le_bytes(hdr[..8].try_into().expect("8 bytes")), len as usize)))
-}
-
-/// Receives messages until `until`. Only the wait for a frame's first
-/// byte obeys the deadline: a frame once begun is read whole (cancelling it
-/// halfway would lose the framing), and counted only if it completed in
-/// time.
-async fn absorb(mut r: OwnedReadHalf, until: Instant) -> (Received, OwnedReadHalf, bool) {
-    let mut rec = Received::default();
-    loop {
-        match tokio::time::timeout_at(until.into(), r.readable()).await {
-            Ok(Ok(())) => {}
-            _ => return (rec, r, false),
-        }
-        match read_frame(&mut r).await {
-            Ok(Some((sent, len))) => {
-                if Instant::now() >= until {
-                    return (rec, r, false);
-                }
-                rec.messages += 1;
-                rec.bytes += len as u64;
-                rec.latencies_ms.push(now_ns().saturating_sub(sent) as f64 / 1e6);
-            }
-            Ok(None) => return (rec, r, true),
-            Err(_) => return (rec, r, false),
-        }
-    }
-}
-
-async fn write_report(w: &mut OwnedWriteHalf, rec: &Received) -> anyhow::Result<()> {
+async fn end_mark<W: AsyncWrite + Unpin>(w: &mut W) -> std::io::Result<()> {
     let mut hdr = [0u8; 12];
     hdr[8..12].copy_from_slice(&END_MARK.to_le_bytes());
     w.write_all(&hdr).await?;
+    w.flush().await
+}
+
+async fn write_report<W: AsyncWrite + Unpin>(w: &mut W, rec: &Received) -> std::io::Result<()> {
     w.write_u64_le(rec.messages).await?;
     w.write_u64_le(rec.bytes).await?;
     w.write_u64_le(rec.latencies_ms.len() as u64).await?;
     for l in &rec.latencies_ms {
         w.write_u64_le((l * 1e3).round() as u64).await?;
     }
-    w.flush().await?;
-    Ok(())
+    w.flush().await
 }
 
-/// Skips messages still in flight after the test, then reads the report.
-async fn read_report(r: &mut OwnedReadHalf, mark_seen: bool) -> anyhow::Result<Received> {
-    if !mark_seen {
-        while read_frame(r).await?.is_some() {}
-    }
-    let messages = r.read_u64_le().await?;
-    let bytes = r.read_u64_le().await?;
-    let n = r.read_u64_le().await? as usize;
-    anyhow::ensure!(n < 100_000_000, "bad report");
-    let mut latencies_ms = Vec::with_capacity(n);
-    for _ in 0..n {
-        latencies_ms.push(r.read_u64_le().await? as f64 / 1e3);
-    }
-    Ok(Received { messages, bytes, latencies_ms })
+/// The server side of one session, on any byte stream.
+async fn session<R, W>(mut r: R, w: W) -> anyhow::Result<()>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let dir = r.read_u8().await?;
+    let size = r.read_u32_le().await?;
+    let rate = r.read_f64_le().await?;
+    let dur = Duration::from_millis(r.read_u32_le().await? as u64);
+    anyhow::ensure!(size >= MIN_SIZE && rate > 0.0, "bad request");
+    let until = Instant::now() + dur;
+    let mut rx = spawn_reader(r, false);
+    let sender = tokio::spawn(async move {
+        if dir != 1 {
+            generate(w, size, rate, until).await.map(|x| x.1)
+        } else {
+            tokio::time::sleep_until(until.into()).await;
+            let mut w = w;
+            end_mark(&mut w).await?;
+            Ok(w)
+        }
+    });
+    let rec = if dir != 0 { collect(&mut rx, until).await } else { Received::default() };
+    let mut w = sender.await??;
+    write_report(&mut w, &rec).await?;
+    w.shutdown().await?;
+    // Let the reader drain the client's end until it closes.
+    let _ = tokio::time::timeout(Duration::from_secs(300), async { while rx.recv().await.is_some() {} }).await;
+    Ok(())
 }
 
 pub async fn serve(listener: TcpListener, nagle: bool) -> anyhow::Result<()> {
     loop {
-        let (mut s, _) = listener.accept().await?;
+        let (s, _) = listener.accept().await?;
         let _ = s.set_nodelay(!nagle);
+        let (r, w) = s.into_split();
+        tokio::spawn(async move {
+            let _ = session(r, w).await;
+        });
+    }
+}
+
+pub async fn serve_quic(ep: quinn::Endpoint) -> anyhow::Result<()> {
+    while let Some(incoming) = ep.accept().await {
         tokio::spawn(async move {
             let r: anyhow::Result<()> = async {
-                let dir = s.read_u8().await?;
-                let size = s.read_u32_le().await?;
-                let rate = s.read_f64_le().await?;
-                let dur = Duration::from_millis(s.read_u32_le().await? as u64);
-                anyhow::ensure!(size >= MIN_SIZE && rate > 0.0, "bad request");
-                let until = Instant::now() + dur;
-                let (r, w) = s.into_split();
-                let (rec, mut r, mut w) = if dir == 1 {
-                    let (rec, r, _) = absorb(r, until).await;
-                    (Some(rec), r, w)
-                } else {
-                    let sender = tokio::spawn(generate(w, size, rate, until));
-                    let (rec, r) = if dir == 2 {
-                        let (rec, r, _) = absorb(r, until).await;
-                        (Some(rec), r)
-                    } else {
-                        (None, r)
-                    };
-                    (rec, r, sender.await??.1)
-                };
-                // The report also ends the down stream for the client.
-                write_report(&mut w, &rec.unwrap_or_default()).await?;
-                // Read what the client still sends until it closes: closing
-                // with unread data would reset the connection and lose the
-                // report on its way.
-                let mut sink = vec![0u8; 16 * 1024];
-                let _ = tokio::time::timeout(Duration::from_secs(300), async {
-                    while r.read(&mut sink).await.map(|n| n > 0).unwrap_or(false) {}
-                })
-                .await;
+                let conn = incoming.await?;
+                let (w, r) = conn.accept_bi().await?;
+                session(r, w).await?;
+                let _ = tokio::time::timeout(Duration::from_secs(30), conn.closed()).await;
                 Ok(())
             }
             .await;
             let _ = r;
         });
     }
+    Ok(())
 }
-/// Runs the generator against `server`.
-pub async fn run(server: SocketAddr, direction: &str, size: u32, rate_bps: f64, duration: Duration, nagle: bool) -> anyhow::Result<MessagesResult> {
+
+/// Runs the generator against `server` over `transport` (`tcp` or `quic`).
+#[allow(clippy::too_many_arguments)]
+pub async fn run(server: SocketAddr, transport: &str, direction: &str, size: u32, rate_bps: f64, duration: Duration, nagle: bool, quic: &QuicKnobs) -> anyhow::Result<MessagesResult> {
     anyhow::ensure!(size >= MIN_SIZE, "messages must be at least {MIN_SIZE} bytes (timestamp + length)");
     anyhow::ensure!(rate_bps > 0.0, "the offered rate must be positive");
     let dir: u8 = match direction {
@@ -208,39 +237,68 @@ pub async fn run(server: SocketAddr, direction: &str, size: u32, rate_bps: f64, 
         "both" => 2,
         other => anyhow::bail!("direction {other:?}: expected down, up or both"),
     };
-    let mut s = TcpStream::connect(server).await?;
-    s.set_nodelay(!nagle)?;
-    s.write_u8(dir).await?;
-    s.write_u32_le(size).await?;
-    s.write_f64_le(rate_bps).await?;
-    s.write_u32_le(duration.as_millis() as u32).await?;
-    let until = Instant::now() + duration;
-    let (r, w) = s.into_split();
-    let sender = if dir != 0 { Some(tokio::spawn(generate(w, size, rate_bps, until))) } else { None };
-    let (down, mut r, mark_seen) = if dir != 1 {
-        let (rec, r, m) = absorb(r, until).await;
-        (Some(rec), r, m)
-    } else {
-        (None, r, false)
-    };
-    let offered = match sender {
-        Some(h) => {
-            let (k, mut w) = h.await??;
-            // Half-close: the server reads to our end before closing.
-            let _ = w.shutdown().await;
-            k
+    let mut hello = vec![dir];
+    hello.extend_from_slice(&size.to_le_bytes());
+    hello.extend_from_slice(&rate_bps.to_le_bytes());
+    hello.extend_from_slice(&(duration.as_millis() as u32).to_le_bytes());
+    let (offered, down, up) = match transport {
+        "tcp" => {
+            let mut s = TcpStream::connect(server).await?;
+            s.set_nodelay(!nagle)?;
+            s.write_all(&hello).await?;
+            let (r, w) = s.into_split();
+            client(r, w, dir, size, rate_bps, duration).await?
         }
-        None => (duration.as_secs_f64() * rate_bps / (size as f64 * 8.0)).ceil() as u64,
+        "quic" => {
+            let ep = crate::quic::client_endpoint(server, quic, &[ALPN])?;
+            let conn = ep.connect(server, crate::tls::SERVER_NAME)?.await?;
+            let (mut w, r) = conn.open_bi().await?;
+            w.write_all(&hello).await?;
+            let out = client(r, w, dir, size, rate_bps, duration).await?;
+            conn.close(0u32.into(), b"done");
+            ep.wait_idle().await;
+            out
+        }
+        other => anyhow::bail!("transport {other:?}: expected tcp or quic"),
     };
+    Ok(MessagesResult { transport: transport.into(), size_bytes: size, offered_bps: rate_bps, duration_s: duration.as_secs_f64(), direction: direction.into(), offered_messages: offered, down, up })
+}
+
+async fn client<R, W>(r: R, w: W, dir: u8, size: u32, rate_bps: f64, duration: Duration) -> anyhow::Result<(u64, Option<Received>, Option<Received>)>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let until = Instant::now() + duration;
+    let mut rx = spawn_reader(r, true);
+    let sender = tokio::spawn(async move {
+        if dir != 0 {
+            generate(w, size, rate_bps, until).await
+        } else {
+            tokio::time::sleep_until(until.into()).await;
+            let mut w = w;
+            end_mark(&mut w).await?;
+            Ok((0, w))
+        }
+    });
+    let down = if dir != 1 { Some(collect(&mut rx, until).await) } else { None };
+    let (mut offered, mut w) = sender.await??;
+    // Half-close: the server reads to our end before closing.
+    let _ = w.shutdown().await;
+    if dir == 0 {
+        offered = (duration.as_secs_f64() * rate_bps / (size as f64 * 8.0)).ceil() as u64;
+    }
     // Queues drain in bounded time once the senders stop.
-    let report = tokio::time::timeout(Duration::from_secs(300), read_report(&mut r, mark_seen)).await.map_err(|_| anyhow::anyhow!("no report from the server within 300 s"))??;
-    Ok(MessagesResult {
-        size_bytes: size,
-        offered_bps: rate_bps,
-        duration_s: duration.as_secs_f64(),
-        direction: direction.into(),
-        offered_messages: offered,
-        down,
-        up: (dir != 0).then_some(report),
+    let report = tokio::time::timeout(Duration::from_secs(300), async {
+        while let Some(s) = rx.recv().await {
+            if let Seen::Report(r) = s {
+                return Some(r);
+            }
+        }
+        None
     })
+    .await
+    .map_err(|_| anyhow::anyhow!("no report from the server within 300 s"))?
+    .ok_or_else(|| anyhow::anyhow!("the server closed without a report"))?;
+    Ok((offered, down, (dir != 0).then_some(report)))
 }

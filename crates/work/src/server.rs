@@ -7,6 +7,7 @@
 //! | 5201/tcp   | bulk over kernel TCP |
 //! | 5201/udp   | bulk over QUIC (raw streams) |
 //! | 5301/tcp   | messages over kernel TCP |
+//! | 5301/udp   | messages over QUIC |
 //! | 8080/tcp   | real-time web: server-sent events and long polling (HTTP/1.1) |
 //! | 8081/tcp   | real-time web: WebSocket |
 //!
@@ -119,12 +120,14 @@ pub async fn serve(opts: ServerOpts) -> anyhow::Result<()> {
     let rt_http = tcp_listener(crate::realtime::HTTP_PORT, &opts.tcp_cc)?;
     let rt_ws = tcp_listener(crate::realtime::WS_PORT, &opts.tcp_cc)?;
     let bulk_quic = crate::quic::server_endpoint(SocketAddr::from(([0u16; 8], BULK_PORT)), &opts.quic, &[crate::bulk::ALPN])?;
+    let msg_quic = crate::quic::server_endpoint(SocketAddr::from(([0u16; 8], MESSAGES_PORT)), &opts.quic, &[crate::messages::ALPN])?;
     tokio::try_join!(
         serve_https(opts.clone()),
         serve_h3(opts.clone()),
         crate::bulk::serve_tcp(bulk_tcp, opts.nagle),
         crate::bulk::serve_quic(bulk_quic),
         crate::messages::serve(msg_tcp, opts.nagle),
+        crate::messages::serve_quic(msg_quic),
         crate::realtime::serve(rt_http, rt_ws, opts.nagle),
     )?;
     Ok(())
