@@ -127,7 +127,7 @@ pub fn render(experiments: &[ExperimentRow], runs: &[RunRow], db: &str, generate
     let _ = write!(h, "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>aerolink report</title><style>{CSS}</style></head><body>");
     let _ = write!(h, "<h1>aerolink report</h1><p class=\"meta\">{} experiment(s), {total} runs ({failed} failed), from <code>{}</code>; generated {}. aerolink {} emulates aircraft and satellite links in user space and measures real protocol stacks over them: every figure below comes from real kernel TCP, rustls, hyper and quinn traffic through an emulated link.</p>",
         experiments.len(), esc(db), esc(generated_at), env!("CARGO_PKG_VERSION"));
-    let _ = write!(h, "<p class=\"note\">How to read it: bars are medians over the repetitions; the whiskers span the 5th to the 95th percentile. On page-load charts the dashed line is the physical floor: 2 setup round trips + dependency depth × RTT + page bytes / (rate × (1 − loss)) — no protocol can load the page faster. Ratios compare each protocol's median with the baseline's on the same link (below 1 = faster).</p>");
+    let _ = write!(h, "<p class=\"note\">How to read it: bars are medians over the repetitions; the whiskers span the 5th to the 95th percentile. On page-load charts the dashed line is the physical floor: 2 setup round trips + dependency depth × RTT + page bytes / (rate × (1 − loss)) — no protocol can load the page faster. Ratios compare each series' median with the baseline's on the same link (below 1 = faster for times, above 1 = better for rates). A series is a protocol plus the knobs that differ from the defaults (cubic, the kernel's initial window, quinn's defaults, Nagle off).</p>");
     if experiments.is_empty() {
         h.push_str("<p>No experiments in this store yet: run <code>aerolink experiment run FILE.toml</code>.</p>");
     }
@@ -263,7 +263,15 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
     }
     let values = |p: &str, s: &str, m: &str| -> Vec<f64> { rs.iter().filter(|r| r.ok && r.profile == p && series_name(r) == s).filter_map(|r| r.metrics.get(m).copied()).collect() };
     let scale = if unit_s { 1e-3 } else if metric.contains("bps") { 1e-3 } else { 1.0 };
-    let y_label = if unit_s { format!("{} (s)", metric_title(metric)) } else if metric.contains("bps") { format!("{} (kbit/s)", metric_title(metric)) } else { metric_title(metric).to_string() };
+    let y_label = if unit_s {
+        format!("{} (s)", metric_title(metric))
+    } else if metric.contains("_ms") {
+        format!("{} (ms)", metric_title(metric))
+    } else if metric.contains("bps") {
+        format!("{} (kbit/s)", metric_title(metric))
+    } else {
+        metric_title(metric).to_string()
+    };
     let mut bars = Vec::new();
     let mut marks = Vec::new();
     let mut sums: BTreeMap<(String, String), Summary> = BTreeMap::new();
