@@ -28,6 +28,22 @@ protocols = ["h1", "h2", "h3"]
 pages = ["4x10KB"]
 "#;
 
+/// Stops the experiment if the test fails half-way, so a failure cannot
+/// leave runs going for the next test.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            // SAFETY: signalling our own child.
+            unsafe {
+                libc::kill(self.0.id() as i32, libc::SIGTERM);
+            }
+            let _ = self.0.wait();
+        }
+    }
+}
+
 fn stored(db: &std::path::Path) -> Vec<Value> {
     let o = aerolink(&["results", "export", "--json", "--db", db.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o).1);
@@ -40,12 +56,14 @@ fn an_interrupted_experiment_resumes_without_repeating_or_losing_runs() {
     let d = tempdir("resume");
     let (spec, db) = (d.join("exp.toml"), d.join("r.db"));
     std::fs::write(&spec, SPEC).unwrap();
-    let mut child = Command::new(bin())
-        .args(["experiment", "run", spec.to_str().unwrap(), "--db", db.to_str().unwrap()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = KillOnDrop(
+        Command::new(bin())
+            .args(["experiment", "run", spec.to_str().unwrap(), "--db", db.to_str().unwrap()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     // Interrupt once a few runs are stored (polling the store, not sleeping
     // a fixed time).
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -58,9 +76,9 @@ fn an_interrupted_experiment_resumes_without_repeating_or_losing_runs() {
     }
     // SAFETY: signalling our own child.
     unsafe {
-        libc::kill(child.id() as i32, libc::SIGINT);
+        libc::kill(child.0.id() as i32, libc::SIGINT);
     }
-    assert_eq!(child.wait().unwrap().code(), Some(130));
+    assert_eq!(child.0.wait().unwrap().code(), Some(130));
     assert!(leftover_namespaces().is_empty(), "{:?}", leftover_namespaces());
     let before: BTreeMap<String, String> = stored(&db).iter().map(|r| (r["run_key"].as_str().unwrap().to_string(), r["started_at"].as_str().unwrap().to_string())).collect();
     assert!(before.len() >= 3 && before.len() < 9, "{} runs before resuming", before.len());

@@ -18,9 +18,27 @@ fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// Processes whose command line starts with `sleep MARKER` — anchored, so
+/// aerolink's own command line (`--client 'sleep …'`) never matches.
 fn processes_matching(marker: &str) -> usize {
-    let o = Command::new("pgrep").args(["-f", marker]).output().unwrap();
+    let o = Command::new("pgrep").args(["-f", &format!("^sleep {marker}")]).output().unwrap();
     String::from_utf8_lossy(&o.stdout).lines().count()
+}
+
+/// Kills the child if the test fails half-way, so one failure cannot leave
+/// a run behind for the next test.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            // SAFETY: signalling our own child.
+            unsafe {
+                libc::kill(self.0.id() as i32, libc::SIGTERM);
+            }
+            let _ = self.0.wait();
+        }
+    }
 }
 
 #[test]
@@ -34,22 +52,24 @@ fn the_client_exit_status_is_aerolinks() {
 
 fn interrupted_run_leaves_nothing(signal: i32, marker: &str) {
     require_root();
-    let mut child = Command::new(bin())
-        .args(["run", "-q", "--rtt", "10ms", "--server", &format!("sleep {marker}1"), "--client", &format!("sleep {marker}2")])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    wait_until("the client to start", || processes_matching(&format!("sleep {marker}2")) > 0);
+    let mut child = KillOnDrop(
+        Command::new(bin())
+            .args(["run", "-q", "--rtt", "10ms", "--server", &format!("sleep {marker}1"), "--client", &format!("sleep {marker}2")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_until("the client to start", || processes_matching(&format!("{marker}2")) > 0);
     assert!(!leftover_namespaces().is_empty());
     // SAFETY: signalling our own child.
     unsafe {
-        libc::kill(child.id() as i32, signal);
+        libc::kill(child.0.id() as i32, signal);
     }
-    let st = child.wait().unwrap();
+    let st = child.0.wait().unwrap();
     assert_eq!(st.code(), Some(128 + signal));
     assert!(leftover_namespaces().is_empty(), "left: {:?}", leftover_namespaces());
-    assert_eq!(processes_matching(&format!("sleep {marker}")), 0, "processes left behind");
+    assert_eq!(processes_matching(marker), 0, "processes left behind");
 }
 
 #[test]
@@ -71,14 +91,14 @@ fn after_sigkill_down_all_removes_the_leftovers() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    wait_until("the client to start", || processes_matching("sleep 42.42") > 0);
+    wait_until("the client to start", || processes_matching("42.42") > 0);
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(!leftover_namespaces().is_empty(), "a SIGKILL cannot clean up; this test expects leftovers");
     let o = aerolink(&["down", "--all"]);
     assert!(o.status.success(), "{:?}", text(&o));
     assert!(leftover_namespaces().is_empty(), "{:?}", leftover_namespaces());
-    wait_until("orphans to die", || processes_matching("sleep 4[12]\\.4") == 0);
+    wait_until("orphans to die", || processes_matching("4[12]\\.4") == 0);
 }
 
 #[test]
