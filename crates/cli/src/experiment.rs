@@ -259,7 +259,8 @@ fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
             failed += 1;
         }
         let (m, _) = c.workload.headline();
-        let what = format!("{} {} {} seed {}", p.name, c.workload.protocol(), c.workload.params_label(), d.planned.seed);
+        let knobs = aerolink_lab::report::knob_label(&kj);
+        let what = format!("{} {}{} {} seed {}", p.name, c.workload.protocol(), if knobs.is_empty() { String::new() } else { format!(" [{knobs}]") }, c.workload.params_label(), d.planned.seed);
         let result = match (d.outcome.ok, metrics.get(m)) {
             (true, Some(v)) => format!("{m} {}", crate::bench::fmt_metric(m, *v)),
             (true, None) => "ok".into(),
