@@ -15,9 +15,15 @@ pub struct LinkArgs {
     /// TOML file. Without it, the flags below alone define the link.
     #[arg(long, short = 'p', value_name = "NAME|FILE")]
     pub profile: Option<String>,
-    /// A topology TOML file: a chain of hosts with one profile per hop.
-    #[arg(long, value_name = "FILE", conflicts_with = "profile")]
+    /// A topology TOML file (a chain of hosts, one profile per hop), or the
+    /// preset `ifc`: client ↔ airgw ↔ groundgw ↔ server over cabin Wi-Fi,
+    /// the space hop (`--space`) and a terrestrial hop.
+    #[arg(long, value_name = "FILE|ifc", conflicts_with = "profile")]
     pub topology: Option<String>,
+    /// With `--topology ifc`: the profile of the space hop (default mss).
+    /// The link flags below then apply to this hop.
+    #[arg(long, value_name = "NAME|FILE")]
+    pub space: Option<String>,
     /// Seed for every random choice of the link (recorded in the log).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,

@@ -6,6 +6,7 @@ mod bench;
 mod error;
 mod experiment;
 mod linkargs;
+mod pep;
 mod profiles;
 mod results;
 mod run;
@@ -82,6 +83,11 @@ enum Cmd {
     },
     /// Write the HTML report of a result store.
     Report(results::ReportArgs),
+    /// Performance-enhancing proxies, run in a gateway namespace.
+    Pep {
+        #[command(subcommand)]
+        what: pep::PepCmd,
+    },
     /// The workload programs themselves (run inside a lab's namespaces).
     Workload {
         #[command(subcommand)]
@@ -144,6 +150,7 @@ fn main() {
         Cmd::Stats { file, json } => stats::stats(&file, json),
         Cmd::Bench { what } => bench::bench(what),
         Cmd::Workload { what } => workload::run(what),
+        Cmd::Pep { what } => pep::run(what),
         Cmd::Experiment { what } => experiment::run(what),
         Cmd::Results { what: ResultsCmd::Export(a) } => results::export(a),
         Cmd::Report(a) => results::report(a),

@@ -43,6 +43,36 @@ pub struct RunArgs {
     /// Print nothing of aerolink's own (the programs' output still shows).
     #[arg(long, short)]
     pub quiet: bool,
+    /// Run a performance-enhancing proxy in the aircraft gateway (needs a
+    /// host named airgw, e.g. `--topology ifc`): `split-tcp`.
+    #[arg(long, value_name = "MODE")]
+    pub pep: Option<String>,
+    /// Congestion control of the proxy's onward connections.
+    #[arg(long, default_value = "cubic", value_name = "CC")]
+    pub pep_cc: String,
+}
+
+/// Starts the proxy in the aircraft gateway and waits until its rules are in.
+fn start_pep(lab: &Lab, mode: &str, cc: &str) -> anyhow::Result<Child> {
+    use std::io::BufRead;
+    if mode != "split-tcp" {
+        return Err(user(format!("--pep {mode}: expected split-tcp")));
+    }
+    let host = lab.host("airgw").ok_or_else(|| user("--pep: the topology needs a host named airgw (use --topology ifc)"))?;
+    let exe = std::env::current_exe()?.to_string_lossy().to_string();
+    let from = format!("to-{}", lab.hosts[0].name);
+    let mut child = aerolink_net::lab::netns_command(&host.netns, &[&exe, "pep", "split-tcp", "--from", &from, "--cc", cc], &lab.env())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .context("starting the proxy")?;
+    let mut line = String::new();
+    let out = child.stdout.take().expect("piped stdout");
+    std::io::BufReader::new(out).read_line(&mut line)?;
+    if line.trim() != "ready" {
+        kill_group(&mut child);
+        return Err(anyhow::anyhow!("the proxy did not start (see its message above)"));
+    }
+    Ok(child)
 }
 
 #[derive(Args, Debug)]
@@ -84,9 +114,21 @@ pub fn run_id() -> String {
     format!("{:06x}", (nanos ^ (std::process::id() << 8)) & 0xff_ffff)
 }
 
+/// The gateway chain preset: client ↔ airgw ↔ groundgw ↔ server.
+pub const IFC_PRESET: &str = "ifc";
+
 /// The lab a set of link flags asks for.
 pub fn lab_spec(link: &LinkArgs, run: String) -> anyhow::Result<(LabSpec, String)> {
+    if link.space.is_some() && link.topology.as_deref() != Some(IFC_PRESET) {
+        return Err(user("--space: only with --topology ifc (the space hop of the gateway chain)"));
+    }
     let (hosts, hops, label) = match &link.topology {
+        Some(preset) if preset == IFC_PRESET && !std::path::Path::new(preset).exists() => {
+            let space = crate::linkargs::load_profile(link.space.as_deref().unwrap_or("mss"), &link.overrides())?;
+            let hops = vec![crate::linkargs::load_profile("cabin-wifi", &[])?, space, crate::linkargs::load_profile("terrestrial", &[])?];
+            let label = format!("ifc (cabin-wifi | {} | terrestrial)", hops[1].name);
+            (vec!["client".into(), "airgw".into(), "groundgw".into(), "server".into()], hops, label)
+        }
         Some(file) => {
             if !link.overrides().is_empty() {
                 return Err(user("--topology: link flags (--rate, --loss, …) apply to single-hop runs; put per-hop values in the topology file"));
@@ -228,6 +270,10 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         let s = lab.hosts.last().expect("at least two hosts");
         eprintln!("aerolink: {label}, seed {}: client {} / {} ↔ server {} / {}", spec.seed, c.ipv4, c.ipv6, s.ipv4, s.ipv6);
     }
+    let mut pep = match &args.pep {
+        Some(mode) => Some(start_pep(&lab, mode, &args.pep_cc)?),
+        None => None,
+    };
     let server_host = spec.hosts.last().expect("two hosts").clone();
     let mut server = match &args.server {
         Some(cmd) => {
@@ -252,6 +298,9 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     })();
     if let Some(s) = server.as_mut() {
         kill_group(s);
+    }
+    if let Some(p) = pep.as_mut() {
+        kill_group(p);
     }
     let rep = lab.shutdown();
     if let Some(path) = &args.report {

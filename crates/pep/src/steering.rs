@@ -1,0 +1,55 @@
+//! nftables TPROXY rules and the policy routing that delivers intercepted
+//! packets locally — installed by a proxy when it starts and removed when it
+//! stops, so no rule outlives it. They live in the gateway's own namespace.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+pub const TABLE: &str = "aerolink_pep";
+/// Firewall mark and routing table the interception uses.
+pub const MARK: u32 = 0x1a;
+pub const TABLE_ID: u32 = 126;
+
+fn run(cmd: &str, args: &[&str]) -> anyhow::Result<()> {
+    let out = Command::new(cmd).args(args).output().map_err(|e| anyhow::anyhow!("{cmd}: {e} (apt-get install nftables iproute2)"))?;
+    anyhow::ensure!(out.status.success(), "`{cmd} {}` failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+    Ok(())
+}
+
+/// Intercepts TCP arriving on `iface` and hands it to the transparent
+/// listener on `port` (IPv4 and IPv6). UDP — including QUIC — passes
+/// untouched.
+pub fn install(iface: &str, port: u16) -> anyhow::Result<()> {
+    remove();
+    let rules = format!(
+        "table inet {TABLE} {{\n  chain prerouting {{\n    type filter hook prerouting priority mangle; policy accept;\n    iifname \"{iface}\" meta nfproto ipv4 meta l4proto tcp tproxy ip to 127.0.0.1:{port} meta mark set {MARK} accept\n    iifname \"{iface}\" meta nfproto ipv6 meta l4proto tcp tproxy ip6 to [::1]:{port} meta mark set {MARK} accept\n  }}\n}}\n"
+    );
+    let mut child = Command::new("nft").args(["-f", "-"]).stdin(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| anyhow::anyhow!("nft: {e} (apt-get install nftables)"))?;
+    child.stdin.take().expect("piped stdin").write_all(rules.as_bytes())?;
+    let out = child.wait_with_output()?;
+    anyhow::ensure!(out.status.success(), "nft: {}", String::from_utf8_lossy(&out.stderr).trim());
+    let mark = format!("{MARK:#x}");
+    let table = TABLE_ID.to_string();
+    for fam in ["-4", "-6"] {
+        run("ip", &[fam, "rule", "add", "fwmark", &mark, "lookup", &table])?;
+    }
+    run("ip", &["-4", "route", "add", "local", "0.0.0.0/0", "dev", "lo", "table", &table])?;
+    run("ip", &["-6", "route", "add", "local", "::/0", "dev", "lo", "table", &table])?;
+    Ok(())
+}
+
+/// Removes what [`install`] added (best effort; safe to call twice).
+pub fn remove() {
+    let _ = Command::new("nft").args(["delete", "table", "inet", TABLE]).stderr(Stdio::null()).status();
+    let mark = format!("{MARK:#x}");
+    let table = TABLE_ID.to_string();
+    for fam in ["-4", "-6"] {
+        let _ = Command::new("ip").args([fam, "rule", "del", "fwmark", &mark, "lookup", &table]).stderr(Stdio::null()).status();
+        let _ = Command::new("ip").args([fam, "route", "flush", "table", &table]).stderr(Stdio::null()).status();
+    }
+}
+
+/// Whether our rules are present in this namespace.
+pub fn installed() -> bool {
+    Command::new("nft").args(["list", "table", "inet", TABLE]).stdout(Stdio::null()).stderr(Stdio::null()).status().map(|s| s.success()).unwrap_or(false)
+}
