@@ -50,17 +50,27 @@ pub struct RunArgs {
     /// Congestion control of the proxy's onward connections.
     #[arg(long, default_value = "cubic", value_name = "CC")]
     pub pep_cc: String,
+    /// Where the proxy runs: air (airgw), ground (groundgw) or both. A
+    /// download crosses the space hop from the ground side, so only a
+    /// ground-side proxy sends it with its own congestion control.
+    #[arg(long, default_value = "both", value_name = "WHERE")]
+    pub pep_at: String,
 }
 
-/// Starts the proxy in the aircraft gateway and waits until its rules are in.
-fn start_pep(lab: &Lab, mode: &str, cc: &str) -> anyhow::Result<Child> {
+/// Starts the proxy in a gateway and waits until its rules are in. It
+/// intercepts what arrives from the aircraft side (the previous host).
+fn start_pep(lab: &Lab, mode: &str, cc: &str, gateway: &str) -> anyhow::Result<Child> {
     use std::io::BufRead;
     if mode != "split-tcp" {
         return Err(user(format!("--pep {mode}: expected split-tcp")));
     }
-    let host = lab.host("airgw").ok_or_else(|| user("--pep: the topology needs a host named airgw (use --topology ifc)"))?;
+    let i = lab.hosts.iter().position(|h| h.name == gateway).ok_or_else(|| user(format!("--pep: the topology needs a host named {gateway} (use --topology ifc)")))?;
+    if i == 0 {
+        return Err(user(format!("--pep: {gateway} is the first host; a proxy needs a host before it")));
+    }
+    let host = &lab.hosts[i];
     let exe = std::env::current_exe()?.to_string_lossy().to_string();
-    let from = format!("to-{}", lab.hosts[0].name);
+    let from = format!("to-{}", lab.hosts[i - 1].name);
     let mut child = aerolink_net::lab::netns_command(&host.netns, &[&exe, "pep", "split-tcp", "--from", &from, "--cc", cc], &lab.env())
         .stdout(std::process::Stdio::piped())
         .spawn()
@@ -70,7 +80,7 @@ fn start_pep(lab: &Lab, mode: &str, cc: &str) -> anyhow::Result<Child> {
     std::io::BufReader::new(out).read_line(&mut line)?;
     if line.trim() != "ready" {
         kill_group(&mut child);
-        return Err(anyhow::anyhow!("the proxy did not start (see its message above)"));
+        return Err(anyhow::anyhow!("the proxy in {gateway} did not start (see its message above)"));
     }
     Ok(child)
 }
@@ -270,10 +280,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         let s = lab.hosts.last().expect("at least two hosts");
         eprintln!("aerolink: {label}, seed {}: client {} / {} ↔ server {} / {}", spec.seed, c.ipv4, c.ipv6, s.ipv4, s.ipv6);
     }
-    let mut pep = match &args.pep {
-        Some(mode) => Some(start_pep(&lab, mode, &args.pep_cc)?),
-        None => None,
-    };
+    let mut peps = Vec::new();
+    if let Some(mode) = &args.pep {
+        let at: &[&str] = match args.pep_at.as_str() {
+            "air" => &["airgw"],
+            "ground" => &["groundgw"],
+            "both" => &["airgw", "groundgw"],
+            other => return Err(user(format!("--pep-at {other}: expected air, ground or both"))),
+        };
+        for g in at {
+            peps.push(start_pep(&lab, mode, &args.pep_cc, g)?);
+        }
+    }
     let server_host = spec.hosts.last().expect("two hosts").clone();
     let mut server = match &args.server {
         Some(cmd) => {
@@ -299,7 +317,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     if let Some(s) = server.as_mut() {
         kill_group(s);
     }
-    if let Some(p) = pep.as_mut() {
+    for p in peps.iter_mut() {
         kill_group(p);
     }
     let rep = lab.shutdown();

@@ -1,6 +1,6 @@
-//! The split-TCP proxy: the client's TCP is terminated in the aircraft
-//! gateway (the server sees the gateway, not the client), UDP passes
-//! untouched, and no nftables rule outlives the proxy.
+//! The split-TCP proxy: the client's TCP is terminated in the gateways (the
+//! server sees a gateway, not the client), UDP passes untouched, and no
+//! nftables rule outlives the proxy.
 
 mod common;
 use common::*;
@@ -10,14 +10,14 @@ use std::time::{Duration, Instant};
 
 /// Who the iperf3 server saw connecting, for a TCP or UDP test through the
 /// `ifc` gateway chain.
-fn remote_seen(pep: bool, udp: bool) -> String {
-    let d = tempdir(&format!("pep-{pep}-{udp}"));
+fn remote_seen(pep: Option<&str>, udp: bool) -> String {
+    let d = tempdir(&format!("pep-{}-{udp}", pep.unwrap_or("none")));
     let j = d.join("server.json");
     let server = format!("iperf3 -s -1 -J > {}", j.display());
     let client = if udp { "iperf3 -c $AEROLINK_SERVER -u -b 1M -t 1 > /dev/null" } else { "iperf3 -c $AEROLINK_SERVER -n 200K > /dev/null" };
     let mut args = vec!["run", "-q", "--topology", "ifc", "--space", "satcom-100", "--rate", "20Mbit/s", "--server", &server, "--client", client];
-    if pep {
-        args.extend(["--pep", "split-tcp"]);
+    if let Some(at) = pep {
+        args.extend(["--pep", "split-tcp", "--pep-at", at]);
     }
     let o = aerolink(&args);
     assert!(o.status.success(), "{}", text(&o).1);
@@ -26,14 +26,16 @@ fn remote_seen(pep: bool, udp: bool) -> String {
 }
 
 #[test]
-fn split_tcp_terminates_tcp_in_the_aircraft_gateway_and_leaves_udp_alone() {
-    // Without the proxy the server sees the client; with it, the gateway's
-    // address on the space hop.
-    assert_eq!(remote_seen(false, false), "198.18.0.1");
-    assert_eq!(remote_seen(true, false), "198.18.1.1");
+fn split_tcp_terminates_tcp_in_the_gateways_and_leaves_udp_alone() {
+    // Without a proxy the server sees the client; with one, the last proxy
+    // on the way: the aircraft gateway (its address on the space hop) or the
+    // ground gateway (its address on the terrestrial hop).
+    assert_eq!(remote_seen(None, false), "198.18.0.1");
+    assert_eq!(remote_seen(Some("air"), false), "198.18.1.1");
+    assert_eq!(remote_seen(Some("both"), false), "198.18.2.1");
     // UDP is not intercepted: iperf3 reports the UDP stream's peer, the
     // client itself.
-    assert_eq!(remote_seen(true, true), "198.18.0.1");
+    assert_eq!(remote_seen(Some("both"), true), "198.18.0.1");
     assert!(leftover_namespaces().is_empty());
 }
 
