@@ -66,3 +66,19 @@ pub fn wilson(k: f64, n: f64, z: f64) -> (f64, f64) {
 }
 
 pub const Z99: f64 = 2.576;
+
+/// A child process stopped (SIGTERM) if the test fails half-way, so one
+/// failure cannot leave a run going for the next test.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        if let Ok(None) = self.0.try_wait() {
+            // SAFETY: signalling our own child.
+            unsafe {
+                libc::kill(self.0.id() as i32, libc::SIGTERM);
+            }
+            let _ = self.0.wait();
+        }
+    }
+}

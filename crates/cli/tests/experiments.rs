@@ -28,22 +28,6 @@ protocols = ["h1", "h2", "h3"]
 pages = ["4x10KB"]
 "#;
 
-/// Stops the experiment if the test fails half-way, so a failure cannot
-/// leave runs going for the next test.
-struct KillOnDrop(std::process::Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            // SAFETY: signalling our own child.
-            unsafe {
-                libc::kill(self.0.id() as i32, libc::SIGTERM);
-            }
-            let _ = self.0.wait();
-        }
-    }
-}
-
 fn stored(db: &std::path::Path) -> Vec<Value> {
     let o = aerolink(&["results", "export", "--json", "--db", db.to_str().unwrap()]);
     assert!(o.status.success(), "{}", text(&o).1);

@@ -25,21 +25,7 @@ fn processes_matching(marker: &str) -> usize {
     String::from_utf8_lossy(&o.stdout).lines().count()
 }
 
-/// Kills the child if the test fails half-way, so one failure cannot leave
-/// a run behind for the next test.
-struct KillOnDrop(std::process::Child);
 
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        if let Ok(None) = self.0.try_wait() {
-            // SAFETY: signalling our own child.
-            unsafe {
-                libc::kill(self.0.id() as i32, libc::SIGTERM);
-            }
-            let _ = self.0.wait();
-        }
-    }
-}
 
 #[test]
 fn the_client_exit_status_is_aerolinks() {

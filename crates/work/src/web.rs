@@ -186,6 +186,20 @@ impl Transport {
         })
     }
 
+    /// ALPN, connections opened and retransmissions (TCP) or lost packets
+    /// (QUIC); closes a QUIC connection.
+    fn finish(&self) -> (String, usize, u64) {
+        match self {
+            Transport::H1 { tcp, .. } | Transport::H2 { tcp, .. } => tcp.summary(false),
+            Transport::H1Close { tcp, .. } => tcp.summary(true),
+            Transport::H3 { conn, alpn, .. } => {
+                let s = conn.stats();
+                conn.close(0u32.into(), b"done");
+                (alpn.clone(), 1, s.path.lost_packets)
+            }
+        }
+    }
+
     async fn fetch(&self, path: String, t0: Instant) -> anyhow::Result<Fetched> {
         let start_ms = ms(t0);
         let (conn, resp_ms, ct, body) = match self {
@@ -287,15 +301,7 @@ pub async fn load(protocol: &str, server: SocketAddr, page: &Page, quic: &QuicKn
         objects.push(f.timing);
     }
     let plt_ms = objects.iter().map(|o| o.end_ms).fold(0.0, f64::max);
-    let (alpn, connections, client_retransmits) = match &*transport {
-        Transport::H1 { tcp, .. } | Transport::H2 { tcp, .. } => tcp.summary(false),
-        Transport::H1Close { tcp, .. } => tcp.summary(true),
-        Transport::H3 { conn, alpn, .. } => {
-            let s = conn.stats();
-            conn.close(0u32.into(), b"done");
-            (alpn.clone(), 1, s.path.lost_packets)
-        }
-    };
+    let (alpn, connections, client_retransmits) = transport.finish();
     objects.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
     Ok(WebResult {
         protocol: protocol.to_string(),
@@ -348,15 +354,7 @@ pub async fn objects(protocol: &str, server: SocketAddr, set: &str, sizes: &[u64
         }
     }
     let total_ms = objects.iter().map(|o| o.end_ms).fold(0.0, f64::max);
-    let (alpn, connections, client_retransmits) = match &*transport {
-        Transport::H1 { tcp, .. } | Transport::H2 { tcp, .. } => tcp.summary(false),
-        Transport::H1Close { tcp, .. } => tcp.summary(true),
-        Transport::H3 { conn, alpn, .. } => {
-            let s = conn.stats();
-            conn.close(0u32.into(), b"done");
-            (alpn.clone(), 1, s.path.lost_packets)
-        }
-    };
+    let (alpn, connections, client_retransmits) = transport.finish();
     objects.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
     Ok(ObjectsResult { protocol: protocol.into(), alpn, set: set.into(), parallel, total_ms, connections, client_retransmits, objects })
 }
