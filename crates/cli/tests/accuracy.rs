@@ -90,12 +90,15 @@ fn loss_per_direction_is_inside_its_interval() {
     std::fs::write(&prof, "name = \"lossy\"\n[up]\nloss = { model = \"gilbert-elliott\", p = \"2%\", r = \"40%\" }\n[down]\nloss = \"3%\"\n").unwrap();
     let (up, down) = (d.join("up.json"), d.join("down.json"));
     // ~1250 datagrams/s for 4 s each way: ≥ 2000 per direction.
+    // One iperf3 server per direction: a single server can still be busy
+    // closing the first test when the second one starts.
     let client = format!(
-        "iperf3 -c $AEROLINK_SERVER -u -b 1M -l 100 -t 4 -J > {} && iperf3 -c $AEROLINK_SERVER -u -b 1M -l 100 -t 4 -R -J > {}",
+        "iperf3 -c $AEROLINK_SERVER -p 5201 -u -b 1M -l 100 -t 4 -J > {} && iperf3 -c $AEROLINK_SERVER -p 5202 -u -b 1M -l 100 -t 4 -R -J > {}",
         up.display(),
         down.display()
     );
-    let o = aerolink(&["run", "-q", "--profile", prof.to_str().unwrap(), "--seed", "5", "--server", "iperf3 -s", "--client", &client]);
+    let server = "iperf3 -s -1 -p 5201 & iperf3 -s -1 -p 5202 & wait";
+    let o = aerolink(&["run", "-q", "--profile", prof.to_str().unwrap(), "--seed", "5", "--server", server, "--client", &client]);
     assert!(o.status.success(), "{}", text(&o).1);
     let (k, n) = udp_loss(&iperf_json(&down));
     assert!(n >= 2000.0, "only {n} datagrams");
