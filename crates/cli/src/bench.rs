@@ -40,15 +40,8 @@ pub enum BenchCmd {
     Web {
         #[command(flatten)]
         common: RunCommon,
-        /// h1, h1-close, h2 or h3.
-        #[arg(long, default_value = "h2")]
-        protocol: String,
-        /// "10x100KB", "1x100KB+50x10KB" or "flags".
-        #[arg(long, default_value = "10x100KB")]
-        page: String,
-        /// 1 = HTML → objects, 2 = HTML → CSS → objects, …
-        #[arg(long, default_value_t = 1)]
-        depth: u32,
+        #[command(flatten)]
+        params: crate::workload::WebParams,
     },
     /// One bulk transfer over kernel TCP or QUIC across a link.
     Bulk {
@@ -68,34 +61,15 @@ pub enum BenchCmd {
     Objects {
         #[command(flatten)]
         common: RunCommon,
-        #[arg(long, default_value = "h3")]
-        protocol: String,
-        /// short, medium, long, large, all, or COUNTxSIZE.
-        #[arg(long, default_value = "short")]
-        set: String,
-        /// seq or par.
-        #[arg(long, default_value = "seq")]
-        mode: String,
+        #[command(flatten)]
+        params: crate::workload::ObjectsParams,
     },
     /// Seed 001's real-time web (WebSocket, SSE, long polling) across a link.
     Realtime {
         #[command(flatten)]
         common: RunCommon,
-        /// ws, sse or alp.
-        #[arg(long, default_value = "ws")]
-        mechanism: String,
-        /// server-update, client-update or chat.
-        #[arg(long, default_value = "server-update")]
-        scenario: String,
-        #[arg(long, default_value_t = 100)]
-        count: u32,
-        #[arg(long, default_value_t = 200)]
-        interval_ms: u64,
-        #[arg(long, default_value_t = 64)]
-        size: u32,
-        /// Turn Nagle's algorithm off (on by default here, as in the study).
-        #[arg(long)]
-        no_nagle: bool,
+        #[command(flatten)]
+        params: crate::workload::RealtimeParams,
     },
     /// Seed 004's message generator across a link.
     Messages {
@@ -217,13 +191,13 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
     let (common, workload) = match w {
         BenchCmd::Emulator(a) => return emulator(a),
         BenchCmd::Orchestration(a) => return orchestration(a),
-        BenchCmd::Web { common, protocol, page, depth } => (common, Workload::Web { protocol, page, depth }),
+        BenchCmd::Web { common, params: crate::workload::WebParams { protocol, page, depth } } => (common, Workload::Web { protocol, page, depth }),
         BenchCmd::Bulk { common, transport, direction, size } => {
             let bytes = parse_size(&size)?;
             (common, Workload::Bulk { transport, direction, bytes })
         }
-        BenchCmd::Objects { common, protocol, set, mode } => (common, Workload::Objects { protocol, set, parallel: mode == "par" }),
-        BenchCmd::Realtime { mut common, mechanism, scenario, count, interval_ms, size, no_nagle } => {
+        BenchCmd::Objects { common, params: crate::workload::ObjectsParams { protocol, set, mode } } => (common, Workload::Objects { protocol, set, parallel: mode == "par" }),
+        BenchCmd::Realtime { mut common, params: crate::workload::RealtimeParams { mechanism, scenario, count, interval_ms, size, no_nagle } } => {
             common.nagle = !no_nagle;
             (common, Workload::Realtime { mechanism, scenario, count, interval_ms, size })
         }
@@ -233,7 +207,7 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
             (common, Workload::Messages { transport, direction, size, rate_bps: r.bits_per_sec, duration_s: d.as_secs_f64() })
         }
     };
-    crate::experiment::validate_workload(&workload, "command line").map_err(user)?;
+    workload.validate("command line").map_err(user)?;
     workload_bench(common, workload)
 }
 
@@ -336,8 +310,7 @@ fn iperf(server_ns: &str, client_ns: &str, server_ip: &str, env: &[(String, Stri
     // Wait until it listens, without sleeping blindly.
     let pid = server.id();
     for _ in 0..500 {
-        let t = std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).unwrap_or_default();
-        if t.lines().skip(1).any(|l| l.split_whitespace().nth(3) == Some("0A")) {
+        if !aerolink_net::procs::sockets(pid).tcp_listening.is_empty() {
             break;
         }
         std::thread::sleep(std::time::Duration::from_millis(10));
@@ -448,7 +421,7 @@ fn emulator(a: EmulatorArgs) -> anyhow::Result<i32> {
 
 fn orchestration(a: OrchestrationArgs) -> anyhow::Result<i32> {
     use std::sync::atomic::AtomicBool;
-    use std::sync::{Arc, Mutex};
+    use std::sync::Arc;
     let levels: Vec<usize> = a.parallel.split(',').map(|x| x.trim().parse::<usize>().ok().filter(|n| (1..=64).contains(n))).collect::<Option<_>>().ok_or_else(|| user(format!("--parallel {}: expected numbers like 1,2,4", a.parallel)))?;
     let e = Arc::new(crate::experiment::load(&a.experiment)?);
     aerolink_net::sys::check_preconditions().map_err(from_net)?;
@@ -461,41 +434,13 @@ fn orchestration(a: OrchestrationArgs) -> anyhow::Result<i32> {
     let mut rows = Vec::new();
     for &p in &levels {
         eprintln!("{} runs of {} at --parallel {p}…", plan.len(), e.name);
-        let queue = Arc::new(Mutex::new(plan.clone()));
-        let outcomes = Arc::new(Mutex::new(Vec::new()));
         let t0 = std::time::Instant::now();
-        let base = run_id();
-        let workers: Vec<_> = (0..p)
-            .map(|w| {
-                let (queue, outcomes, stop, e, exe, base) = (queue.clone(), outcomes.clone(), stop.clone(), e.clone(), exe.clone(), base.clone());
-                std::thread::spawn(move || {
-                    let mut k = 0;
-                    while let Some(r) = {
-                        let mut q = queue.lock().expect("not poisoned");
-                        if q.is_empty() { None } else { Some(q.remove(0)) }
-                    } {
-                        k += 1;
-                        let req = aerolink_lab::runner::RunRequest {
-                            exe: exe.clone(),
-                            run_name: format!("{base}o{w}r{k}"),
-                            profile: e.profiles[r.profile].clone(),
-                            seed: r.seed,
-                            workload: e.cases[r.case].workload.clone(),
-                            knobs: e.cases[r.case].knobs.clone(),
-                            timeout: e.timeout,
-                            ipv6: false,
-                        };
-                        let o = aerolink_lab::runner::run_once(&req, &stop);
-                        outcomes.lock().expect("not poisoned").push(o);
-                    }
-                })
-            })
-            .collect();
+        let (rx, workers) = aerolink_lab::pool::start(e.clone(), plan.clone(), p, exe.clone(), run_id(), stop.clone());
+        let outs: Vec<aerolink_lab::runner::RunOutcome> = rx.into_iter().map(|f| f.outcome).collect();
         for w in workers {
             let _ = w.join();
         }
         let wall = t0.elapsed().as_secs_f64();
-        let outs = outcomes.lock().expect("not poisoned");
         let med = |f: &dyn Fn(&aerolink_lab::runner::RunOutcome) -> f64| {
             let mut v: Vec<f64> = outs.iter().filter(|o| o.ok).map(f).collect();
             v.sort_by(f64::total_cmp);

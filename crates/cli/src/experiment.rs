@@ -1,71 +1,13 @@
-//! Experiment files and `aerolink experiment` (filled in below).
+//! `aerolink experiment plan | run`: experiment files, run by a pool of
+//! workers into the SQLite store.
 
-use aerolink_lab::workload::Workload;
-
-/// Checks a workload's parameters, naming `origin` in the message.
-pub fn validate_workload(w: &Workload, origin: &str) -> Result<(), String> {
-    match w {
-        Workload::Web { protocol, page, depth } => {
-            if !aerolink_work::web::PROTOCOLS.contains(&protocol.as_str()) {
-                return Err(format!("{origin}: protocol {protocol:?}: expected one of {}", aerolink_work::web::PROTOCOLS.join(", ")));
-            }
-            aerolink_work::page::Page::parse(page, *depth).map_err(|m| format!("{origin}: page {page:?}: expected {m}"))?;
-        }
-        Workload::Bulk { transport, direction, bytes } => {
-            if !["tcp", "quic"].contains(&transport.as_str()) {
-                return Err(format!("{origin}: transport {transport:?}: expected tcp or quic"));
-            }
-            if !["down", "up"].contains(&direction.as_str()) {
-                return Err(format!("{origin}: direction {direction:?}: expected down or up"));
-            }
-            if *bytes == 0 {
-                return Err(format!("{origin}: size must be more than 0"));
-            }
-        }
-        Workload::Objects { protocol, set, .. } => {
-            if !["h1", "h2", "h3"].contains(&protocol.as_str()) {
-                return Err(format!("{origin}: protocol {protocol:?}: expected h3, h2 or h1"));
-            }
-            aerolink_work::page::object_set(set).map_err(|m| format!("{origin}: {m}"))?;
-        }
-        Workload::Realtime { mechanism, scenario, count, size, .. } => {
-            if !aerolink_work::realtime::MECHANISMS.contains(&mechanism.as_str()) {
-                return Err(format!("{origin}: mechanism {mechanism:?}: expected one of {}", aerolink_work::realtime::MECHANISMS.join(", ")));
-            }
-            if !aerolink_work::realtime::SCENARIOS.contains(&scenario.as_str()) {
-                return Err(format!("{origin}: scenario {scenario:?}: expected one of {}", aerolink_work::realtime::SCENARIOS.join(", ")));
-            }
-            if *count == 0 || *size < 24 {
-                return Err(format!("{origin}: count must be at least 1 and size at least 24 bytes"));
-            }
-        }
-        Workload::Messages { transport, direction, size, rate_bps, duration_s } => {
-            if !["tcp", "quic"].contains(&transport.as_str()) {
-                return Err(format!("{origin}: transport {transport:?}: expected tcp or quic"));
-            }
-            if !["down", "up", "both"].contains(&direction.as_str()) {
-                return Err(format!("{origin}: direction {direction:?}: expected down, up or both"));
-            }
-            if *size < aerolink_work::messages::MIN_SIZE {
-                return Err(format!("{origin}: size {size}: messages need at least 12 bytes (timestamp + length)"));
-            }
-            if *rate_bps <= 0.0 || *duration_s <= 0.0 {
-                return Err(format!("{origin}: rate and duration must be positive"));
-            }
-        }
-    }
-    Ok(())
-}
-
-use std::collections::VecDeque;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use aerolink_lab::experiment::{profile_hash, Experiment, PlannedRun};
-use aerolink_lab::runner::{run_once, RunOutcome, RunRequest};
 use aerolink_lab::store::{NewRun, Store};
 use clap::{Args, Subcommand};
 
@@ -118,8 +60,7 @@ pub fn load(file: &str) -> anyhow::Result<Experiment> {
         let target = if name.ends_with(".toml") && candidate.exists() { candidate.to_string_lossy().to_string() } else { name.to_string() };
         load_profile(&target, ov).map_err(|e| e.to_string())
     };
-    let check = |w: &Workload| validate_workload(w, "workload");
-    Experiment::parse(&text, file, &resolve, &check).map_err(|e| user(e.to_string()))
+    Experiment::parse(&text, file, &resolve).map_err(|e| user(e.to_string()))
 }
 
 pub fn run(cmd: ExperimentCmd) -> anyhow::Result<i32> {
@@ -146,13 +87,6 @@ pub fn run(cmd: ExperimentCmd) -> anyhow::Result<i32> {
     }
 }
 
-struct Done {
-    planned: PlannedRun,
-    outcome: RunOutcome,
-    started_at: String,
-    seconds: f64,
-}
-
 fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
     if a.parallel == 0 || a.parallel > 64 {
         return Err(user("--parallel: expected 1 to 64"));
@@ -163,13 +97,10 @@ fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
     store.record_experiment(&e.name, &a.file, &e.description, e.baseline.as_deref(), &e.source, &now_rfc3339())?;
     let plan = e.plan();
     let total = plan.len();
-    let mut todo = VecDeque::new();
-    for p in plan {
-        let stored = if a.keep_failed { store.runs(Some(&e.name))?.iter().any(|r| r.run_key == p.key) } else { store.has_ok(&p.key)? };
-        if !stored {
-            todo.push_back(p);
-        }
-    }
+    // What the store already holds: every run with --keep-failed, else the
+    // successful ones (failed runs are tried again).
+    let held: std::collections::HashSet<String> = store.runs(Some(&e.name))?.into_iter().filter(|r| a.keep_failed || r.ok).map(|r| r.run_key).collect();
+    let todo: Vec<PlannedRun> = plan.into_iter().filter(|p| !held.contains(&p.key)).collect();
     let skipped = total - todo.len();
     eprintln!("{}: {total} runs ({} profiles × {} cases × {} repetitions); {skipped} already in {}, {} to go, {} at a time", e.name, e.profiles.len(), e.cases.len(), e.repetitions, a.db.display(), todo.len(), a.parallel);
     let n_todo = todo.len();
@@ -177,41 +108,7 @@ fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
         signal_hook::flag::register(sig, stop.clone())?;
     }
-    let queue = Arc::new(Mutex::new(todo));
-    let (tx, rx) = mpsc::channel::<Done>();
-    let exe = std::env::current_exe()?;
-    let base_id = crate::run::run_id();
-    let mut workers = Vec::new();
-    for w in 0..a.parallel {
-        let (queue, tx, stop, e, exe, base_id) = (queue.clone(), tx.clone(), stop.clone(), e.clone(), exe.clone(), base_id.clone());
-        workers.push(std::thread::spawn(move || {
-            let mut k = 0;
-            loop {
-                if stop.load(Ordering::SeqCst) {
-                    return;
-                }
-                let Some(p) = queue.lock().expect("not poisoned").pop_front() else { return };
-                k += 1;
-                let req = RunRequest {
-                    exe: exe.clone(),
-                    run_name: format!("{base_id}w{w}r{k}"),
-                    profile: e.profiles[p.profile].clone(),
-                    seed: p.seed,
-                    workload: e.cases[p.case].workload.clone(),
-                    knobs: e.cases[p.case].knobs.clone(),
-                    timeout: e.timeout,
-                    ipv6: false,
-                };
-                let started_at = now_rfc3339();
-                let t = Instant::now();
-                let outcome = run_once(&req, &stop);
-                if tx.send(Done { planned: p, outcome, started_at, seconds: t.elapsed().as_secs_f64() }).is_err() {
-                    return;
-                }
-            }
-        }));
-    }
-    drop(tx);
+    let (rx, workers) = aerolink_lab::pool::start(e.clone(), todo, a.parallel, std::env::current_exe()?, crate::run::run_id(), stop.clone());
     let tty = std::io::stderr().is_terminal();
     let bar = if tty {
         let b = indicatif::ProgressBar::new(n_todo as u64);
@@ -222,14 +119,13 @@ fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
         None
     };
     let host = hostname();
-    let (mut done, mut failed, mut interrupted) = (0usize, 0usize, 0usize);
+    let (mut done, mut failed) = (0usize, 0usize);
     let t0 = Instant::now();
     for d in rx {
         let p = &e.profiles[d.planned.profile];
         let c = &e.cases[d.planned.case];
         if !d.outcome.ok && stop.load(Ordering::SeqCst) {
             // Cut short by Ctrl-C: not a result; the next run resumes it.
-            interrupted += 1;
             continue;
         }
         let mut metrics = if d.outcome.ok { c.workload.metrics(&d.outcome.result) } else { Default::default() };
@@ -249,7 +145,7 @@ fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
             seed: d.planned.seed,
             rep: d.planned.rep,
             host: &host,
-            started_at: &d.started_at,
+            started_at: &humantime::format_rfc3339_seconds(d.started).to_string(),
             duration_s: d.seconds,
             outcome: &d.outcome,
             metrics: &metrics,
@@ -290,7 +186,7 @@ fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
     eprintln!(
         "{}: {done} runs stored ({failed} failed){} in {:.0} s; {} holds {} of {total} runs.",
         e.name,
-        if stopped { format!(", interrupted: {} left for next time", n_todo - done + interrupted - interrupted.min(n_todo - done)) } else { String::new() },
+        if stopped { format!(", interrupted: {} left for next time", n_todo - done) } else { String::new() },
         t0.elapsed().as_secs_f64(),
         a.db.display(),
         skipped + done - failed

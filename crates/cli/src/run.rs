@@ -172,40 +172,7 @@ fn open_log(path: &Option<PathBuf>) -> anyhow::Result<Option<Box<dyn Write + Sen
 
 /// Kills a child's whole process group, politely then firmly.
 pub fn kill_group(child: &mut Child) {
-    let pgid = child.id() as i32;
-    // SAFETY: signalling a process group we created.
-    unsafe {
-        libc::kill(-pgid, libc::SIGTERM);
-    }
-    let deadline = Instant::now() + Duration::from_millis(500);
-    while Instant::now() < deadline {
-        if let Ok(Some(_)) = child.try_wait() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    // SAFETY: as above.
-    unsafe {
-        libc::kill(-pgid, libc::SIGKILL);
-    }
-    let _ = child.wait();
-}
-
-/// Whether any process of the namespace of `pid` listens on TCP or has a
-/// UDP socket bound.
-fn server_ready(pid: u32) -> bool {
-    let mut any = false;
-    for (file, listen_only) in [("tcp", true), ("tcp6", true), ("udp", false), ("udp6", false)] {
-        if let Ok(text) = std::fs::read_to_string(format!("/proc/{pid}/net/{file}")) {
-            for line in text.lines().skip(1) {
-                let st = line.split_whitespace().nth(3).unwrap_or("");
-                if !listen_only || st == "0A" {
-                    any = true;
-                }
-            }
-        }
-    }
-    any
+    aerolink_net::procs::kill_process_group(child, Duration::from_millis(500));
 }
 
 /// Waits for the server to open a socket, or to exit, or for the timeout.
@@ -215,7 +182,7 @@ fn wait_ready(server: &mut Child, timeout: Duration, signals: &Signals, quiet: b
         if let Some(st) = server.try_wait()? {
             return Err(user(format!("the server command exited ({st}) before the client started")));
         }
-        if server_ready(server.id()) || signals.received().is_some() {
+        if aerolink_net::procs::sockets(server.id()).any() || signals.received().is_some() {
             return Ok(());
         }
         if Instant::now() >= deadline {

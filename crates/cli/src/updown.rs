@@ -61,15 +61,7 @@ struct State {
     pid: u32,
     label: String,
     seed: u64,
-    hosts: Vec<HostState>,
-}
-
-#[derive(Serialize, Deserialize)]
-struct HostState {
-    name: String,
-    netns: String,
-    ipv4: String,
-    ipv6: String,
+    hosts: Vec<HostInfo>,
 }
 
 fn state_path(name: &str) -> PathBuf {
@@ -148,7 +140,7 @@ pub fn hold(args: UpArgs) -> anyhow::Result<i32> {
         pid: std::process::id(),
         label,
         seed: spec.seed,
-        hosts: lab.hosts.iter().map(|h| HostState { name: h.name.clone(), netns: h.netns.clone(), ipv4: h.ipv4.clone(), ipv6: h.ipv6.clone() }).collect(),
+        hosts: lab.hosts.clone(),
     };
     let tmp = state_path(&format!("{}.tmp", args.name));
     std::fs::write(&tmp, serde_json::to_string_pretty(&state)?)?;
@@ -167,8 +159,7 @@ pub fn exec(args: ExecArgs) -> anyhow::Result<i32> {
     let h = s.hosts.iter().find(|h| h.name == args.host).ok_or_else(|| {
         user(format!("lab {}: no host {:?}; hosts are {}", s.name, args.host, s.hosts.iter().map(|h| h.name.as_str()).collect::<Vec<_>>().join(", ")))
     })?;
-    let infos: Vec<HostInfo> = s.hosts.iter().map(|h| HostInfo { name: h.name.clone(), netns: h.netns.clone(), ipv4: h.ipv4.clone(), ipv6: h.ipv6.clone() }).collect();
-    let st = Command::new("ip").args(["netns", "exec", &h.netns]).args(&args.cmd).envs(lab::lab_env(&infos, s.seed)).status().context("running the command")?;
+    let st = Command::new("ip").args(["netns", "exec", &h.netns]).args(&args.cmd).envs(lab::lab_env(&s.hosts, s.seed)).status().context("running the command")?;
     use std::os::unix::process::ExitStatusExt;
     Ok(st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0)))
 }

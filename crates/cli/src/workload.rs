@@ -56,6 +56,60 @@ impl QuicArgs {
     }
 }
 
+/// The web workload's flags, shared by `workload web` and `bench web`.
+#[derive(Args, Debug, Clone)]
+pub struct WebParams {
+    /// h1, h1-close, h2 or h3.
+    #[arg(long, default_value = "h2")]
+    pub protocol: String,
+    /// Objects: "10x100KB", "1x100KB+50x10KB" or "flags".
+    #[arg(long, default_value = "10x100KB")]
+    pub page: String,
+    /// Dependency depth: 1 = HTML → objects, 2 = HTML → CSS → objects, …
+    #[arg(long, default_value_t = 1)]
+    pub depth: u32,
+}
+
+/// The objects workload's flags, shared by `workload objects` and
+/// `bench objects`.
+#[derive(Args, Debug, Clone)]
+pub struct ObjectsParams {
+    /// h3 or h2 (h1 for comparison).
+    #[arg(long, default_value = "h3")]
+    pub protocol: String,
+    /// short (10×40 KB), medium (10×292 KB), long (10×4149 KB), large
+    /// (2×66390 KB), all, or COUNTxSIZE.
+    #[arg(long, default_value = "short")]
+    pub set: String,
+    /// seq or par.
+    #[arg(long, default_value = "seq")]
+    pub mode: String,
+}
+
+/// The real-time workload's flags, shared by `workload realtime` and
+/// `bench realtime`.
+#[derive(Args, Debug, Clone)]
+pub struct RealtimeParams {
+    /// ws, sse or alp.
+    #[arg(long, default_value = "ws")]
+    pub mechanism: String,
+    /// server-update, client-update or chat.
+    #[arg(long, default_value = "server-update")]
+    pub scenario: String,
+    /// Updates (or chat messages each way).
+    #[arg(long, default_value_t = 100)]
+    pub count: u32,
+    /// Gap between updates, ms.
+    #[arg(long, default_value_t = 200)]
+    pub interval_ms: u64,
+    /// Message size, bytes.
+    #[arg(long, default_value_t = 64)]
+    pub size: u32,
+    /// Turn Nagle's algorithm off (it is on by default, as in the study).
+    #[arg(long)]
+    pub no_nagle: bool,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum WorkloadCmd {
     /// Serve every workload (HTTPS h1/h2 on 443/tcp, h3 on 443/udp, bulk on
@@ -77,15 +131,8 @@ pub enum WorkloadCmd {
     Web {
         #[arg(long)]
         server: String,
-        /// h1, h1-close, h2 or h3.
-        #[arg(long, default_value = "h2")]
-        protocol: String,
-        /// Objects: "10x100KB", "1x100KB+50x10KB" or "flags".
-        #[arg(long, default_value = "10x100KB")]
-        page: String,
-        /// Dependency depth: 1 = HTML → objects, 2 = HTML → CSS → objects, …
-        #[arg(long, default_value_t = 1)]
-        depth: u32,
+        #[command(flatten)]
+        params: WebParams,
         #[command(flatten)]
         quic: QuicArgs,
     },
@@ -112,16 +159,8 @@ pub enum WorkloadCmd {
     Objects {
         #[arg(long)]
         server: String,
-        /// h3 or h2 (h1 for comparison).
-        #[arg(long, default_value = "h3")]
-        protocol: String,
-        /// short (10×40 KB), medium (10×292 KB), long (10×4149 KB), large
-        /// (2×66390 KB), all, or COUNTxSIZE.
-        #[arg(long, default_value = "short")]
-        set: String,
-        /// seq or par.
-        #[arg(long, default_value = "seq")]
-        mode: String,
+        #[command(flatten)]
+        params: ObjectsParams,
         #[command(flatten)]
         quic: QuicArgs,
     },
@@ -130,24 +169,8 @@ pub enum WorkloadCmd {
     Realtime {
         #[arg(long)]
         server: String,
-        /// ws, sse or alp.
-        #[arg(long, default_value = "ws")]
-        mechanism: String,
-        /// server-update, client-update or chat.
-        #[arg(long, default_value = "server-update")]
-        scenario: String,
-        /// Updates (or chat messages each way).
-        #[arg(long, default_value_t = 100)]
-        count: u32,
-        /// Gap between updates, ms.
-        #[arg(long, default_value_t = 200)]
-        interval_ms: u64,
-        /// Message size, bytes.
-        #[arg(long, default_value_t = 64)]
-        size: u32,
-        /// Turn Nagle's algorithm off (it is on by default, as in the study).
-        #[arg(long)]
-        no_nagle: bool,
+        #[command(flatten)]
+        params: RealtimeParams,
     },
     /// Seed 004's message generator over TCP.
     Messages {
@@ -201,7 +224,7 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                 server::serve(server::ServerOpts { tcp_cc: cc, initcwnd, quic: quic.knobs()?, nagle }).await?;
                 Ok(0)
             }
-            WorkloadCmd::Web { server, protocol, page, depth, quic } => {
+            WorkloadCmd::Web { server, params: WebParams { protocol, page, depth }, quic } => {
                 if !web::PROTOCOLS.contains(&protocol.as_str()) {
                     return Err(user(format!("--protocol {protocol}: expected one of {}", web::PROTOCOLS.join(", "))));
                 }
@@ -221,7 +244,7 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                     _ => Err(user(format!("--transport {transport}: expected tcp or quic"))),
                 }
             }
-            WorkloadCmd::Objects { server, protocol, set, mode, quic } => {
+            WorkloadCmd::Objects { server, params: ObjectsParams { protocol, set, mode }, quic } => {
                 let sizes = page::object_set(&set).map_err(|m| user(format!("--set: {m}")))?;
                 let parallel = match mode.as_str() {
                     "seq" => false,
@@ -230,7 +253,7 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                 };
                 print(&web::objects(&protocol, with_port(addr(&server)?, server::HTTPS_PORT), &set, &sizes, parallel, &quic.knobs()?).await?)
             }
-            WorkloadCmd::Realtime { server, mechanism, scenario, count, interval_ms, size, no_nagle } => {
+            WorkloadCmd::Realtime { server, params: RealtimeParams { mechanism, scenario, count, interval_ms, size, no_nagle } } => {
                 let ip = addr(&server)?.ip();
                 let p = aerolink_work::realtime::Params { scenario, count, interval_ms, size: size as usize };
                 print(&aerolink_work::realtime::run(ip, &mechanism, &p, !no_nagle).await?)

@@ -113,7 +113,7 @@ pub fn profile_hash(p: &Profile) -> String {
 }
 
 impl Experiment {
-    pub fn parse(text: &str, file: &str, resolve: ProfileResolver<'_>, check: &dyn Fn(&Workload) -> Result<(), String>) -> Result<Experiment, SpecError> {
+    pub fn parse(text: &str, file: &str, resolve: ProfileResolver<'_>) -> Result<Experiment, SpecError> {
         let err = |key: &str, m: String| SpecError { file: file.to_string(), key: key.to_string(), message: m };
         let t: toml::Table = text.parse().map_err(|e: toml::de::Error| err("(syntax)", format!("not valid TOML: {}", e.message())))?;
         for k in t.keys() {
@@ -190,7 +190,7 @@ impl Experiment {
             let ws = expand_workload(wt).map_err(|(k, m)| err(&format!("{key}.{k}"), m))?;
             let ks = expand_knobs(wt).map_err(|(k, m)| err(&format!("{key}.{k}"), m))?;
             for w in &ws {
-                check(w).map_err(|m| err(&key, m))?;
+                w.validate("workload").map_err(|m| err(&key, m))?;
                 for k in &ks {
                     cases.push(Case { workload: w.clone(), knobs: k.clone() });
                 }

@@ -6,6 +6,7 @@
 //! self-contained HTML report ([`report`]).
 
 pub mod experiment;
+pub mod pool;
 pub mod report;
 pub mod runner;
 pub mod stats;

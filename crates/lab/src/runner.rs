@@ -56,27 +56,8 @@ fn failed(e: impl std::fmt::Display) -> RunOutcome {
     RunOutcome { ok: false, error: Some(e.to_string()), result: serde_json::Value::Null, wire_bytes_down: 0, wire_bytes_up: 0, link_drops_loss: 0, link_drops_queue: 0, setup_ms: 0.0, teardown_ms: 0.0, client_ms: 0.0 }
 }
 
-fn listening(pid: u32, port: u16) -> bool {
-    let hex = format!(":{port:04X}");
-    ["tcp", "tcp6"].iter().any(|f| {
-        std::fs::read_to_string(format!("/proc/{pid}/net/{f}"))
-            .map(|t| t.lines().skip(1).any(|l| {
-                let mut w = l.split_whitespace();
-                let local = w.nth(1).unwrap_or("");
-                let st = w.nth(1).unwrap_or("");
-                local.ends_with(&hex) && st == "0A"
-            }))
-            .unwrap_or(false)
-    })
-}
-
 fn kill_group(child: &mut std::process::Child) {
-    let pg = child.id() as i32;
-    // SAFETY: signalling a process group we created.
-    unsafe {
-        libc::kill(-pg, libc::SIGKILL);
-    }
-    let _ = child.wait();
+    aerolink_net::procs::kill_process_group(child, Duration::ZERO);
 }
 
 fn last_line(path: &Path) -> String {
@@ -105,7 +86,10 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     };
     let mut outcome = (|| {
         let deadline = Instant::now() + Duration::from_secs(15);
-        while !(listening(server.id(), aerolink_work::server::HTTPS_PORT) && listening(server.id(), aerolink_work::realtime::WS_PORT)) {
+        while !{
+            let s = aerolink_net::procs::sockets(server.id());
+            s.listening_on(aerolink_work::server::HTTPS_PORT) && s.listening_on(aerolink_work::realtime::WS_PORT)
+        } {
             if let Ok(Some(st)) = server.try_wait() {
                 return failed(format!("the workload server exited ({st}): {}", last_line(&server_err)));
             }

@@ -51,12 +51,6 @@ pub enum RateSpec {
     Trace { path: String, trace: MahimahiTrace },
 }
 
-impl PartialEq for MahimahiTrace {
-    fn eq(&self, o: &Self) -> bool {
-        self.mean_bps() == o.mean_bps()
-    }
-}
-
 #[derive(Clone, Debug, PartialEq)]
 pub enum LossSpec {
     None,

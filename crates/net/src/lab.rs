@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use aerolink_link::{Pipeline, Profile};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::log::{self, Dir, Event};
 use crate::pump::{Clock, Pump, PumpReport, Side};
@@ -47,7 +47,7 @@ pub struct LabSpec {
 }
 
 /// A host's place in the lab.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct HostInfo {
     pub name: String,
     pub netns: String,
@@ -156,7 +156,6 @@ impl Lab {
             None => (None, None),
         };
         lab.logger = logger;
-        let mut tuns: Vec<(Arc<Tun>, Arc<Tun>)> = Vec::new();
         for (i, prof) in spec.hops.iter().enumerate() {
             let rtt = prof.base_rtt();
             let up: Pipeline<crate::pump::Frame> = Pipeline::new(&prof.up, rtt, spec.seed, (i * 2) as u64);
@@ -200,7 +199,6 @@ impl Lab {
                 .spawn(move || pump.run())
                 .map_err(|e| NetError::Io("spawn pump".into(), e))?;
             lab.pumps.push(handle);
-            tuns.push((tl, tr));
         }
         drop(log_tx);
         // Routes: each host reaches the subnets beyond its neighbours through
@@ -232,8 +230,6 @@ impl Lab {
             }
         }
         lab.check_isolated(spec)?;
-        // The TUN fds live in the pumps (Arc); keep nothing else open.
-        drop(tuns);
         Ok(lab)
     }
 

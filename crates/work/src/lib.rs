@@ -8,6 +8,7 @@
 //! serialisable result. Nothing here is simulated.
 
 pub mod bulk;
+pub mod clock;
 pub mod messages;
 pub mod page;
 pub mod quic;

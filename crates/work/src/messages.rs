@@ -15,7 +15,7 @@
 //! test's deadline never cuts a frame in half.
 
 use std::net::SocketAddr;
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -29,9 +29,7 @@ pub const ALPN: &[u8] = b"aerolink-messages";
 /// Marks the end of the messages: what follows is the receiver's report.
 const END_MARK: u32 = u32::MAX;
 
-fn now_ns() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
-}
+use crate::clock::now_ns;
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Received {

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures_util::{SinkExt, StreamExt};
@@ -34,9 +34,7 @@ pub const WS_PORT: u16 = 8081;
 pub const MECHANISMS: &[&str] = &["ws", "sse", "alp"];
 pub const SCENARIOS: &[&str] = &["server-update", "client-update", "chat"];
 
-fn now_ns() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_nanos() as u64).unwrap_or(0)
-}
+use crate::clock::now_ns;
 
 /// A message: `seq sent_ns` and padding to `size` bytes.
 fn message(seq: u32, size: usize) -> String {

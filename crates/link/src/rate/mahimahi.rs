@@ -25,7 +25,7 @@ pub enum TraceError {
     Empty,
 }
 
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct MahimahiTrace {
     /// Opportunity times within one period.
     times: Vec<Duration>,

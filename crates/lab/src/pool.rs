@@ -1,0 +1,58 @@
+//! Runs a list of planned runs with N workers, each run in its own lab, and
+//! hands each result back as it finishes. Used by `experiment run` and by
+//! the orchestration benchmark.
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Instant, SystemTime};
+
+use crate::experiment::{Experiment, PlannedRun};
+use crate::runner::{run_once, RunOutcome, RunRequest};
+
+pub struct Finished {
+    pub planned: PlannedRun,
+    pub outcome: RunOutcome,
+    pub started: SystemTime,
+    pub seconds: f64,
+}
+
+/// Starts `parallel` workers on `plan`. Lab names are `{base}w{worker}r{k}`,
+/// unique among the workers. Once `stop` is set no new run starts (the ones
+/// under way are cut short by `run_once`). The channel closes when every
+/// worker is done; join the handles to wait for their labs to be removed.
+pub fn start(e: Arc<Experiment>, plan: impl IntoIterator<Item = PlannedRun>, parallel: usize, exe: PathBuf, base: String, stop: Arc<AtomicBool>) -> (mpsc::Receiver<Finished>, Vec<JoinHandle<()>>) {
+    let queue: Arc<Mutex<VecDeque<PlannedRun>>> = Arc::new(Mutex::new(plan.into_iter().collect()));
+    let (tx, rx) = mpsc::channel();
+    let workers = (0..parallel)
+        .map(|w| {
+            let (queue, tx, stop, e, exe, base) = (queue.clone(), tx.clone(), stop.clone(), e.clone(), exe.clone(), base.clone());
+            std::thread::spawn(move || {
+                let mut k = 0;
+                while !stop.load(Ordering::SeqCst) {
+                    let Some(p) = queue.lock().expect("not poisoned").pop_front() else { return };
+                    k += 1;
+                    let req = RunRequest {
+                        exe: exe.clone(),
+                        run_name: format!("{base}w{w}r{k}"),
+                        profile: e.profiles[p.profile].clone(),
+                        seed: p.seed,
+                        workload: e.cases[p.case].workload.clone(),
+                        knobs: e.cases[p.case].knobs.clone(),
+                        timeout: e.timeout,
+                        ipv6: false,
+                    };
+                    let started = SystemTime::now();
+                    let t = Instant::now();
+                    let outcome = run_once(&req, &stop);
+                    if tx.send(Finished { planned: p, outcome, started, seconds: t.elapsed().as_secs_f64() }).is_err() {
+                        return;
+                    }
+                }
+            })
+        })
+        .collect();
+    (rx, workers)
+}
