@@ -116,6 +116,8 @@ pub struct OrchestrationArgs {
 pub struct RunCommon {
     #[command(flatten)]
     pub link: crate::linkargs::LinkArgs,
+    #[command(flatten)]
+    pub pep: crate::run::PepArgs,
     /// Repetitions (seeds SEED, SEED+1, …).
     #[arg(long, default_value_t = 1)]
     pub repeat: u32,
@@ -214,12 +216,18 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
 fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> anyhow::Result<i32> {
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
-    let profile = c.link.profile()?;
+    let pep = c.pep.spec()?;
+    let profile = match c.link.topology.as_deref() {
+        Some(crate::run::IFC_PRESET) => crate::linkargs::load_profile(c.link.space.as_deref().unwrap_or("mss"), &c.link.overrides())?,
+        Some(other) => return Err(user(format!("--topology {other}: benchmarks run one hop, or the ifc preset (--topology ifc --space PROFILE)"))),
+        None if pep.mode != "none" => return Err(user(format!("--pep {}: needs the gateway chain (--topology ifc --space PROFILE)", pep.mode))),
+        None => c.link.profile()?,
+    };
     let timeout = aerolink_link::units::parse_duration(&c.timeout).map_err(|m| user(format!("--timeout: expected {m}")))?;
     if !aerolink_work::sock::TCP_CCS.contains(&c.cc.as_str()) {
         return Err(user(format!("--cc {}: expected one of {}", c.cc, aerolink_work::sock::TCP_CCS.join(", "))));
     }
-    let knobs = aerolink_lab::workload::Knobs { tcp_cc: c.cc.clone(), initcwnd: c.initcwnd, quic: c.quic.knobs()?, nagle: c.nagle };
+    let knobs = aerolink_lab::workload::Knobs { tcp_cc: c.cc.clone(), initcwnd: c.initcwnd, quic: c.quic.knobs()?, nagle: c.nagle, pep: c.link.topology.is_some().then_some(pep) };
     aerolink_net::sys::check_preconditions().map_err(from_net)?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {

@@ -43,46 +43,57 @@ pub struct RunArgs {
     /// Print nothing of aerolink's own (the programs' output still shows).
     #[arg(long, short)]
     pub quiet: bool,
-    /// Run a performance-enhancing proxy in the aircraft gateway (needs a
-    /// host named airgw, e.g. `--topology ifc`): `split-tcp`.
-    #[arg(long, value_name = "MODE")]
-    pub pep: Option<String>,
-    /// Congestion control of the proxy's onward connections.
-    #[arg(long, default_value = "cubic", value_name = "CC")]
-    pub pep_cc: String,
-    /// Where the proxy runs: air (airgw), ground (groundgw) or both. A
+    #[command(flatten)]
+    pub pep: PepArgs,
+}
+
+/// PEP flags (need the gateway chain, e.g. `--topology ifc`).
+#[derive(Args, Debug)]
+pub struct PepArgs {
+    /// Performance-enhancing proxy in the gateways: none, split-tcp,
+    /// quic-tunnel (TCP over one authenticated QUIC connection between
+    /// airgw and groundgw), or vpn (client↔server IP-in-UDP, with split-TCP
+    /// proxies in the gateways that it leaves nothing to act on; programs
+    /// reach the server at 198.19.0.2 via $AEROLINK_SERVER).
+    #[arg(long, default_value = "none", value_name = "MODE")]
+    pub pep: String,
+    /// split-tcp: where it runs — air (airgw), ground (groundgw) or both. A
     /// download crosses the space hop from the ground side, so only a
     /// ground-side proxy sends it with its own congestion control.
     #[arg(long, default_value = "both", value_name = "WHERE")]
     pub pep_at: String,
+    /// Congestion control of the proxies' onward TCP connections.
+    #[arg(long, default_value = "cubic", value_name = "CC")]
+    pub pep_cc: String,
+    /// Initial window (segments) of the proxies' onward TCP connections.
+    #[arg(long, value_name = "SEGMENTS")]
+    pub pep_initcwnd: Option<u32>,
+    /// quic-tunnel: congestion control — cubic, newreno, bbr, or rate
+    /// (holds --tunnel-rate through random loss).
+    #[arg(long, default_value = "bbr", value_name = "CC")]
+    pub tunnel_cc: String,
+    /// quic-tunnel: windows preset (quinn, default, h-bdp1, h-bdp2).
+    #[arg(long, default_value = "h-bdp1", value_name = "PRESET")]
+    pub tunnel_preset: String,
+    /// quic-tunnel with --tunnel-cc rate: the rate to hold, e.g. 2Mbit/s.
+    #[arg(long, value_name = "RATE")]
+    pub tunnel_rate: Option<String>,
 }
 
-/// Starts the proxy in a gateway and waits until its rules are in. It
-/// intercepts what arrives from the aircraft side (the previous host).
-fn start_pep(lab: &Lab, mode: &str, cc: &str, gateway: &str) -> anyhow::Result<Child> {
-    use std::io::BufRead;
-    if mode != "split-tcp" {
-        return Err(user(format!("--pep {mode}: expected split-tcp")));
+impl PepArgs {
+    pub fn spec(&self) -> anyhow::Result<aerolink_lab::gateways::PepSpec> {
+        let s = aerolink_lab::gateways::PepSpec {
+            mode: self.pep.clone(),
+            at: self.pep_at.clone(),
+            tcp_cc: self.pep_cc.clone(),
+            initcwnd: self.pep_initcwnd,
+            tunnel_cc: self.tunnel_cc.clone(),
+            tunnel_preset: self.tunnel_preset.clone(),
+            tunnel_rate: self.tunnel_rate.clone(),
+        };
+        s.validate().map_err(|m| user(format!("--{}", m.replacen("pep ", "pep ", 1).replace('_', "-"))))?;
+        Ok(s)
     }
-    let i = lab.hosts.iter().position(|h| h.name == gateway).ok_or_else(|| user(format!("--pep: the topology needs a host named {gateway} (use --topology ifc)")))?;
-    if i == 0 {
-        return Err(user(format!("--pep: {gateway} is the first host; a proxy needs a host before it")));
-    }
-    let host = &lab.hosts[i];
-    let exe = std::env::current_exe()?.to_string_lossy().to_string();
-    let from = format!("to-{}", lab.hosts[i - 1].name);
-    let mut child = aerolink_net::lab::netns_command(&host.netns, &[&exe, "pep", "split-tcp", "--from", &from, "--cc", cc], &lab.env())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .context("starting the proxy")?;
-    let mut line = String::new();
-    let out = child.stdout.take().expect("piped stdout");
-    std::io::BufReader::new(out).read_line(&mut line)?;
-    if line.trim() != "ready" {
-        kill_group(&mut child);
-        return Err(anyhow::anyhow!("the proxy in {gateway} did not start (see its message above)"));
-    }
-    Ok(child)
 }
 
 #[derive(Args, Debug)]
@@ -135,9 +146,9 @@ pub fn lab_spec(link: &LinkArgs, run: String) -> anyhow::Result<(LabSpec, String
     let (hosts, hops, label) = match &link.topology {
         Some(preset) if preset == IFC_PRESET && !std::path::Path::new(preset).exists() => {
             let space = crate::linkargs::load_profile(link.space.as_deref().unwrap_or("mss"), &link.overrides())?;
-            let hops = vec![crate::linkargs::load_profile("cabin-wifi", &[])?, space, crate::linkargs::load_profile("terrestrial", &[])?];
+            let (hosts, hops) = aerolink_lab::gateways::ifc(space);
             let label = format!("ifc (cabin-wifi | {} | terrestrial)", hops[1].name);
-            (vec!["client".into(), "airgw".into(), "groundgw".into(), "server".into()], hops, label)
+            (hosts, hops, label)
         }
         Some(file) => {
             if !link.overrides().is_empty() {
@@ -238,7 +249,11 @@ pub fn print_report(rep: &LabReport, hosts: &[String]) {
 
 pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let timeout = aerolink_link::units::parse_duration(&args.ready_timeout).map_err(|m| user(format!("--ready-timeout: expected {m}")))?;
+    let pep = args.pep.spec()?;
     let (spec, label) = lab_spec(&args.link, run_id())?;
+    if pep.mode != "none" && !spec.hosts.iter().any(|h| h == "airgw") {
+        return Err(user(format!("--pep {}: needs the gateway chain (--topology ifc, or a topology with hosts airgw and groundgw)", pep.mode)));
+    }
     let log = open_log(&args.log)?;
     let signals = Signals::install()?;
     let lab = Lab::build(&spec, log).map_err(from_net)?;
@@ -247,23 +262,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         let s = lab.hosts.last().expect("at least two hosts");
         eprintln!("aerolink: {label}, seed {}: client {} / {} ↔ server {} / {}", spec.seed, c.ipv4, c.ipv6, s.ipv4, s.ipv6);
     }
-    let mut peps = Vec::new();
-    if let Some(mode) = &args.pep {
-        let at: &[&str] = match args.pep_at.as_str() {
-            "air" => &["airgw"],
-            "ground" => &["groundgw"],
-            "both" => &["airgw", "groundgw"],
-            other => return Err(user(format!("--pep-at {other}: expected air, ground or both"))),
-        };
-        for g in at {
-            peps.push(start_pep(&lab, mode, &args.pep_cc, g)?);
-        }
-    }
+    let pep_dir = std::env::temp_dir().join(format!("aerolink-pep-{}", spec.run));
+    let mut gateways = aerolink_lab::gateways::Gateways::start(&lab, &std::env::current_exe()?, &pep, &pep_dir, false).map_err(|m| if m.starts_with("the PEP modes need") { user(m) } else { anyhow::anyhow!(m) })?;
+    let env = gateways.env(&lab);
     let server_host = spec.hosts.last().expect("two hosts").clone();
     let mut server = match &args.server {
         Some(cmd) => {
-            let mut c = lab.command(&server_host, cmd).map_err(from_net)?;
-            Some(c.spawn().context("starting the server command")?)
+            let h = lab.host(&server_host).expect("the server host");
+            Some(aerolink_net::lab::netns_command(&h.netns, &["sh", "-c", cmd], &env).spawn().context("starting the server command")?)
         }
         None => None,
     };
@@ -274,7 +280,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         if let Some(sig) = signals.received() {
             return Ok(Err(sig));
         }
-        let mut client = lab.command(&spec.hosts[0], &args.client).map_err(from_net)?.spawn().context("starting the client command")?;
+        let mut client = aerolink_net::lab::netns_command(&lab.hosts[0].netns, &["sh", "-c", &args.client], &env).spawn().context("starting the client command")?;
         let r = wait_child(&mut client, &signals, true)?;
         if r.is_err() {
             kill_group(&mut client);
@@ -284,9 +290,8 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     if let Some(s) = server.as_mut() {
         kill_group(s);
     }
-    for p in peps.iter_mut() {
-        kill_group(p);
-    }
+    gateways.stop();
+    let _ = std::fs::remove_dir_all(&pep_dir);
     let rep = lab.shutdown();
     if let Some(path) = &args.report {
         let text = serde_json::to_string_pretty(&rep)?;

@@ -137,6 +137,19 @@ pub enum WorkloadCmd {
         quic: QuicArgs,
     },
     /// One transfer of N bytes over kernel TCP or QUIC.
+    /// Many TCP connections at once: opens COUNT connections to the bulk
+    /// port, holds them all open, then each downloads SIZE. Exits 1 unless
+    /// every one got all its bytes. For stress-testing what sits on the
+    /// path (a PEP must carry them all).
+    Conns {
+        #[arg(long)]
+        server: String,
+        #[arg(long, default_value_t = 500)]
+        count: u32,
+        /// Bytes each connection downloads.
+        #[arg(long, default_value_t = 10_000)]
+        bytes: u64,
+    },
     Bulk {
         #[arg(long)]
         server: String,
@@ -230,6 +243,15 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                 }
                 let p = page::Page::parse(&page, depth).map_err(|m| user(format!("--page {page}: expected {m}")))?;
                 print(&web::load(&protocol, with_port(addr(&server)?, server::HTTPS_PORT), &p, &quic.knobs()?).await?)
+            }
+            WorkloadCmd::Conns { server, count, bytes } => {
+                if count == 0 {
+                    return Err(user("--count: expected at least 1"));
+                }
+                aerolink_pep::relay::raise_fd_limit();
+                let r = bulk::concurrent(with_port(addr(&server)?, server::BULK_PORT), count, bytes).await?;
+                print(&r)?;
+                Ok(if r.failed == 0 { 0 } else { 1 })
             }
             WorkloadCmd::Bulk { server, transport, direction, bytes, cc, quic } => {
                 let dir = match direction.as_str() {

@@ -22,6 +22,13 @@
 //! pages = ["1x100KB", "10x100KB"]
 //! tcp_cc = "cubic"       # knobs: tcp_cc, initcwnd, quic_preset, quic_cc, nagle (a value or a list to sweep)
 //! ```
+//!
+//! With `topology = "ifc"` every run goes over the gateway chain (client ↔
+//! airgw ↔ groundgw ↔ server, each profile being the space hop), and a
+//! workload may sweep the PEP: `pep = ["none", "split-tcp", "quic-tunnel",
+//! "vpn"]`, with `pep_at`, `pep_cc`, `pep_initcwnd`, `tunnel_cc`,
+//! `tunnel_preset`, `tunnel_rate`. `baseline = "pep:none"` compares each
+//! series with the same series without a PEP.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -35,6 +42,7 @@ use rand::SeedableRng;
 use serde::Serialize;
 use sha2::Digest;
 
+use crate::gateways::PepSpec;
 use crate::workload::{Knobs, Workload};
 
 /// An experiment file that cannot be used: where, which key, what is allowed.
@@ -79,8 +87,9 @@ pub struct PlannedRun {
     pub seed: u64,
 }
 
-const TOP: &[&str] = &["name", "description", "seed", "repetitions", "timeout", "baseline", "profiles", "variant", "workload"];
-const KNOB_KEYS: &[&str] = &["tcp_cc", "initcwnd", "quic_preset", "quic_cc", "nagle"];
+const TOP: &[&str] = &["name", "description", "seed", "repetitions", "timeout", "baseline", "profiles", "topology", "variant", "workload"];
+const KNOB_KEYS: &[&str] = &["tcp_cc", "initcwnd", "quic_preset", "quic_cc", "nagle", "pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate"];
+const PEP_KEYS: &[&str] = &["pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate"];
 
 fn strings(v: &toml::Value) -> Option<Vec<String>> {
     match v {
@@ -143,6 +152,11 @@ impl Experiment {
             }
         };
         let baseline = t.get("baseline").and_then(|v| v.as_str()).map(str::to_string);
+        let gateways = match t.get("topology") {
+            None => false,
+            Some(toml::Value::String(s)) if s == "ifc" => true,
+            Some(_) => return Err(err("topology", "expected \"ifc\" (client ↔ airgw ↔ groundgw ↔ server; each profile is the space hop)".into())),
+        };
         // Variants first: `profiles` may name them.
         let mut variants: BTreeMap<String, Profile> = BTreeMap::new();
         if let Some(v) = t.get("variant") {
@@ -188,7 +202,12 @@ impl Experiment {
             let key = format!("workload[{}]", i + 1);
             let wt = w.as_table().ok_or_else(|| err(&key, "expected a table".into()))?;
             let ws = expand_workload(wt).map_err(|(k, m)| err(&format!("{key}.{k}"), m))?;
-            let ks = expand_knobs(wt).map_err(|(k, m)| err(&format!("{key}.{k}"), m))?;
+            if !gateways {
+                if let Some(k) = PEP_KEYS.iter().find(|k| wt.contains_key(**k)) {
+                    return Err(err(&format!("{key}.{k}"), "PEP settings need the gateway chain: add topology = \"ifc\" at the top".into()));
+                }
+            }
+            let ks = expand_knobs(wt, gateways).map_err(|(k, m)| err(&format!("{key}.{k}"), m))?;
             for w in &ws {
                 w.validate("workload").map_err(|m| err(&key, m))?;
                 for k in &ks {
@@ -356,11 +375,42 @@ fn expand_workload(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
     Ok(out)
 }
 
-fn expand_knobs(t: &toml::Table) -> Result<Vec<Knobs>, KeyErr> {
+/// Sets one PEP key; `None` when the value has the wrong type or range.
+fn set_pep(p: &mut PepSpec, key: &str, v: &toml::Value) -> Option<()> {
+    let text = || v.as_str().map(str::to_string);
+    match key {
+        "pep" => p.mode = text()?,
+        "pep_at" => p.at = text()?,
+        "pep_cc" => p.tcp_cc = text()?,
+        "pep_initcwnd" => p.initcwnd = Some(u32::try_from(v.as_integer()?).ok().filter(|n| (1..=1000).contains(n))?),
+        "tunnel_cc" => p.tunnel_cc = text()?,
+        "tunnel_preset" => p.tunnel_preset = text()?,
+        "tunnel_rate" => p.tunnel_rate = Some(text()?),
+        _ => return None,
+    }
+    Some(())
+}
+
+fn expand_knobs(t: &toml::Table, gateways: bool) -> Result<Vec<Knobs>, KeyErr> {
     // Real-time web keeps Nagle's algorithm on unless told otherwise, as in
     // seed 001's study.
     let realtime = t.get("type").and_then(|v| v.as_str()) == Some("realtime");
-    let mut out = vec![Knobs { nagle: realtime, ..Knobs::default() }];
+    let mut out = vec![Knobs { nagle: realtime, pep: gateways.then(PepSpec::default), ..Knobs::default() }];
+    // PEP settings: each a value or a list to sweep.
+    for key in PEP_KEYS {
+        if let Some(v) = t.get(*key) {
+            let mut next = Vec::new();
+            for k in &out {
+                for x in values(v) {
+                    let mut p = k.pep.clone().unwrap_or_default();
+                    set_pep(&mut p, key, &x).ok_or_else(|| (key.to_string(), format!("{x}: expected {}", if *key == "pep_initcwnd" { "segments from 1 to 1000" } else { "text in quotes, or a list" })))?;
+                    p.validate().map_err(|m| (key.to_string(), m))?;
+                    next.push(Knobs { pep: Some(p), ..k.clone() });
+                }
+            }
+            out = next;
+        }
+    }
     if let Some(v) = t.get("tcp_cc") {
         let ccs = strings(v).ok_or_else(|| ("tcp_cc".to_string(), "expected reno, cubic or bbr".to_string()))?;
         for c in &ccs {

@@ -41,6 +41,24 @@ pub fn page_floor_ms(profile: &Value, page_bytes: u64, depth: u32) -> Option<f64
     Some((2.0 + depth as f64) * rtt + transfer)
 }
 
+/// Marks the PEP part of a series name (`h2 via quic-tunnel/bbr`).
+const PEP_MARK: &str = "via ";
+/// The baseline that compares each series with itself without a PEP.
+pub const PEP_BASELINE: &str = "pep:none";
+
+/// The series `s` is compared with: the experiment's baseline, or with
+/// `baseline = "pep:none"`, the same series without its PEP.
+fn baseline_of(baseline: &str, s: &str) -> String {
+    if baseline == PEP_BASELINE {
+        match s.find(PEP_MARK) {
+            Some(i) => s[..i].trim_end().to_string(),
+            None => s.to_string(),
+        }
+    } else {
+        baseline.to_string()
+    }
+}
+
 /// A label for the knobs that differ from the defaults.
 pub fn knob_label(knobs_json: &str) -> String {
     let k: Value = serde_json::from_str(knobs_json).unwrap_or(Value::Null);
@@ -59,6 +77,11 @@ pub fn knob_label(knobs_json: &str) -> String {
     }
     if k["nagle"].as_bool() == Some(true) {
         parts.push("nagle".into());
+    }
+    if let Ok(p) = serde_json::from_value::<crate::gateways::PepSpec>(k["pep"].clone()) {
+        if p.mode != "none" {
+            parts.push(format!("{PEP_MARK}{}", p.label()));
+        }
     }
     parts.join(" ")
 }
@@ -203,8 +226,9 @@ fn at_a_glance(h: &mut String, e: &ExperimentRow, settings: &BTreeMap<(String, u
     if series.is_empty() {
         return;
     }
-    let baseline = e.baseline.clone().filter(|b| series.contains(b)).unwrap_or_else(|| series[0].clone());
-    let _ = write!(h, "<h3>At a glance</h3><p class=\"note\">Median of each series; in brackets its ratio to {} on the same link and setting (below 1 = faster, for times).</p><table><tr><th>setting</th><th>link</th>", esc(&baseline));
+    let baseline = e.baseline.clone().filter(|b| series.contains(b) || b == PEP_BASELINE).unwrap_or_else(|| series[0].clone());
+    let against = if baseline == PEP_BASELINE { "the same series without a PEP".to_string() } else { esc(&baseline) };
+    let _ = write!(h, "<h3>At a glance</h3><p class=\"note\">Median of each series; in brackets its ratio to {against} on the same link and setting (below 1 = faster, for times).</p><table><tr><th>setting</th><th>link</th>");
     for s in &series {
         let _ = write!(h, "<th>{}</th>", esc(s));
     }
@@ -215,18 +239,20 @@ fn at_a_glance(h: &mut String, e: &ExperimentRow, settings: &BTreeMap<(String, u
         let profiles: BTreeSet<&str> = rs.iter().map(|r| r.profile.as_str()).collect();
         for p in profiles {
             let med = |s: &str| summarize(&rs.iter().filter(|r| r.ok && r.profile == p && series_name(r) == s).filter_map(|r| r.metrics.get(metric).copied()).collect::<Vec<_>>()).map(|x| x.median);
-            let base = med(&baseline);
             let _ = write!(h, "<tr><td>{workload} {}</td><td>{}</td>", esc(params), esc(p));
             for s in &series {
+                let base_s = baseline_of(&baseline, s);
+                let base = med(&base_s);
+                let baseline = &base_s;
                 match med(s) {
                     Some(v) => {
                         let ratio = base.map(|b| v / b);
                         let cls = match ratio {
-                            Some(r) if s != &baseline && (r - 1.0).abs() > 0.05 && ((r < 1.0) == lower_better) => "better",
-                            Some(r) if s != &baseline && (r - 1.0).abs() > 0.05 => "worse",
+                            Some(r) if s != baseline && (r - 1.0).abs() > 0.05 && ((r < 1.0) == lower_better) => "better",
+                            Some(r) if s != baseline && (r - 1.0).abs() > 0.05 => "worse",
                             _ => "",
                         };
-                        let _ = write!(h, "<td class=\"{cls}\">{}{}</td>", fmt_value(metric, v), ratio.filter(|_| s != &baseline).map(|r| format!(" ({r:.2}×)")).unwrap_or_default());
+                        let _ = write!(h, "<td class=\"{cls}\">{}{}</td>", fmt_value(metric, v), ratio.filter(|_| s != baseline).map(|r| format!(" ({r:.2}×)")).unwrap_or_default());
                     }
                     None => h.push_str("<td>–</td>"),
                 }
@@ -292,8 +318,9 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
     }
     h.push_str(&svg::bars(&format!("{} — {}", metric_title(metric), params), &y_label, &profile_names, &series, &bars, &marks, "physical floor"));
     // The table.
-    let baseline = e.baseline.clone().filter(|b| series.contains(b)).unwrap_or_else(|| series[0].clone());
-    let _ = write!(h, "<table><tr><th>profile</th><th>protocol</th><th>runs</th><th>median</th><th>p5</th><th>p95</th><th>× {}</th>", esc(&baseline));
+    let baseline = e.baseline.clone().filter(|b| series.contains(b) || b == PEP_BASELINE).unwrap_or_else(|| series[0].clone());
+    let against = if baseline == PEP_BASELINE { "no PEP".to_string() } else { esc(&baseline) };
+    let _ = write!(h, "<table><tr><th>profile</th><th>protocol</th><th>runs</th><th>median</th><th>p5</th><th>p95</th><th>× {against}</th>");
     let extra: Vec<&str> = match &w {
         Workload::Web { .. } => vec!["ttfb_ms", "connections", "client_retransmits"],
         Workload::Objects { .. } => vec!["connections", "client_retransmits"],
@@ -312,8 +339,10 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
     }
     h.push_str("<th>failed</th></tr>");
     for p in &profile_names {
-        let base = sums.get(&(p.clone(), baseline.clone())).map(|s| s.median);
         for s in &series {
+            let base_s = baseline_of(&baseline, s);
+            let base = sums.get(&(p.clone(), base_s.clone())).map(|s| s.median);
+            let baseline = &base_s;
             let failed = rs.iter().filter(|r| !r.ok && &r.profile == p && &series_name(r) == s).count();
             let Some(sm) = sums.get(&(p.clone(), s.clone())) else {
                 let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>0</td><td colspan=\"{}\">no successful run</td><td class=\"fail\">{failed}</td></tr>", esc(p), esc(s), 4 + extra.len());
@@ -321,8 +350,8 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
             };
             let ratio = base.map(|b| sm.median / b);
             let cls = match ratio {
-                Some(r) if s != &baseline && ((r < 0.95) == lower_better) && (r - 1.0).abs() > 0.05 => "better",
-                Some(r) if s != &baseline && (r - 1.0).abs() > 0.05 => "worse",
+                Some(r) if s != baseline && ((r < 0.95) == lower_better) && (r - 1.0).abs() > 0.05 => "better",
+                Some(r) if s != baseline && (r - 1.0).abs() > 0.05 => "worse",
                 _ => "",
             };
             let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{cls}\">{}</td>",

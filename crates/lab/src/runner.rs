@@ -67,7 +67,13 @@ fn last_line(path: &Path) -> String {
 /// Runs one request. `stop` aborts it (Ctrl-C): the lab is still removed.
 pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     let t0 = Instant::now();
-    let spec = LabSpec { run: req.run_name.clone(), hosts: vec!["client".into(), "server".into()], hops: vec![req.profile.clone()], seed: req.seed, log_meta: vec![] };
+    let (hosts, hops) = match &req.knobs.pep {
+        Some(_) => crate::gateways::ifc(req.profile.clone()),
+        None => (vec!["client".into(), "server".into()], vec![req.profile.clone()]),
+    };
+    // The hop whose bytes and drops are reported: the profile's.
+    let measured_hop = if req.knobs.pep.is_some() { 1 } else { 0 };
+    let spec = LabSpec { run: req.run_name.clone(), hosts, hops, seed: req.seed, log_meta: vec![] };
     let lab = match Lab::build(&spec, None) {
         Ok(l) => l,
         Err(e) => return failed(format!("building the lab: {e}")),
@@ -76,11 +82,26 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     let _ = std::fs::create_dir_all(&tmp);
     let (server_err, client_err) = (tmp.join("server.err"), tmp.join("client.err"));
     let exe = req.exe.to_string_lossy().to_string();
-    let env = lab.env();
+    let gateways = match &req.knobs.pep {
+        Some(p) => match crate::gateways::Gateways::start(&lab, &req.exe, p, &tmp, true) {
+            Ok(g) => Some(g),
+            Err(e) => {
+                lab.shutdown();
+                let _ = std::fs::remove_dir_all(&tmp);
+                return failed(format!("starting the gateways: {e}"));
+            }
+        },
+        None => None,
+    };
+    let env = match &gateways {
+        Some(g) => g.env(&lab),
+        None => lab.env(),
+    };
+    let server_ns = lab.hosts.last().expect("hosts").netns.clone();
     let mut argv: Vec<String> = vec![exe.clone()];
     argv.extend(req.knobs.server_args());
     let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
-    let mut server = match netns_command(&lab.hosts[1].netns, &refs, &env).stdout(Stdio::null()).stderr(std::fs::File::create(&server_err).map(Stdio::from).unwrap_or(Stdio::null())).spawn() {
+    let mut server = match netns_command(&server_ns, &refs, &env).stdout(Stdio::null()).stderr(std::fs::File::create(&server_err).map(Stdio::from).unwrap_or(Stdio::null())).spawn() {
         Ok(s) => s,
         Err(e) => return failed(format!("starting the server: {e}")),
     };
@@ -99,7 +120,11 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
             std::thread::sleep(Duration::from_millis(5));
         }
         let setup_ms = t0.elapsed().as_secs_f64() * 1e3;
-        let addr = if req.ipv6 { format!("[{}]", lab.hosts[1].ipv6) } else { lab.hosts[1].ipv4.clone() };
+        let (v4, v6) = match gateways.as_ref().and_then(|g| g.server_override.clone()) {
+            Some(inner) => inner,
+            None => (lab.hosts.last().expect("hosts").ipv4.clone(), lab.hosts.last().expect("hosts").ipv6.clone()),
+        };
+        let addr = if req.ipv6 { format!("[{v6}]") } else { v4 };
         let mut argv: Vec<String> = vec![exe.clone()];
         argv.extend(req.workload.client_args(&addr, &req.knobs));
         let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
@@ -149,9 +174,10 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     })();
     kill_group(&mut server);
     let td = Instant::now();
+    drop(gateways);
     let rep: LabReport = lab.shutdown();
     outcome.teardown_ms = td.elapsed().as_secs_f64() * 1e3;
-    for d in &rep.directions {
+    for d in rep.directions.iter().filter(|d| d.hop as usize == measured_hop) {
         match d.dir {
             Some(aerolink_net::log::Dir::Up) => outcome.wire_bytes_up += d.bytes_out,
             _ => outcome.wire_bytes_down += d.bytes_out,

@@ -35,6 +35,10 @@ pub struct Knobs {
     pub quic: QuicKnobs,
     /// Nagle's algorithm on the server's and messages client's sockets.
     pub nagle: bool,
+    /// Run over the `ifc` gateway chain (the profile is its space hop) with
+    /// this PEP mode; `None` = one hop, client ↔ server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pep: Option<crate::gateways::PepSpec>,
 }
 
 fn tcp() -> String {
@@ -43,7 +47,7 @@ fn tcp() -> String {
 
 impl Default for Knobs {
     fn default() -> Self {
-        Knobs { tcp_cc: "cubic".into(), initcwnd: None, quic: QuicKnobs::preset("quinn").expect("a known preset"), nagle: false }
+        Knobs { tcp_cc: "cubic".into(), initcwnd: None, quic: QuicKnobs::preset("quinn").expect("a known preset"), nagle: false, pep: None }
     }
 }
 

@@ -1,10 +1,23 @@
 //! aerolink-pep: performance-enhancing proxies for the gateways.
 //!
 //! This crate owns the proxies that run inside a gateway namespace and the
-//! packet-steering rules they need. Today: [`split_tcp`], a transparent
-//! split-TCP proxy (PEPsal's idea) — the client's TCP connections are
-//! intercepted with nftables TPROXY, terminated in the gateway, and carried
-//! onward on the proxy's own connections with their own congestion control.
+//! packet-steering rules they need:
+//! - [`split_tcp`]: a transparent split-TCP proxy (PEPsal's idea) — the
+//!   client's TCP connections are intercepted with nftables TPROXY,
+//!   terminated in the gateway, and carried onward on the proxy's own
+//!   connections with their own congestion control and initial window.
+//! - [`quic_tunnel`]: TCP carried over one long-lived, mutually
+//!   authenticated QUIC connection between an air and a ground half (QPEP's
+//!   idea), tuned for the space hop, with [`rate_cc`], a rate-based
+//!   loss-tolerant controller in the spirit of SCPS-TP.
+//! - [`vpn`]: end-to-end IP-in-UDP encapsulation between client and server,
+//!   for comparison — what a VPN does to a PEP (it can no longer act).
+//!
+//! [`relay`] holds what the proxies share; [`steering`] the rules.
 
+pub mod quic_tunnel;
+pub mod rate_cc;
+pub mod relay;
 pub mod split_tcp;
 pub mod steering;
+pub mod vpn;

@@ -19,7 +19,7 @@ fn run(cmd: &str, args: &[&str]) -> anyhow::Result<()> {
 /// Intercepts TCP arriving on `iface` and hands it to the transparent
 /// listener on `port` (IPv4 and IPv6). UDP — including QUIC — passes
 /// untouched.
-pub fn install(iface: &str, port: u16) -> anyhow::Result<()> {
+fn install(iface: &str, port: u16) -> anyhow::Result<()> {
     remove();
     let rules = format!(
         "table inet {TABLE} {{\n  chain prerouting {{\n    type filter hook prerouting priority mangle; policy accept;\n    iifname \"{iface}\" meta nfproto ipv4 meta l4proto tcp tproxy ip to 127.0.0.1:{port} meta mark set {MARK} accept\n    iifname \"{iface}\" meta nfproto ipv6 meta l4proto tcp tproxy ip6 to [::1]:{port} meta mark set {MARK} accept\n  }}\n}}\n"
@@ -47,6 +47,78 @@ pub fn remove() {
         let _ = Command::new("ip").args([fam, "rule", "del", "fwmark", &mark, "lookup", &table]).stderr(Stdio::null()).status();
         let _ = Command::new("ip").args([fam, "route", "flush", "table", &table]).stderr(Stdio::null()).status();
     }
+}
+
+/// The interception while it is in place: removed (and the routes' initial
+/// windows restored) when dropped.
+pub struct Interception {
+    _initcwnd: Option<InitialWindow>,
+}
+
+impl Interception {
+    /// Installs the rules for `iface` → `port`; with `initcwnd`, the routes
+    /// onward get that initial window (see [`InitialWindow`]).
+    pub fn install(iface: &str, port: u16, initcwnd: Option<u32>) -> anyhow::Result<Interception> {
+        install(iface, port)?;
+        let mut me = Interception { _initcwnd: None };
+        if let Some(n) = initcwnd {
+            me._initcwnd = Some(InitialWindow::set(iface, n)?);
+        }
+        Ok(me)
+    }
+}
+
+impl Drop for Interception {
+    fn drop(&mut self) {
+        remove();
+    }
+}
+
+/// An initial congestion window on the routes of every interface but one
+/// (the way onward, away from the clients), so the proxy's own TCP
+/// connections start with it — Linux sets initcwnd per route, not per
+/// socket. Restored when dropped.
+pub struct InitialWindow {
+    routes: Vec<Route>,
+}
+
+/// A route whose initial window we changed: family, prefix, device.
+struct Route(&'static str, String, String);
+
+impl InitialWindow {
+    pub fn set(except_iface: &str, segments: u32) -> anyhow::Result<InitialWindow> {
+        let me = InitialWindow { routes: onward_routes(except_iface)? };
+        let n = segments.to_string();
+        for Route(fam, prefix, dev) in &me.routes {
+            run("ip", &[fam, "route", "change", prefix, "dev", dev, "initcwnd", &n])?;
+        }
+        Ok(me)
+    }
+}
+
+impl Drop for InitialWindow {
+    fn drop(&mut self) {
+        for Route(fam, prefix, dev) in &self.routes {
+            let _ = Command::new("ip").args([fam, "route", "change", prefix, "dev", dev]).stderr(Stdio::null()).status();
+        }
+    }
+}
+
+/// The unicast routes in this namespace that do not leave through `iface`.
+fn onward_routes(iface: &str) -> anyhow::Result<Vec<Route>> {
+    let mut out = Vec::new();
+    for fam in ["-4", "-6"] {
+        let o = Command::new("ip").args([fam, "route", "show"]).output()?;
+        for line in String::from_utf8_lossy(&o.stdout).lines() {
+            let w: Vec<&str> = line.split_whitespace().collect();
+            let dev = w.iter().skip_while(|x| **x != "dev").nth(1);
+            match (w.first(), dev) {
+                (Some(p), Some(d)) if *d != iface && !["local", "broadcast", "multicast", "unreachable"].contains(p) && !p.starts_with("fe80") => out.push(Route(fam, p.to_string(), d.to_string())),
+                _ => {}
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Whether our rules are present in this namespace.

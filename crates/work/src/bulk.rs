@@ -226,3 +226,61 @@ pub async fn quic(server: SocketAddr, direction: Direction, bytes: u64, knobs: &
     ep.wait_idle().await;
     Ok(r)
 }
+
+/// What [`concurrent`] saw.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ConcurrentResult {
+    pub connections: u32,
+    pub bytes_each: u64,
+    /// Connections that got all their bytes.
+    pub ok: u32,
+    pub failed: u32,
+    /// The first few distinct errors.
+    pub errors: Vec<String>,
+    /// Until every connection was open, ms.
+    pub open_ms: f64,
+    pub total_ms: f64,
+}
+
+/// Opens `count` TCP connections to the bulk server and holds them all open
+/// at once, then has each download `bytes` — a test of whatever sits on
+/// the path (a proxy must carry them all). The downloads start together
+/// once every connection is open.
+pub async fn concurrent(server: SocketAddr, count: u32, bytes: u64) -> anyhow::Result<ConcurrentResult> {
+    let t0 = Instant::now();
+    let go = std::sync::Arc::new(tokio::sync::Barrier::new(count as usize + 1));
+    let mut tasks = Vec::new();
+    for _ in 0..count {
+        let go = go.clone();
+        tasks.push(tokio::spawn(async move {
+            let conn = TcpStream::connect(server).await;
+            // Everyone waits here, connected or not, so all are open at once.
+            go.wait().await;
+            let mut s = conn?;
+            s.write_u8(0).await?;
+            s.write_u64_le(bytes).await?;
+            receive(&mut s, bytes, Instant::now()).await?;
+            anyhow::Ok(())
+        }));
+    }
+    go.wait().await;
+    let open_ms = t0.elapsed().as_secs_f64() * 1e3;
+    let (mut ok, mut failed, mut errors) = (0, 0, Vec::<String>::new());
+    for t in tasks {
+        match t.await {
+            Ok(Ok(())) => ok += 1,
+            Ok(Err(e)) => {
+                failed += 1;
+                let e = e.to_string();
+                if errors.len() < 5 && !errors.contains(&e) {
+                    errors.push(e);
+                }
+            }
+            Err(e) => {
+                failed += 1;
+                errors.push(e.to_string());
+            }
+        }
+    }
+    Ok(ConcurrentResult { connections: count, bytes_each: bytes, ok, failed, errors, open_ms, total_ms: t0.elapsed().as_secs_f64() * 1e3 })
+}
