@@ -33,6 +33,10 @@ use crate::run::run_id;
 pub enum BenchCmd {
     /// Throughput, CPU per Gbit/s and departure-time error of the emulator.
     Emulator(EmulatorArgs),
+    /// PEP forwarding: TCP goodput through the gateway chain with every hop
+    /// unlimited, with no PEP, split TCP (both gateways) and the QUIC
+    /// tunnel, and the proxies' CPU per Gbit/s.
+    Pep(EmulatorArgs),
     /// Orchestration: set-up and tear-down time per run, and runs per hour
     /// of an experiment at several degrees of parallelism.
     Orchestration(OrchestrationArgs),
@@ -192,6 +196,7 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
     let parse_size = |s: &str| aerolink_work::page::parse_bytes(s).ok_or_else(|| user(format!("--size {s}: expected a size like 1MB or 500KB")));
     let (common, workload) = match w {
         BenchCmd::Emulator(a) => return emulator(a),
+        BenchCmd::Pep(a) => return pep_bench(a),
         BenchCmd::Orchestration(a) => return orchestration(a),
         BenchCmd::Web { common, params: crate::workload::WebParams { protocol, page, depth } } => (common, Workload::Web { protocol, page, depth }),
         BenchCmd::Bulk { common, transport, direction, size } => {
@@ -362,6 +367,86 @@ fn through_veth(seconds: u32) -> anyhow::Result<f64> {
     result
 }
 
+/// Appends a result as one JSON line to `out`.
+fn append_result(out: &std::path::Path, r: &impl Serialize) -> anyhow::Result<()> {
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(out).with_context(|| format!("opening {}", out.display()))?;
+    writeln!(f, "{}", serde_json::to_string(r)?)?;
+    eprintln!("stored in {}", out.display());
+    Ok(())
+}
+
+/// CPU seconds (user + system, all threads) a process has used.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces): utime is the
+    // 12th, stime the 13th.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<f64> = rest.split_whitespace().map(|x| x.parse().unwrap_or(0.0)).collect();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    if f.len() > 12 { (f[11] + f[12]) / hz } else { 0.0 }
+}
+
+#[derive(Serialize, Debug)]
+pub struct PepBenchRow {
+    pub mode: String,
+    pub gbps: f64,
+    /// Proxy CPU (all proxy processes) per Gbit/s of goodput.
+    pub pep_cores_per_gbps: f64,
+    pub pep_cores: f64,
+}
+
+fn pep_bench(a: EmulatorArgs) -> anyhow::Result<i32> {
+    need("iperf3")?;
+    aerolink_net::sys::check_preconditions().map_err(from_net)?;
+    let load = &mut |_: &str| Err::<String, String>("no files".into());
+    let open = Profile::from_overrides(&flags(&[("rate", "unlimited")]), load).map_err(|e| user(e.to_string()))?;
+    let exe = std::env::current_exe()?;
+    let mut rows = Vec::new();
+    for (i, mode) in ["none", "split-tcp", "quic-tunnel"].iter().enumerate() {
+        eprintln!("bench {}/3: TCP download through the gateway chain, every hop unlimited, pep {mode} ({} s)…", i + 1, a.seconds);
+        let hosts = aerolink_lab::gateways::HOSTS.iter().map(|s| s.to_string()).collect();
+        let spec = LabSpec { run: run_id(), hosts, hops: vec![open.clone(); 3], seed: 1, log_meta: vec![] };
+        let lab = Lab::build(&spec, None).map_err(from_net)?;
+        let pep = aerolink_lab::gateways::PepSpec { mode: mode.to_string(), ..Default::default() };
+        let dir = std::env::temp_dir().join(format!("aerolink-{}", spec.run));
+        let r = (|| -> anyhow::Result<PepBenchRow> {
+            let gw = aerolink_lab::gateways::Gateways::start(&lab, &exe, &pep, &dir, true).map_err(anyhow::Error::msg)?;
+            let pids: Vec<u32> = gw.processes().into_iter().map(|(_, p)| p).collect();
+            let before: f64 = pids.iter().map(|p| cpu_seconds(*p)).sum();
+            let (c, s) = (lab.hosts[0].netns.clone(), lab.hosts[3].netns.clone());
+            let bps = iperf(&s, &c, &lab.hosts[3].ipv4.clone(), &lab.env(), a.seconds)?;
+            let cores = (pids.iter().map(|p| cpu_seconds(*p)).sum::<f64>() - before) / a.seconds as f64;
+            let gbps = bps / 1e9;
+            Ok(PepBenchRow { mode: mode.to_string(), gbps, pep_cores: cores, pep_cores_per_gbps: if gbps > 0.0 && *mode != "none" { cores / gbps } else { 0.0 } })
+        })();
+        lab.shutdown();
+        let _ = std::fs::remove_dir_all(&dir);
+        rows.push(r?);
+    }
+    let v = serde_json::json!({
+        "bench": "pep", "version": env!("CARGO_PKG_VERSION"),
+        "host": std::fs::read_to_string("/etc/hostname").unwrap_or_default().trim(),
+        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
+        "unix_time": std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+        "seconds": a.seconds, "rows": rows,
+    });
+    if a.json {
+        println!("{v}");
+    } else {
+        println!("aerolink PEP forwarding benchmark (every hop unlimited; iperf3 download, {} s each)", a.seconds);
+        for r in &rows {
+            if r.mode == "none" {
+                println!("  {:<12} {:6.2} Gbit/s", r.mode, r.gbps);
+            } else {
+                println!("  {:<12} {:6.2} Gbit/s  ({:.2}× none), proxies {:.2} cores = {:.2} cores per Gbit/s", r.mode, r.gbps, r.gbps / rows[0].gbps.max(1e-9), r.pep_cores, r.pep_cores_per_gbps);
+            }
+        }
+    }
+    append_result(&a.out, &v)?;
+    Ok(0)
+}
+
 fn emulator(a: EmulatorArgs) -> anyhow::Result<i32> {
     need("iperf3")?;
     aerolink_net::sys::check_preconditions().map_err(from_net)?;
@@ -421,9 +506,7 @@ fn emulator(a: EmulatorArgs) -> anyhow::Result<i32> {
         println!("  pump CPU during that test: {:.2} cores (it polls instead of sleeping just before departures, for as long as this machine's timer wake-ups are late)", r.delay_test_pump_cores);
         println!("  targets: ≥ 2 Gbit/s; p99 ≤ 100 µs");
     }
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&a.out).with_context(|| format!("opening {}", a.out.display()))?;
-    writeln!(f, "{}", serde_json::to_string(&r)?)?;
-    eprintln!("stored in {}", a.out.display());
+    append_result(&a.out, &r)?;
     Ok(0)
 }
 
@@ -484,7 +567,6 @@ fn orchestration(a: OrchestrationArgs) -> anyhow::Result<i32> {
             );
         }
     }
-    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(&a.out).with_context(|| format!("opening {}", a.out.display()))?;
-    writeln!(f, "{}", serde_json::to_string(&result)?)?;
+    append_result(&a.out, &result)?;
     Ok(0)
 }

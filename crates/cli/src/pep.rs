@@ -207,7 +207,7 @@ fn finish(name: &str, stats: &aerolink_pep::relay::Stats, json: bool) -> anyhow:
         stats.broken,
         stats.bytes_up,
         stats.bytes_down,
-        if stats.tunnels + stats.refused > 0 { format!(", {} tunnels, {} peers refused", stats.tunnels, stats.refused) } else { String::new() }
+        if stats.tunnels + stats.refused + stats.garbage > 0 { format!(", {} tunnels, {} peers refused, {} garbage datagrams dropped", stats.tunnels, stats.refused, stats.garbage) } else { String::new() }
     );
     Ok(0)
 }

@@ -149,6 +149,9 @@ pub enum WorkloadCmd {
         /// Bytes each connection downloads.
         #[arg(long, default_value_t = 10_000)]
         bytes: u64,
+        /// Each download must be done this long after all are open.
+        #[arg(long, default_value = "120s")]
+        timeout: String,
     },
     Bulk {
         #[arg(long)]
@@ -244,12 +247,14 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                 let p = page::Page::parse(&page, depth).map_err(|m| user(format!("--page {page}: expected {m}")))?;
                 print(&web::load(&protocol, with_port(addr(&server)?, server::HTTPS_PORT), &p, &quic.knobs()?).await?)
             }
-            WorkloadCmd::Conns { server, count, bytes } => {
+            WorkloadCmd::Conns { server, count, bytes, timeout } => {
                 if count == 0 {
                     return Err(user("--count: expected at least 1"));
                 }
+                let timeout = aerolink_link::units::parse_duration(&timeout).map_err(|m| user(format!("--timeout {timeout}: expected {m}")))?;
+                let timeout = std::time::Duration::from_nanos(timeout.0);
                 aerolink_pep::relay::raise_fd_limit();
-                let r = bulk::concurrent(with_port(addr(&server)?, server::BULK_PORT), count, bytes).await?;
+                let r = bulk::concurrent(with_port(addr(&server)?, server::BULK_PORT), count, bytes, timeout).await?;
                 print(&r)?;
                 Ok(if r.failed == 0 { 0 } else { 1 })
             }

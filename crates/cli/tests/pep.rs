@@ -1,6 +1,10 @@
-//! The split-TCP proxy: the client's TCP is terminated in the gateways (the
-//! server sees a gateway, not the client), UDP passes untouched, and no
-//! nftables rule outlives the proxy.
+//! The PEPs, end to end on real stacks: split TCP and the QUIC tunnel
+//! terminate the client's TCP in the gateways (the server sees a gateway,
+//! not the client), UDP passes untouched, a VPN leaves them nothing to act
+//! on; 500 concurrent connections through each; the tunnel refuses a wrong
+//! key and garbage and keeps serving, turns a dead ground gateway into
+//! client errors and serves again after a restart, rides out a 30 s outage;
+//! no rule, namespace or process outlives a run, Ctrl-C included.
 
 mod common;
 use common::*;
@@ -10,15 +14,13 @@ use std::time::{Duration, Instant};
 
 /// Who the iperf3 server saw connecting, for a TCP or UDP test through the
 /// `ifc` gateway chain.
-fn remote_seen(pep: Option<&str>, udp: bool) -> String {
-    let d = tempdir(&format!("pep-{}-{udp}", pep.unwrap_or("none")));
+fn remote_seen(pep: &[&str], udp: bool) -> String {
+    let d = tempdir(&format!("pep-{}-{udp}", pep.join("-")));
     let j = d.join("server.json");
     let server = format!("iperf3 -s -1 -J > {}", j.display());
     let client = if udp { "iperf3 -c $AEROLINK_SERVER -u -b 1M -t 1 > /dev/null" } else { "iperf3 -c $AEROLINK_SERVER -n 200K > /dev/null" };
     let mut args = vec!["run", "-q", "--topology", "ifc", "--space", "satcom-100", "--rate", "20Mbit/s", "--server", &server, "--client", client];
-    if let Some(at) = pep {
-        args.extend(["--pep", "split-tcp", "--pep-at", at]);
-    }
+    args.extend(pep);
     let o = aerolink(&args);
     assert!(o.status.success(), "{}", text(&o).1);
     let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&j).unwrap()).unwrap();
@@ -30,12 +32,12 @@ fn split_tcp_terminates_tcp_in_the_gateways_and_leaves_udp_alone() {
     // Without a proxy the server sees the client; with one, the last proxy
     // on the way: the aircraft gateway (its address on the space hop) or the
     // ground gateway (its address on the terrestrial hop).
-    assert_eq!(remote_seen(None, false), "198.18.0.1");
-    assert_eq!(remote_seen(Some("air"), false), "198.18.1.1");
-    assert_eq!(remote_seen(Some("both"), false), "198.18.2.1");
+    assert_eq!(remote_seen(&[], false), "198.18.0.1");
+    assert_eq!(remote_seen(&["--pep", "split-tcp", "--pep-at", "air"], false), "198.18.1.1");
+    assert_eq!(remote_seen(&["--pep", "split-tcp", "--pep-at", "both"], false), "198.18.2.1");
     // UDP is not intercepted: iperf3 reports the UDP stream's peer, the
     // client itself.
-    assert_eq!(remote_seen(Some("both"), true), "198.18.0.1");
+    assert_eq!(remote_seen(&["--pep", "split-tcp"], true), "198.18.0.1");
     assert!(leftover_namespaces().is_empty());
 }
 
@@ -66,4 +68,261 @@ fn the_proxy_removes_its_rules_when_stopped() {
     assert!(!String::from_utf8_lossy(&rules.stdout).contains("0x1a"), "policy routing left behind");
     let o = aerolink(&["down", "tpep"]);
     assert!(o.status.success());
+}
+
+#[test]
+fn the_quic_tunnel_carries_tcp_to_the_ground_gateway_and_leaves_udp_alone() {
+    // The ground half opens the onward connection, from its address on the
+    // terrestrial hop.
+    assert_eq!(remote_seen(&["--pep", "quic-tunnel"], false), "198.18.2.1");
+    assert_eq!(remote_seen(&["--pep", "quic-tunnel", "--tunnel-cc", "rate", "--tunnel-rate", "15Mbit/s"], false), "198.18.2.1");
+    assert_eq!(remote_seen(&["--pep", "quic-tunnel"], true), "198.18.0.1");
+    assert!(leftover_namespaces().is_empty());
+}
+
+#[test]
+fn a_vpn_leaves_the_proxies_nothing_to_act_on() {
+    // Split-TCP proxies run in both gateways, yet the server sees the
+    // client's address inside the tunnel: its TCP was never intercepted.
+    assert_eq!(remote_seen(&["--pep", "vpn"], false), "198.19.0.1");
+    assert!(leftover_namespaces().is_empty());
+}
+
+#[test]
+fn five_hundred_concurrent_connections_pass_each_pep() {
+    let serve = format!("{} workload serve", bin());
+    for pep in ["split-tcp", "quic-tunnel", "vpn"] {
+        let client = format!("{} workload conns --server $AEROLINK_SERVER --count 500 --bytes 20000 --timeout 60s", bin());
+        let o = aerolink(&["run", "-q", "--topology", "ifc", "--space", "satcom-100", "--rate", "50Mbit/s", "--pep", pep, "--server", &serve, "--client", &client]);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{pep}: {out} {err}");
+        let v: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+        assert_eq!(v["ok"], 500, "{pep}: {v}");
+        assert_eq!(v["failed"], 0, "{pep}: {v}");
+    }
+    assert!(leftover_namespaces().is_empty());
+}
+
+/// Takes a lab that is up down again, even when the test fails half-way.
+struct Down(&'static str);
+
+impl Drop for Down {
+    fn drop(&mut self) {
+        let _ = Command::new(bin()).args(["down", self.0]).output();
+    }
+}
+
+/// A process in a lab namespace, stopped with SIGTERM when dropped.
+fn in_ns(ns: &str, args: &[&str], stderr: &std::path::Path) -> KillOnDrop {
+    let mut c = Command::new("ip");
+    c.args(["netns", "exec", ns]).args(args).stdout(std::process::Stdio::piped()).stderr(std::fs::File::create(stderr).unwrap());
+    KillOnDrop(c.spawn().unwrap())
+}
+
+/// Waits for a proxy's "ready" line.
+fn ready(p: &mut KillOnDrop, log: &std::path::Path) {
+    use std::io::BufRead;
+    let mut line = String::new();
+    std::io::BufReader::new(p.0.stdout.take().unwrap()).read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ready", "{}", std::fs::read_to_string(log).unwrap_or_default());
+}
+
+fn stop(p: &mut KillOnDrop) {
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(p.0.id() as i32, libc::SIGTERM);
+    }
+    let _ = p.0.wait();
+}
+
+fn keyfile(d: &std::path::Path, name: &str) -> String {
+    let o = aerolink(&["pep", "keygen"]);
+    assert!(o.status.success());
+    let path = d.join(name);
+    std::fs::write(&path, &o.stdout).unwrap();
+    path.to_string_lossy().to_string()
+}
+
+fn bulk(lab: &str, bytes: &str) -> std::process::Output {
+    Command::new("ip").args(["netns", "exec", &format!("al-{lab}-client"), bin(), "workload", "bulk", "--server", "198.18.2.2", "--bytes", bytes]).output().unwrap()
+}
+
+#[test]
+fn the_tunnel_refuses_a_wrong_key_and_garbage_and_keeps_serving() {
+    let lab = "ttun";
+    let _ = aerolink(&["down", lab]);
+    let _down = Down(lab);
+    let o = aerolink(&["up", lab, "--topology", "ifc", "--space", "satcom-100", "--rate", "20Mbit/s"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let d = tempdir("tunnel-auth");
+    let (good, bad) = (keyfile(&d, "good.psk"), keyfile(&d, "bad.psk"));
+    let glog = d.join("ground.err");
+    let mut ground = in_ns(&format!("al-{lab}-groundgw"), &[bin(), "pep", "quic-tunnel", "ground", "--psk", &good], &glog);
+    ready(&mut ground, &glog);
+    let mut server = in_ns(&format!("al-{lab}-server"), &[bin(), "workload", "serve"], &d.join("server.err"));
+    // Garbage on the tunnel port: random datagrams of many sizes.
+    let o = Command::new("ip")
+        .args(["netns", "exec", &format!("al-{lab}-airgw"), "bash", "-c", "for n in 1 7 40 300 1200 1400; do head -c $n /dev/urandom > /dev/udp/198.18.1.2/4433; done"])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", text(&o).1);
+    // An air gateway with the wrong key is refused, says so, and leaves no
+    // rule behind.
+    let o = Command::new("ip").args(["netns", "exec", &format!("al-{lab}-airgw"), bin(), "pep", "quic-tunnel", "air", "--ground", "198.18.1.2", "--psk", &bad]).output().unwrap();
+    assert!(!o.status.success());
+    assert!(text(&o).1.contains("refused"), "{}", text(&o).1);
+    let table = Command::new("ip").args(["netns", "exec", &format!("al-{lab}-airgw"), "nft", "list", "table", "inet", "aerolink_pep"]).output().unwrap();
+    assert!(!table.status.success(), "rules left behind by a proxy that failed to start");
+    // The right key works, and the tunnel carries a transfer.
+    let alog = d.join("air.err");
+    let mut air = in_ns(&format!("al-{lab}-airgw"), &[bin(), "pep", "quic-tunnel", "air", "--ground", "198.18.1.2", "--psk", &good], &alog);
+    ready(&mut air, &alog);
+    let o = bulk(lab, "300000");
+    assert!(o.status.success(), "{}", text(&o).1);
+    stop(&mut air);
+    stop(&mut ground);
+    stop(&mut server);
+    let log = std::fs::read_to_string(&glog).unwrap();
+    assert!(log.contains("refused") && log.contains("wrong key"), "the ground gateway did not log the refusal: {log}");
+    // A 1-byte datagram can never be QUIC: it is always screened and logged.
+    assert!(log.contains("dropped a 1-byte datagram"), "garbage was not logged: {log}");
+    assert!(log.contains("1 connections"), "{log}");
+    assert!(aerolink(&["down", lab]).status.success());
+}
+
+#[test]
+fn killing_the_ground_gateway_gives_clients_errors_and_a_restart_serves_again() {
+    let lab = "tkill";
+    let _ = aerolink(&["down", lab]);
+    let _down = Down(lab);
+    let o = aerolink(&["up", lab, "--topology", "ifc", "--space", "satcom-100", "--rate", "8Mbit/s"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let d = tempdir("tunnel-kill");
+    let psk = keyfile(&d, "k.psk");
+    let gns = format!("al-{lab}-groundgw");
+    let glog = d.join("ground.err");
+    let mut ground = in_ns(&gns, &[bin(), "pep", "quic-tunnel", "ground", "--psk", &psk], &glog);
+    ready(&mut ground, &glog);
+    let alog = d.join("air.err");
+    let mut air = in_ns(&format!("al-{lab}-airgw"), &[bin(), "pep", "quic-tunnel", "air", "--ground", "198.18.1.2", "--psk", &psk], &alog);
+    ready(&mut air, &alog);
+    let mut server = in_ns(&format!("al-{lab}-server"), &[bin(), "workload", "serve"], &d.join("server.err"));
+    let serving = || Command::new("ip").args(["netns", "exec", &format!("al-{lab}-server"), "ss", "-Htln", "sport = :5201"]).output().map(|o| !o.stdout.is_empty()).unwrap_or(false);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !serving() {
+        assert!(Instant::now() < deadline, "the workload server never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // A 50 MB download (≈ 50 s at 8 Mbit/s) under way…
+    let mut client = KillOnDrop(Command::new("ip").args(["netns", "exec", &format!("al-{lab}-client"), bin(), "workload", "bulk", "--server", "198.18.2.2", "--bytes", "50000000"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap());
+    let flowing = || Command::new("ip").args(["netns", "exec", &format!("al-{lab}-server"), "ss", "-Htn", "state", "established", "sport = :5201"]).output().map(|o| !o.stdout.is_empty()).unwrap_or(false);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !flowing() {
+        assert!(Instant::now() < deadline, "the download never reached the server");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // …when the ground gateway dies (SIGKILL: no goodbye) and comes back.
+    ground.0.kill().unwrap();
+    let _ = ground.0.wait();
+    let killed = Instant::now();
+    let mut ground = in_ns(&gns, &[bin(), "pep", "quic-tunnel", "ground", "--psk", &psk], &glog);
+    ready(&mut ground, &glog);
+    // The client gets an error, not a hang: the restarted gateway resets the
+    // stale tunnel at the air half's next packet (keep-alives every 10 s).
+    let st = loop {
+        if let Some(st) = client.0.try_wait().unwrap() {
+            break st;
+        }
+        assert!(killed.elapsed() < Duration::from_secs(40), "the client hung after the ground gateway died");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!st.success(), "the download cannot have completed");
+    // A new connection opens a new tunnel and works.
+    let o = bulk(lab, "200000");
+    assert!(o.status.success(), "{}", text(&o).1);
+    stop(&mut air);
+    stop(&mut ground);
+    stop(&mut server);
+    assert!(std::fs::read_to_string(&alog).unwrap().matches("tunnel to 198.18.1.2:4433 up").count() >= 2);
+    assert!(aerolink(&["down", lab]).status.success());
+}
+
+#[test]
+fn the_tunnel_rides_out_a_30_second_outage() {
+    let d = tempdir("tunnel-outage");
+    let profile = d.join("outage.toml");
+    std::fs::write(
+        &profile,
+        "name = \"outage30\"\n[link]\nrate = \"4 Mbit/s\"\nrtt = \"100 ms\"\noutages = [ { start = \"6 s\", duration = \"30 s\", mode = \"drop\" } ]\n",
+    )
+    .unwrap();
+    // 5 MB at 4 Mbit/s is 10 s of transfer: it starts before the outage and
+    // can only finish after it.
+    let client = format!("{} workload bulk --server $AEROLINK_SERVER --bytes 5000000", bin());
+    let serve = format!("{} workload serve", bin());
+    let o = aerolink(&["run", "-q", "--topology", "ifc", "--space", profile.to_str().unwrap(), "--pep", "quic-tunnel", "--server", &serve, "--client", &client]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out} {err}");
+    let v: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert!(v["completion_ms"].as_f64().unwrap() > 30_000.0, "the transfer did not span the outage: {v}");
+    // Neither half saw a relay break: the outage reset nothing.
+    let stats: Vec<&str> = err.lines().filter(|l| l.contains("connections (")).collect();
+    assert_eq!(stats.len(), 2, "{err}");
+    assert!(stats.iter().all(|l| l.contains(" 0 broken")), "{err}");
+    assert!(leftover_namespaces().is_empty());
+}
+
+#[test]
+fn ctrl_c_during_a_tunnel_run_leaves_nothing() {
+    require_root();
+    let marker = "31.4159";
+    let mut run = KillOnDrop(
+        Command::new(bin())
+            .args(["run", "-q", "--topology", "ifc", "--space", "satcom-100", "--pep", "quic-tunnel", "--client", &format!("sleep {marker}")])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let sleeping = || Command::new("pgrep").args(["-f", &format!("^sleep {marker}")]).output().map(|o| !o.stdout.is_empty()).unwrap_or(false);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !sleeping() {
+        assert!(Instant::now() < deadline, "the client never started");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(run.0.id() as i32, libc::SIGINT);
+    }
+    let st = run.0.wait().unwrap();
+    assert_eq!(st.code(), Some(130));
+    assert!(leftover_namespaces().is_empty(), "{:?}", leftover_namespaces());
+    let peps = Command::new("pgrep").args(["-f", "aerolink pep "]).output().unwrap();
+    assert!(peps.stdout.is_empty(), "proxies left running: {}", String::from_utf8_lossy(&peps.stdout));
+    assert!(!sleeping());
+}
+
+#[test]
+fn pep_settings_are_checked() {
+    let d = tempdir("pep-bad");
+    let f = d.join("x.toml");
+    std::fs::write(&f, "name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\npep = \"quic-tunnel\"\n").unwrap();
+    let o = aerolink(&["experiment", "plan", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("workload[1].pep") && text(&o).1.contains("topology = \"ifc\""), "{}", text(&o).1);
+    std::fs::write(&f, "name = \"x\"\ntopology = \"ifc\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\npep = \"socks\"\n").unwrap();
+    let o = aerolink(&["experiment", "plan", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("quic-tunnel"), "{}", text(&o).1);
+    let o = aerolink(&["run", "--pep", "quic-tunnel", "--client", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("--topology ifc"), "{}", text(&o).1);
+    let o = aerolink(&["run", "--topology", "ifc", "--pep", "quic-tunnel", "--tunnel-cc", "rate", "--client", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("rate"), "{}", text(&o).1);
+    std::fs::write(d.join("short.psk"), "abcd").unwrap();
+    let o = aerolink(&["pep", "quic-tunnel", "ground", "--psk", d.join("short.psk").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("at least 16 bytes"), "{}", text(&o).1);
+    assert_eq!(text(&o).1.lines().count(), 1);
 }

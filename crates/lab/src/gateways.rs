@@ -206,6 +206,11 @@ impl Gateways {
         env
     }
 
+    /// The processes running (proxies and VPN ends), by host.
+    pub fn processes(&self) -> Vec<(String, u32)> {
+        self.children.iter().map(|(h, c)| (h.clone(), c.id())).collect()
+    }
+
     /// Stops everything (SIGTERM first, so the proxies remove their rules).
     pub fn stop(&mut self) {
         for (_, c) in self.children.iter_mut().rev() {

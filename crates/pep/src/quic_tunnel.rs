@@ -129,6 +129,11 @@ impl Psk {
 
     fn endpoint_config(&self) -> quinn::EndpointConfig {
         let mut c = quinn::EndpointConfig::new(Arc::new(self.key(b"stateless reset")));
+        // Connection IDs carry a check keyed from the PSK too: a restarted
+        // ground gateway must recognise its predecessor's IDs as its own to
+        // answer them with a stateless reset (it drops foreign ones).
+        let cid_key = u64::from_be_bytes(hmac::sign(&self.key(b"connection ids"), b"").as_ref()[..8].try_into().expect("8 bytes"));
+        c.cid_generator(move || Box::new(quinn_proto::HashedConnectionIdGenerator::from_key(cid_key)));
         // Both ends are ours: a packet without QUIC's fixed bit is garbage.
         c.grease_quic_bit(false);
         c
@@ -195,12 +200,12 @@ pub async fn ground(opts: GroundOptions, stop: impl std::future::Future<Output =
     let mut server = quinn::ServerConfig::with_crypto(Arc::new(quinn::crypto::rustls::QuicServerConfig::try_from(tls)?));
     server.transport_config(Arc::new(opts.tuning.transport()?));
     let sock = std::net::UdpSocket::bind(opts.listen).map_err(|e| anyhow::anyhow!("binding {}: {e}", opts.listen))?;
-    let ep = quinn::Endpoint::new(opts.psk.endpoint_config(), Some(server), sock, Arc::new(quinn::TokioRuntime))?;
+    let counters = Arc::new(Counters::default());
+    let ep = endpoint(&opts.psk, Some(server), sock, counters.clone())?;
     let routes = match opts.initcwnd {
         Some(n) => Some(crate::steering::InitialWindow::set("", n)?),
         None => None,
     };
-    let counters = Arc::new(Counters::default());
     let psk = Arc::new(opts.psk);
     ready();
     let accept = async {
@@ -283,17 +288,15 @@ async fn ground_stream(mut send: quinn::SendStream, mut recv: quinn::RecvStream,
     };
     send.write_all(&[0]).await?;
     let (mut tr, mut tw) = tcp.into_split();
-    let (up, down) = tokio::join!(relay::pump(&mut recv, &mut tw, &counters.bytes_up), relay::pump(&mut tr, &mut send, &counters.bytes_down));
-    if up.is_err() || down.is_err() {
+    let r = relay::both_ways(relay::pump(&mut recv, &mut tw, &counters.bytes_up), relay::pump(&mut tr, &mut send, &counters.bytes_down)).await;
+    if r.is_err() {
         // One side broke: break the other too, so neither end hangs.
         counters.broken.fetch_add(1, Ordering::Relaxed);
         relay::reset(tr.as_ref());
         let _ = send.reset(quinn::VarInt::from_u32(1));
         let _ = recv.stop(quinn::VarInt::from_u32(1));
     }
-    up?;
-    down?;
-    Ok(())
+    Ok(r?)
 }
 
 // ------------------------------------------------------------------- air
@@ -377,8 +380,8 @@ impl Air {
             }
             relay::pump(&mut recv, &mut cw, &self.counters.bytes_down).await
         };
-        let (up, down) = tokio::join!(relay::pump(&mut cr, &mut send, &self.counters.bytes_up), down);
-        if up.is_err() || down.is_err() {
+        let r = relay::both_ways(relay::pump(&mut cr, &mut send, &self.counters.bytes_up), down).await;
+        if r.is_err() {
             // The tunnel or the far end broke: the client gets a reset, the
             // stream is abandoned both ways.
             self.counters.broken.fetch_add(1, Ordering::Relaxed);
@@ -386,9 +389,7 @@ impl Air {
             let _ = send.reset(quinn::VarInt::from_u32(1));
             let _ = recv.stop(quinn::VarInt::from_u32(1));
         }
-        up?;
-        down?;
-        Ok(())
+        Ok(r?)
     }
 }
 
@@ -400,9 +401,9 @@ pub async fn air(opts: AirOptions, stop: impl std::future::Future<Output = ()>, 
     client.transport_config(Arc::new(opts.tuning.transport()?));
     let bind: SocketAddr = if opts.ground.is_ipv6() { "[::]:0".parse()? } else { "0.0.0.0:0".parse()? };
     let sock = std::net::UdpSocket::bind(bind)?;
-    let mut ep = quinn::Endpoint::new(opts.psk.endpoint_config(), None, sock, Arc::new(quinn::TokioRuntime))?;
-    ep.set_default_client_config(client);
     let counters = Arc::new(Counters::default());
+    let mut ep = endpoint(&opts.psk, None, sock, counters.clone())?;
+    ep.set_default_client_config(client);
     let air = Arc::new(Air { ep: ep.clone(), ground: opts.ground, psk: opts.psk, conn: tokio::sync::Mutex::new(None), counters: counters.clone() });
     // The tunnel is long-lived: open it before taking any client, so no
     // client pays for its handshake.
@@ -424,4 +425,146 @@ pub async fn air(opts: AirOptions, stop: impl std::future::Future<Output = ()>, 
     drop(guard);
     ep.close(quinn::VarInt::from_u32(CLOSE_SHUTDOWN), b"air gateway stopping");
     Ok(counters.snapshot())
+}
+
+// ------------------------------------------------------ garbage screening
+
+/// The tunnel's UDP socket, screened: datagrams that cannot be QUIC v1 from
+/// our peers (fixed bit clear — we turned greasing off —, an unknown
+/// version, a header too short to hold our connection IDs) are dropped and
+/// logged before quinn sees them. Quinn would drop them too, silently; this
+/// way an operator sees someone is knocking.
+#[derive(Debug)]
+struct Screened {
+    inner: Arc<dyn quinn::AsyncUdpSocket>,
+    counters: Arc<Counters>,
+}
+
+/// Why a datagram cannot be one of ours, if it cannot.
+fn not_quic(d: &[u8]) -> Option<&'static str> {
+    let first = *d.first()?;
+    if first & 0x40 == 0 {
+        return Some("no QUIC fixed bit");
+    }
+    if first & 0x80 != 0 {
+        if d.len() < 7 {
+            return Some("long header too short");
+        }
+        let version = u32::from_be_bytes([d[1], d[2], d[3], d[4]]);
+        if version != 1 && version != 0 {
+            return Some("not QUIC version 1");
+        }
+        if d[5] > 20 {
+            return Some("connection ID too long");
+        }
+    } else if d.len() < 1 + 8 + 1 + 16 {
+        // Short header: our 8-byte connection IDs, a packet number, an AEAD tag.
+        return Some("short header too short");
+    }
+    None
+}
+
+impl quinn::AsyncUdpSocket for Screened {
+    fn create_io_poller(self: Arc<Self>) -> std::pin::Pin<Box<dyn quinn::UdpPoller>> {
+        self.inner.clone().create_io_poller()
+    }
+
+    fn try_send(&self, transmit: &quinn::udp::Transmit) -> std::io::Result<()> {
+        self.inner.try_send(transmit)
+    }
+
+    fn poll_recv(&self, cx: &mut std::task::Context, bufs: &mut [std::io::IoSliceMut<'_>], meta: &mut [quinn::udp::RecvMeta]) -> std::task::Poll<std::io::Result<usize>> {
+        loop {
+            let n = match self.inner.poll_recv(cx, bufs, meta) {
+                std::task::Poll::Ready(Ok(n)) => n,
+                other => return other,
+            };
+            let mut kept = 0;
+            for i in 0..n {
+                let len = meta[i].len;
+                if let Some(why) = not_quic(&bufs[i][..meta[i].stride.min(len)]) {
+                    let k = self.counters.garbage.fetch_add(1, Ordering::Relaxed);
+                    if k < 20 {
+                        log(format!("dropped a {len}-byte datagram from {}: {why}{}", meta[i].addr, if k == 19 { " (no more of these will be logged)" } else { "" }));
+                    }
+                    continue;
+                }
+                if kept != i {
+                    let (a, b) = bufs.split_at_mut(i);
+                    a[kept][..len].copy_from_slice(&b[0][..len]);
+                    meta[kept] = meta[i];
+                }
+                kept += 1;
+            }
+            if kept > 0 {
+                return std::task::Poll::Ready(Ok(kept));
+            }
+            // All garbage: poll again, so the waker is registered.
+        }
+    }
+
+    fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.inner.local_addr()
+    }
+
+    fn max_transmit_segments(&self) -> usize {
+        self.inner.max_transmit_segments()
+    }
+
+    fn max_receive_segments(&self) -> usize {
+        self.inner.max_receive_segments()
+    }
+
+    fn may_fragment(&self) -> bool {
+        self.inner.may_fragment()
+    }
+}
+
+/// A quinn endpoint on `sock` whose received datagrams are screened.
+fn endpoint(psk: &Psk, server: Option<quinn::ServerConfig>, sock: std::net::UdpSocket, counters: Arc<Counters>) -> anyhow::Result<quinn::Endpoint> {
+    use quinn::Runtime;
+    let rt = Arc::new(quinn::TokioRuntime);
+    let inner = rt.wrap_udp_socket(sock)?;
+    let screened: Arc<dyn quinn::AsyncUdpSocket> = Arc::new(Screened { inner, counters });
+    Ok(quinn::Endpoint::new_with_abstract_socket(psk.endpoint_config(), server, screened, rt)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_hex_of_at_least_16_bytes() {
+        assert!(Psk::parse(&Psk::generate()).is_ok());
+        assert_eq!(Psk::parse("00112233445566778899aabbccddeeff\n").map(|p| p.0.len()), Ok(16));
+        assert!(Psk::parse("00112233445566778899aabbccddee").is_err(), "15 bytes");
+        assert!(Psk::parse("00112233445566778899aabbccddeeff0").is_err(), "odd length");
+        assert!(Psk::parse("zz112233445566778899aabbccddeeff").is_err(), "not hex");
+        assert_ne!(Psk::generate(), Psk::generate());
+    }
+
+    #[test]
+    fn screening_drops_what_cannot_be_quic_and_keeps_what_can() {
+        assert_eq!(not_quic(&[0x00; 40]), Some("no QUIC fixed bit"));
+        assert_eq!(not_quic(&[0xc0]), Some("long header too short"));
+        assert_eq!(not_quic(&[0xc0, 0, 0, 0, 2, 8, 0, 0]), Some("not QUIC version 1"));
+        assert_eq!(not_quic(&[0xc0, 0, 0, 0, 1, 21, 0, 0]), Some("connection ID too long"));
+        assert_eq!(not_quic(&[0x40; 20]), Some("short header too short"));
+        // An Initial of version 1 and a short-header packet of plausible size.
+        let mut initial = vec![0xc0, 0, 0, 0, 1, 8];
+        initial.resize(1200, 0);
+        assert_eq!(not_quic(&initial), None);
+        assert_eq!(not_quic(&[0x40; 60]), None);
+    }
+
+    #[test]
+    fn destinations_are_encoded_with_family_and_port() {
+        for d in ["198.18.2.2:443", "[2001:2:0:2::2]:5201"] {
+            let d: SocketAddr = d.parse().unwrap();
+            let enc = encode_dest(d);
+            assert_eq!(enc[0], 1);
+            assert_eq!(enc[1], if d.is_ipv4() { 4 } else { 6 });
+            assert_eq!(u16::from_be_bytes([enc[enc.len() - 2], enc[enc.len() - 1]]), d.port());
+        }
+    }
 }

@@ -28,6 +28,8 @@ pub struct Counters {
     pub refused: AtomicU64,
     /// Tunnel connections (re-)established.
     pub tunnels: AtomicU64,
+    /// Datagrams on the tunnel port that could not be QUIC.
+    pub garbage: AtomicU64,
 }
 
 #[derive(Debug, Default, Serialize, Clone, PartialEq)]
@@ -39,12 +41,13 @@ pub struct Stats {
     pub bytes_down: u64,
     pub refused: u64,
     pub tunnels: u64,
+    pub garbage: u64,
 }
 
 impl Counters {
     pub fn snapshot(&self) -> Stats {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        Stats { connections: g(&self.connections), failed: g(&self.failed), broken: g(&self.broken), bytes_up: g(&self.bytes_up), bytes_down: g(&self.bytes_down), refused: g(&self.refused), tunnels: g(&self.tunnels) }
+        Stats { connections: g(&self.connections), failed: g(&self.failed), broken: g(&self.broken), bytes_up: g(&self.bytes_up), bytes_down: g(&self.bytes_down), refused: g(&self.refused), tunnels: g(&self.tunnels), garbage: g(&self.garbage) }
     }
 }
 
@@ -111,6 +114,7 @@ pub async fn connect(dest: SocketAddr, cc: &str, timeout: Duration) -> anyhow::R
 
 /// Copies `from` to `to` until end of stream, counting into `counter` as it
 /// goes, then shuts `to` down for writing (passing the half-close on).
+/// An error reading or writing the data is returned.
 pub async fn pump<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(mut from: R, mut to: W, counter: &AtomicU64) -> std::io::Result<()> {
     let mut buf = vec![0u8; 64 * 1024];
     loop {
@@ -121,7 +125,10 @@ pub async fn pump<R: AsyncRead + Unpin, W: AsyncWrite + Unpin>(mut from: R, mut 
         to.write_all(&buf[..n]).await?;
         counter.fetch_add(n as u64, Ordering::Relaxed);
     }
-    to.shutdown().await
+    // Passing the half-close on can only fail when the other side is gone
+    // already (reset or stopped); then there is nothing left to tell it.
+    let _ = to.shutdown().await;
+    Ok(())
 }
 
 /// Closes a client connection with a reset, so the client sees an error
@@ -145,4 +152,19 @@ pub fn raise_fd_limit() {
             libc::setrlimit(libc::RLIMIT_NOFILE, &l);
         }
     }
+}
+
+/// Runs both directions of a relay. Each may end cleanly on its own (a
+/// half-close) while the other goes on; the first error ends both at once,
+/// so a broken side is never left waiting on a silent one.
+pub async fn both_ways(up: impl std::future::Future<Output = std::io::Result<()>>, down: impl std::future::Future<Output = std::io::Result<()>>) -> std::io::Result<()> {
+    tokio::pin!(up, down);
+    let (mut up_done, mut down_done) = (false, false);
+    while !(up_done && down_done) {
+        tokio::select! {
+            r = &mut up, if !up_done => { r?; up_done = true; }
+            r = &mut down, if !down_done => { r?; down_done = true; }
+        }
+    }
+    Ok(())
 }

@@ -35,16 +35,14 @@ async fn relay_one(client: TcpStream, cc: &str, counters: &Counters) -> anyhow::
     };
     let (mut cr, mut cw) = client.into_split();
     let (mut sr, mut sw) = server.into_split();
-    let (up, down) = tokio::join!(relay::pump(&mut cr, &mut sw, &counters.bytes_up), relay::pump(&mut sr, &mut cw, &counters.bytes_down));
-    if up.is_err() || down.is_err() {
+    let r = relay::both_ways(relay::pump(&mut cr, &mut sw, &counters.bytes_up), relay::pump(&mut sr, &mut cw, &counters.bytes_down)).await;
+    if r.is_err() {
         // One side broke: reset both, so neither end hangs.
         counters.broken.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         relay::reset(cr.as_ref());
         relay::reset(sr.as_ref());
     }
-    up?;
-    down?;
-    Ok(())
+    Ok(r?)
 }
 
 /// Installs the interception, serves until `stop` resolves, removes it.

@@ -245,8 +245,8 @@ pub struct ConcurrentResult {
 /// Opens `count` TCP connections to the bulk server and holds them all open
 /// at once, then has each download `bytes` — a test of whatever sits on
 /// the path (a proxy must carry them all). The downloads start together
-/// once every connection is open.
-pub async fn concurrent(server: SocketAddr, count: u32, bytes: u64) -> anyhow::Result<ConcurrentResult> {
+/// once every connection is open; each must finish within `timeout`.
+pub async fn concurrent(server: SocketAddr, count: u32, bytes: u64, timeout: std::time::Duration) -> anyhow::Result<ConcurrentResult> {
     let t0 = Instant::now();
     let go = std::sync::Arc::new(tokio::sync::Barrier::new(count as usize + 1));
     let mut tasks = Vec::new();
@@ -257,10 +257,15 @@ pub async fn concurrent(server: SocketAddr, count: u32, bytes: u64) -> anyhow::R
             // Everyone waits here, connected or not, so all are open at once.
             go.wait().await;
             let mut s = conn?;
-            s.write_u8(0).await?;
-            s.write_u64_le(bytes).await?;
-            receive(&mut s, bytes, Instant::now()).await?;
-            anyhow::Ok(())
+            // A connection whose reset was lost would wait for ever.
+            tokio::time::timeout(timeout, async {
+                s.write_u8(0).await?;
+                s.write_u64_le(bytes).await?;
+                receive(&mut s, bytes, Instant::now()).await?;
+                anyhow::Ok(())
+            })
+            .await
+            .map_err(|_| anyhow::anyhow!("no complete answer within {timeout:?}"))?
         }));
     }
     go.wait().await;
