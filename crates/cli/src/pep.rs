@@ -120,9 +120,10 @@ pub struct TuningArgs {
     /// docs/guide.md).
     #[arg(long, default_value = "h-bdp1")]
     preset: String,
-    /// The tunnel survives this long without hearing from its peer (space
-    /// link outages shorter than this reset nothing).
-    #[arg(long, default_value = "60s")]
+    /// The tunnel survives this long without hearing from its peer. QUIC's
+    /// probes back off exponentially during an outage, so outages up to
+    /// about half of this reset nothing (120 s: a minute).
+    #[arg(long, default_value = "120s")]
     idle_timeout: String,
 }
 
@@ -144,6 +145,9 @@ impl TuningArgs {
             return Err(user("--cc rate: needs --rate (e.g. --rate 2Mbit/s, at or below the space link's rate)"));
         }
         let idle = aerolink_link::units::parse_duration(&self.idle_timeout).map_err(|m| user(format!("--idle-timeout {}: expected {m}", self.idle_timeout)))?;
+        if idle.0 == 0 {
+            return Err(user(format!("--idle-timeout {}: expected more than 0", self.idle_timeout)));
+        }
         Ok((psk, Tuning { knobs, rate_bps, idle_timeout: Duration::from_nanos(idle.0) }))
     }
 }

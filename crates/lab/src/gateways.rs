@@ -213,8 +213,16 @@ impl Gateways {
 
     /// Stops everything (SIGTERM first, so the proxies remove their rules).
     pub fn stop(&mut self) {
+        // All at once: each drains its relays (≤ 2 s) while the others
+        // still serve theirs.
+        for (_, c) in &self.children {
+            // SAFETY: signalling a process group we created.
+            unsafe {
+                libc::kill(-(c.id() as i32), libc::SIGTERM);
+            }
+        }
         for (_, c) in self.children.iter_mut().rev() {
-            aerolink_net::procs::kill_process_group(c, Duration::from_secs(3));
+            aerolink_net::procs::kill_process_group(c, Duration::from_secs(4));
         }
         self.children.clear();
         if let Some(d) = self.dir.take() {

@@ -57,8 +57,11 @@ pub struct Tuning {
     pub knobs: aerolink_work::quic::QuicKnobs,
     /// The rate the `rate` controller holds, bit/s.
     pub rate_bps: Option<u64>,
-    /// How long the tunnel survives without hearing from its peer (an
-    /// outage of the space link shorter than this resets nothing).
+    /// How long the tunnel survives without hearing from its peer. QUIC
+    /// backs its probes off exponentially while nothing gets through, so
+    /// after an outage of T the next probe may come up to about T later:
+    /// an outage survives if it is shorter than about half of this (the
+    /// default, 120 s, rides out a minute).
     pub idle_timeout: Duration,
 }
 
@@ -227,6 +230,7 @@ pub async fn ground(opts: GroundOptions, stop: impl std::future::Future<Output =
         _ = accept => {}
         _ = stop => {}
     }
+    relay::drain(&counters, relay::DRAIN).await;
     ep.close(quinn::VarInt::from_u32(CLOSE_SHUTDOWN), b"ground gateway stopping");
     drop(routes);
     Ok(counters.snapshot())
@@ -263,6 +267,7 @@ async fn serve_air(conn: quinn::Connection, psk: &Psk, cc: &str, counters: &Arc<
         let (counters, cc) = (counters.clone(), cc.to_string());
         tokio::spawn(async move {
             counters.connections.fetch_add(1, Ordering::Relaxed);
+            let _active = relay::Active::new(&counters);
             let _ = ground_stream(send, recv, &cc, &counters).await;
         });
     }
@@ -289,9 +294,9 @@ async fn ground_stream(mut send: quinn::SendStream, mut recv: quinn::RecvStream,
     send.write_all(&[0]).await?;
     let (mut tr, mut tw) = tcp.into_split();
     let r = relay::both_ways(relay::pump(&mut recv, &mut tw, &counters.bytes_up), relay::pump(&mut tr, &mut send, &counters.bytes_down)).await;
-    if r.is_err() {
+    if let Err(e) = &r {
         // One side broke: break the other too, so neither end hangs.
-        counters.broken.fetch_add(1, Ordering::Relaxed);
+        counters.broke("quic-tunnel ground", dest, e);
         relay::reset(tr.as_ref());
         let _ = send.reset(quinn::VarInt::from_u32(1));
         let _ = recv.stop(quinn::VarInt::from_u32(1));
@@ -332,6 +337,11 @@ impl Air {
         let c = tokio::time::timeout(Duration::from_secs(10), self.open()).await.map_err(|_| anyhow::anyhow!("no answer from the ground gateway {} within 10 s", self.ground))??;
         self.counters.tunnels.fetch_add(1, Ordering::Relaxed);
         log(format!("tunnel to {} up", self.ground));
+        let (watch, ground) = (c.clone(), self.ground);
+        tokio::spawn(async move {
+            let why = watch.closed().await;
+            log(format!("tunnel to {ground} ended: {why}"));
+        });
         *g = Some(c.clone());
         Ok(c)
     }
@@ -381,10 +391,10 @@ impl Air {
             relay::pump(&mut recv, &mut cw, &self.counters.bytes_down).await
         };
         let r = relay::both_ways(relay::pump(&mut cr, &mut send, &self.counters.bytes_up), down).await;
-        if r.is_err() {
+        if let Err(e) = &r {
             // The tunnel or the far end broke: the client gets a reset, the
             // stream is abandoned both ways.
-            self.counters.broken.fetch_add(1, Ordering::Relaxed);
+            self.counters.broke("quic-tunnel air", dest, e);
             relay::reset(cr.as_ref());
             let _ = send.reset(quinn::VarInt::from_u32(1));
             let _ = recv.stop(quinn::VarInt::from_u32(1));
@@ -415,6 +425,7 @@ pub async fn air(opts: AirOptions, stop: impl std::future::Future<Output = ()>, 
         let air = air.clone();
         async move {
             air.counters.connections.fetch_add(1, Ordering::Relaxed);
+            let _active = relay::Active::new(&air.counters);
             let _ = air.carry(c).await;
         }
     };
@@ -423,6 +434,7 @@ pub async fn air(opts: AirOptions, stop: impl std::future::Future<Output = ()>, 
         _ = stop => {}
     }
     drop(guard);
+    relay::drain(&counters, relay::DRAIN).await;
     ep.close(quinn::VarInt::from_u32(CLOSE_SHUTDOWN), b"air gateway stopping");
     Ok(counters.snapshot())
 }

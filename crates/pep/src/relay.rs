@@ -30,6 +30,8 @@ pub struct Counters {
     pub tunnels: AtomicU64,
     /// Datagrams on the tunnel port that could not be QUIC.
     pub garbage: AtomicU64,
+    /// Relays under way.
+    pub active: AtomicU64,
 }
 
 #[derive(Debug, Default, Serialize, Clone, PartialEq)]
@@ -168,3 +170,43 @@ pub async fn both_ways(up: impl std::future::Future<Output = std::io::Result<()>
     }
     Ok(())
 }
+
+impl Counters {
+    /// Counts a broken relay and says why (the first 20; then only counts).
+    pub fn broke(&self, who: &str, dest: SocketAddr, e: &std::io::Error) {
+        let k = self.broken.fetch_add(1, Ordering::Relaxed);
+        if k < 20 {
+            eprintln!("{who}: the relay to {dest} broke: {e}{}", if k == 19 { " (no more of these will be logged)" } else { "" });
+        }
+    }
+}
+
+/// Counts a relay as under way while it lives.
+pub struct Active<'a>(&'a Counters);
+
+impl<'a> Active<'a> {
+    pub fn new(c: &'a Counters) -> Active<'a> {
+        c.active.fetch_add(1, Ordering::Relaxed);
+        Active(c)
+    }
+}
+
+impl Drop for Active<'_> {
+    fn drop(&mut self) {
+        self.0.active.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+/// On the way out: gives the relays under way up to `grace` to finish (a
+/// connection whose client just closed needs a round trip to close on the
+/// far side too), so stopping right after the last client does not break
+/// them.
+pub async fn drain(c: &Counters, grace: Duration) {
+    let deadline = tokio::time::Instant::now() + grace;
+    while c.active.load(Ordering::Relaxed) > 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+}
+
+/// How long a stopping proxy waits for its relays.
+pub const DRAIN: Duration = Duration::from_secs(2);

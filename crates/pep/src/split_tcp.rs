@@ -36,9 +36,9 @@ async fn relay_one(client: TcpStream, cc: &str, counters: &Counters) -> anyhow::
     let (mut cr, mut cw) = client.into_split();
     let (mut sr, mut sw) = server.into_split();
     let r = relay::both_ways(relay::pump(&mut cr, &mut sw, &counters.bytes_up), relay::pump(&mut sr, &mut cw, &counters.bytes_down)).await;
-    if r.is_err() {
+    if let Err(e) = &r {
         // One side broke: reset both, so neither end hangs.
-        counters.broken.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        counters.broke("split-tcp", dest, e);
         relay::reset(cr.as_ref());
         relay::reset(sr.as_ref());
     }
@@ -56,6 +56,7 @@ pub async fn run(opts: Options, stop: impl std::future::Future<Output = ()>, rea
             let (counters, cc) = (counters.clone(), cc.clone());
             async move {
                 counters.connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let _active = relay::Active::new(&counters);
                 let _ = relay_one(c, &cc, &counters).await;
             }
         }
@@ -68,5 +69,6 @@ pub async fn run(opts: Options, stop: impl std::future::Future<Output = ()>, rea
         _ = stop => {}
     }
     drop(guard);
+    relay::drain(&counters, relay::DRAIN).await;
     Ok(counters.snapshot())
 }
