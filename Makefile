@@ -42,6 +42,7 @@ test: build
 
 bench: build
 	$(SUDO) $(AEROLINK) bench emulator
+	$(SUDO) $(AEROLINK) bench pep
 
 clean:
 	$(CARGO) clean

@@ -300,7 +300,10 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
                 "{} {} on {}: {headline} median {} over {} run(s) (min {}, max {})",
                 workload.name(),
                 workload.protocol(),
-                profile.name,
+                match &knobs.pep {
+                    Some(p) => format!("ifc around {} via {}", profile.name, p.label()),
+                    None => profile.name.clone(),
+                },
                 fmt_metric(headline, v[v.len() / 2]),
                 v.len(),
                 fmt_metric(headline, v[0]),
