@@ -326,3 +326,32 @@ fn pep_settings_are_checked() {
     assert!(text(&o).1.contains("at least 16 bytes"), "{}", text(&o).1);
     assert_eq!(text(&o).1.lines().count(), 1);
 }
+
+#[test]
+fn the_onward_initial_window_is_set_while_the_proxy_runs_and_restored_after() {
+    let lab = "ticw";
+    let _ = aerolink(&["down", lab]);
+    let _down = Down(lab);
+    let o = aerolink(&["up", lab, "--topology", "ifc", "--space", "satcom-100"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let ns = format!("al-{lab}-groundgw");
+    let routes = || {
+        let v4 = Command::new("ip").args(["-n", &ns, "-4", "route", "show", "dev", "to-server"]).output().unwrap();
+        let v6 = Command::new("ip").args(["-n", &ns, "-6", "route", "show", "dev", "to-server"]).output().unwrap();
+        format!("{}{}", String::from_utf8_lossy(&v4.stdout), String::from_utf8_lossy(&v6.stdout))
+    };
+    let before = routes();
+    assert!(!before.contains("initcwnd"), "{before}");
+    let d = tempdir("initcwnd");
+    let log = d.join("pep.err");
+    let mut pep = in_ns(&ns, &[bin(), "pep", "split-tcp", "--from", "to-airgw", "--initcwnd", "40"], &log);
+    ready(&mut pep, &log);
+    // Both families' onward routes (toward the server), and not the
+    // routes back toward the aircraft.
+    let during = routes();
+    assert_eq!(during.matches("initcwnd 40").count(), 2, "{during}");
+    let back = Command::new("ip").args(["-n", &ns, "route", "show", "dev", "to-airgw"]).output().unwrap();
+    assert!(!String::from_utf8_lossy(&back.stdout).contains("initcwnd"));
+    stop(&mut pep);
+    assert_eq!(routes(), before, "routes not restored");
+}

@@ -57,10 +57,11 @@ pub struct Interception {
 
 impl Interception {
     /// Installs the rules for `iface` → `port`; with `initcwnd`, the routes
-    /// onward get that initial window (see [`InitialWindow`]).
+    /// onward get that initial window (see [`InitialWindow`]). On failure
+    /// nothing is left behind.
     pub fn install(iface: &str, port: u16, initcwnd: Option<u32>) -> anyhow::Result<Interception> {
-        install(iface, port)?;
         let mut me = Interception { _initcwnd: None };
+        install(iface, port)?;
         if let Some(n) = initcwnd {
             me._initcwnd = Some(InitialWindow::set(iface, n)?);
         }
@@ -77,20 +78,26 @@ impl Drop for Interception {
 /// An initial congestion window on the routes of every interface but one
 /// (the way onward, away from the clients), so the proxy's own TCP
 /// connections start with it — Linux sets initcwnd per route, not per
-/// socket. Restored when dropped.
+/// socket. The routes are restored as they were when dropped.
 pub struct InitialWindow {
     routes: Vec<Route>,
 }
 
-/// A route whose initial window we changed: family, prefix, device.
-struct Route(&'static str, String, String);
+/// A route whose initial window we changed: its family and its
+/// description as `ip route show` gave it.
+struct Route(&'static str, Vec<String>);
 
 impl InitialWindow {
     pub fn set(except_iface: &str, segments: u32) -> anyhow::Result<InitialWindow> {
-        let me = InitialWindow { routes: onward_routes(except_iface)? };
+        let mut me = InitialWindow { routes: Vec::new() };
         let n = segments.to_string();
-        for Route(fam, prefix, dev) in &me.routes {
-            run("ip", &[fam, "route", "change", prefix, "dev", dev, "initcwnd", &n])?;
+        for r in onward_routes(except_iface)? {
+            let mut args: Vec<&str> = vec![r.0, "route", "change"];
+            args.extend(r.1.iter().map(String::as_str));
+            args.extend(["initcwnd", &n]);
+            run("ip", &args)?;
+            // Restored on drop, also when a later one fails.
+            me.routes.push(r);
         }
         Ok(me)
     }
@@ -98,13 +105,15 @@ impl InitialWindow {
 
 impl Drop for InitialWindow {
     fn drop(&mut self) {
-        for Route(fam, prefix, dev) in &self.routes {
-            let _ = Command::new("ip").args([fam, "route", "change", prefix, "dev", dev]).stderr(Stdio::null()).status();
+        for Route(fam, spec) in &self.routes {
+            let _ = Command::new("ip").args([fam, "route", "change"]).args(spec).stderr(Stdio::null()).status();
         }
     }
 }
 
-/// The unicast routes in this namespace that do not leave through `iface`.
+/// The unicast routes in this namespace that do not leave through `iface`,
+/// with the attributes `ip route change` needs to find them again (the
+/// metric, notably, for IPv6).
 fn onward_routes(iface: &str) -> anyhow::Result<Vec<Route>> {
     let mut out = Vec::new();
     for fam in ["-4", "-6"] {
@@ -113,7 +122,11 @@ fn onward_routes(iface: &str) -> anyhow::Result<Vec<Route>> {
             let w: Vec<&str> = line.split_whitespace().collect();
             let dev = w.iter().skip_while(|x| **x != "dev").nth(1);
             match (w.first(), dev) {
-                (Some(p), Some(d)) if *d != iface && !["local", "broadcast", "multicast", "unreachable"].contains(p) && !p.starts_with("fe80") => out.push(Route(fam, p.to_string(), d.to_string())),
+                (Some(p), Some(d)) if *d != iface && !["local", "broadcast", "multicast", "unreachable"].contains(p) && !p.starts_with("fe80") => {
+                    // Flags `ip route` prints but does not take back.
+                    let spec = w.iter().filter(|x| !["linkdown", "dead", "offload", "onlink", "rt_offload", "trap"].contains(x)).map(|x| x.to_string()).collect();
+                    out.push(Route(fam, spec));
+                }
                 _ => {}
             }
         }
