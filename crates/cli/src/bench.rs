@@ -10,6 +10,15 @@
 //! 3. at 100 Mbit/s with 50 ms one-way delay under a full TCP load, the error
 //!    between each packet's intended departure time and the moment it was
 //!    handed to the kernel (p50, p99, max).
+//!
+//! `aerolink bench pep`: the PEPs side by side — page loads (10×100 KB, h1
+//! and h2) over the gateway chain with no PEP, split TCP and the QUIC
+//! tunnel, as ratios to no PEP and to the physical floor; then forwarding
+//! goodput with every hop unlimited and the proxies' CPU per Gbit/s.
+//!
+//! `aerolink bench orchestration` times experiment runs at several degrees
+//! of parallelism; `aerolink bench web|bulk|…` repeats one workload.
+//!
 //! Results print as text (or JSON) and are appended to `bench-results.jsonl`.
 
 use std::io::Write;
