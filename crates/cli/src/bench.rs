@@ -89,20 +89,11 @@ pub enum BenchCmd {
     Messages {
         #[command(flatten)]
         common: RunCommon,
-        /// tcp or quic.
-        #[arg(long, default_value = "tcp")]
-        transport: String,
-        /// down, up or both.
-        #[arg(long, default_value = "up")]
-        direction: String,
-        /// Message size in bytes (at least 12).
-        #[arg(long, default_value_t = 64)]
-        size: u32,
+        #[command(flatten)]
+        params: crate::workload::MessagesParams,
         /// Offered rate, e.g. "1024bit/s" (`--rate` is the link's).
         #[arg(long, default_value = "1024bit/s")]
         offered: String,
-        #[arg(long, default_value = "60s")]
-        duration: String,
     },
 }
 
@@ -235,7 +226,7 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
             common.nagle = !no_nagle;
             (common, Workload::Realtime { mechanism, scenario, count, interval_ms, size })
         }
-        BenchCmd::Messages { common, transport, direction, size, offered, duration } => {
+        BenchCmd::Messages { common, params: crate::workload::MessagesParams { transport, direction, size, duration }, offered } => {
             let r = aerolink_link::units::parse_rate(&offered).map_err(|m| user(format!("--offered {offered}: expected {m}")))?;
             let d = aerolink_link::units::parse_duration(&duration).map_err(|m| user(format!("--duration {duration}: expected {m}")))?;
             (common, Workload::Messages { transport, direction, size, rate_bps: r.bits_per_sec, duration_s: d.as_secs_f64() })

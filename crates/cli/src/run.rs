@@ -91,7 +91,9 @@ impl PepArgs {
             tunnel_preset: self.tunnel_preset.clone(),
             tunnel_rate: self.tunnel_rate.clone(),
         };
-        s.validate().map_err(|m| user(format!("--{}", m.replacen("pep ", "pep ", 1).replace('_', "-"))))?;
+        // The spec names its keys as in experiment files (pep_at); as flags
+        // they are --pep-at.
+        s.validate().map_err(|m| user(format!("--{}", m.replace('_', "-"))))?;
         Ok(s)
     }
 }

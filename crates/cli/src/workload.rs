@@ -56,6 +56,24 @@ impl QuicArgs {
     }
 }
 
+/// The messages workload's flags, shared by `workload messages` and `bench
+/// messages` (the offered rate is `--rate` in one and `--offered` in the
+/// other, where `--rate` is the link's).
+#[derive(Args, Debug, Clone)]
+pub struct MessagesParams {
+    /// tcp or quic.
+    #[arg(long, default_value = "tcp")]
+    pub transport: String,
+    /// down, up or both.
+    #[arg(long, default_value = "up")]
+    pub direction: String,
+    /// Message size in bytes (at least 12).
+    #[arg(long, default_value_t = 64)]
+    pub size: u32,
+    #[arg(long, default_value = "60s")]
+    pub duration: String,
+}
+
 /// The web workload's flags, shared by `workload web` and `bench web`.
 #[derive(Args, Debug, Clone)]
 pub struct WebParams {
@@ -192,20 +210,11 @@ pub enum WorkloadCmd {
     Messages {
         #[arg(long)]
         server: String,
-        /// tcp or quic.
-        #[arg(long, default_value = "tcp")]
-        transport: String,
-        /// down, up or both.
-        #[arg(long, default_value = "up")]
-        direction: String,
-        /// Message size in bytes (at least 12).
-        #[arg(long, default_value_t = 64)]
-        size: u32,
+        #[command(flatten)]
+        params: MessagesParams,
         /// Offered rate, e.g. "1024bit/s".
         #[arg(long, default_value = "1024bit/s")]
         rate: String,
-        #[arg(long, default_value = "60s")]
-        duration: String,
         /// Leave Nagle's algorithm on.
         #[arg(long)]
         nagle: bool,
@@ -285,7 +294,7 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                 let p = aerolink_work::realtime::Params { scenario, count, interval_ms, size: size as usize };
                 print(&aerolink_work::realtime::run(ip, &mechanism, &p, !no_nagle).await?)
             }
-            WorkloadCmd::Messages { server, transport, direction, size, rate, duration, nagle, quic } => {
+            WorkloadCmd::Messages { server, params: MessagesParams { transport, direction, size, duration }, rate, nagle, quic } => {
                 let r = aerolink_link::units::parse_rate(&rate).map_err(|m| user(format!("--rate {rate}: expected {m}")))?;
                 let d = aerolink_link::units::parse_duration(&duration).map_err(|m| user(format!("--duration {duration}: expected {m}")))?;
                 let a = with_port(addr(&server)?, server::MESSAGES_PORT);

@@ -391,62 +391,79 @@ fn set_pep(p: &mut PepSpec, key: &str, v: &toml::Value) -> Option<()> {
     Some(())
 }
 
+/// Every combination of `out` with each of `xs`: for each knob set so far,
+/// one copy per value (in order), changed by `set`.
+fn sweep<T>(out: Vec<Knobs>, xs: &[T], set: impl Fn(&mut Knobs, &T) -> Result<(), KeyErr>) -> Result<Vec<Knobs>, KeyErr> {
+    let mut next = Vec::with_capacity(out.len() * xs.len());
+    for k in &out {
+        for x in xs {
+            let mut k = k.clone();
+            set(&mut k, x)?;
+            next.push(k);
+        }
+    }
+    Ok(next)
+}
+
 fn expand_knobs(t: &toml::Table, gateways: bool) -> Result<Vec<Knobs>, KeyErr> {
     // Real-time web keeps Nagle's algorithm on unless told otherwise, as in
     // seed 001's study.
     let realtime = t.get("type").and_then(|v| v.as_str()) == Some("realtime");
     let mut out = vec![Knobs { nagle: realtime, pep: gateways.then(PepSpec::default), ..Knobs::default() }];
+    let err = |key: &str, m: String| (key.to_string(), m);
     // PEP settings: each a value or a list to sweep.
     for key in PEP_KEYS {
         if let Some(v) = t.get(*key) {
-            let mut next = Vec::new();
-            for k in &out {
-                for x in values(v) {
-                    let mut p = k.pep.clone().unwrap_or_default();
-                    set_pep(&mut p, key, &x).ok_or_else(|| (key.to_string(), format!("{x}: expected {}", if *key == "pep_initcwnd" { "segments from 1 to 1000" } else { "text in quotes, or a list" })))?;
-                    p.validate().map_err(|m| (key.to_string(), m))?;
-                    next.push(Knobs { pep: Some(p), ..k.clone() });
-                }
-            }
-            out = next;
+            out = sweep(out, &values(v), |k, x| {
+                let mut p = k.pep.clone().unwrap_or_default();
+                set_pep(&mut p, key, x).ok_or_else(|| err(key, format!("{x}: expected {}", if *key == "pep_initcwnd" { "segments from 1 to 1000" } else { "text in quotes, or a list" })))?;
+                p.validate().map_err(|m| err(key, m))?;
+                k.pep = Some(p);
+                Ok(())
+            })?;
         }
     }
     if let Some(v) = t.get("tcp_cc") {
-        let ccs = strings(v).ok_or_else(|| ("tcp_cc".to_string(), "expected reno, cubic or bbr".to_string()))?;
-        for c in &ccs {
+        let ccs = strings(v).ok_or_else(|| err("tcp_cc", "expected reno, cubic or bbr".into()))?;
+        out = sweep(out, &ccs, |k, c| {
             if !aerolink_work::sock::TCP_CCS.contains(&c.as_str()) {
-                return Err(("tcp_cc".into(), format!("{c:?}: expected one of {}", aerolink_work::sock::TCP_CCS.join(", "))));
+                return Err(err("tcp_cc", format!("{c:?}: expected one of {}", aerolink_work::sock::TCP_CCS.join(", "))));
             }
-        }
-        out = out.iter().flat_map(|k| ccs.iter().map(move |c| Knobs { tcp_cc: c.clone(), ..k.clone() })).collect();
+            k.tcp_cc = c.clone();
+            Ok(())
+        })?;
     }
     if let Some(v) = t.get("initcwnd") {
-        let ns: Vec<u32> = values(v).iter().map(|x| x.as_integer().filter(|i| (1..=1000).contains(i)).map(|i| i as u32)).collect::<Option<_>>().ok_or_else(|| ("initcwnd".to_string(), "expected segments from 1 to 1000".to_string()))?;
-        out = out.iter().flat_map(|k| ns.iter().map(move |n| Knobs { initcwnd: Some(*n), ..k.clone() })).collect();
+        let ns: Vec<u32> = values(v).iter().map(|x| x.as_integer().filter(|i| (1..=1000).contains(i)).map(|i| i as u32)).collect::<Option<_>>().ok_or_else(|| err("initcwnd", "expected segments from 1 to 1000".into()))?;
+        out = sweep(out, &ns, |k, n| {
+            k.initcwnd = Some(*n);
+            Ok(())
+        })?;
     }
     if let Some(v) = t.get("quic_preset") {
-        let ps = strings(v).ok_or_else(|| ("quic_preset".to_string(), "expected preset names".to_string()))?;
-        let mut next = Vec::new();
-        for k in &out {
-            for p in &ps {
-                let q = QuicKnobs::preset(p).map_err(|m| ("quic_preset".to_string(), m))?;
-                next.push(Knobs { quic: QuicKnobs { cc: k.quic.cc.clone(), ..q }, ..k.clone() });
-            }
-        }
-        out = next;
+        let ps = strings(v).ok_or_else(|| err("quic_preset", "expected preset names".into()))?;
+        out = sweep(out, &ps, |k, p| {
+            let q = QuicKnobs::preset(p).map_err(|m| err("quic_preset", m))?;
+            k.quic = QuicKnobs { cc: k.quic.cc.clone(), ..q };
+            Ok(())
+        })?;
     }
     if let Some(v) = t.get("quic_cc") {
-        let ccs = strings(v).ok_or_else(|| ("quic_cc".to_string(), "expected cubic, newreno or bbr".to_string()))?;
-        for c in &ccs {
+        let ccs = strings(v).ok_or_else(|| err("quic_cc", "expected cubic, newreno or bbr".into()))?;
+        out = sweep(out, &ccs, |k, c| {
             if !aerolink_work::quic::QUIC_CCS.contains(&c.as_str()) {
-                return Err(("quic_cc".into(), format!("{c:?}: expected one of {}", aerolink_work::quic::QUIC_CCS.join(", "))));
+                return Err(err("quic_cc", format!("{c:?}: expected one of {}", aerolink_work::quic::QUIC_CCS.join(", "))));
             }
-        }
-        out = out.iter().flat_map(|k| ccs.iter().map(move |c| Knobs { quic: QuicKnobs { cc: c.clone(), ..k.quic.clone() }, ..k.clone() })).collect();
+            k.quic.cc = c.clone();
+            Ok(())
+        })?;
     }
     if let Some(v) = t.get("nagle") {
-        let bs: Vec<bool> = values(v).iter().map(|x| x.as_bool()).collect::<Option<_>>().ok_or_else(|| ("nagle".to_string(), "expected true or false".to_string()))?;
-        out = out.iter().flat_map(|k| bs.iter().map(move |b| Knobs { nagle: *b, ..k.clone() })).collect();
+        let bs: Vec<bool> = values(v).iter().map(|x| x.as_bool()).collect::<Option<_>>().ok_or_else(|| err("nagle", "expected true or false".into()))?;
+        out = sweep(out, &bs, |k, b| {
+            k.nagle = *b;
+            Ok(())
+        })?;
     }
     Ok(out)
 }

@@ -112,22 +112,21 @@ impl Psk {
         hmac::Key::new(hmac::HMAC_SHA256, hmac::sign(&k, purpose).as_ref())
     }
 
-    fn proof(&self, who: &[u8], conn: &quinn::Connection) -> anyhow::Result<hmac::Tag> {
+    /// What a half signs: who it is, and 32 bytes exported from this very
+    /// TLS session.
+    fn message(who: &[u8], conn: &quinn::Connection) -> Option<Vec<u8>> {
         let mut e = [0u8; 32];
-        conn.export_keying_material(&mut e, EXPORT_LABEL, b"").map_err(|_| anyhow::anyhow!("exporting keying material"))?;
-        let mut msg = who.to_vec();
-        msg.extend_from_slice(&e);
+        conn.export_keying_material(&mut e, EXPORT_LABEL, b"").ok()?;
+        Some([who, &e].concat())
+    }
+
+    fn proof(&self, who: &[u8], conn: &quinn::Connection) -> anyhow::Result<hmac::Tag> {
+        let msg = Self::message(who, conn).ok_or_else(|| anyhow::anyhow!("exporting keying material"))?;
         Ok(hmac::sign(&self.key(b"auth"), &msg))
     }
 
     fn verify(&self, who: &[u8], conn: &quinn::Connection, tag: &[u8]) -> bool {
-        let mut e = [0u8; 32];
-        if conn.export_keying_material(&mut e, EXPORT_LABEL, b"").is_err() {
-            return false;
-        }
-        let mut msg = who.to_vec();
-        msg.extend_from_slice(&e);
-        hmac::verify(&self.key(b"auth"), &msg, tag).is_ok()
+        Self::message(who, conn).is_some_and(|msg| hmac::verify(&self.key(b"auth"), &msg, tag).is_ok())
     }
 
     fn endpoint_config(&self) -> quinn::EndpointConfig {

@@ -51,6 +51,14 @@ impl Counters {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
         Stats { connections: g(&self.connections), failed: g(&self.failed), broken: g(&self.broken), bytes_up: g(&self.bytes_up), bytes_down: g(&self.bytes_down), refused: g(&self.refused), tunnels: g(&self.tunnels), garbage: g(&self.garbage) }
     }
+
+    /// Counts a broken relay and says why (the first 20; then only counts).
+    pub fn broke(&self, who: &str, dest: SocketAddr, e: &std::io::Error) {
+        let k = self.broken.fetch_add(1, Ordering::Relaxed);
+        if k < 20 {
+            eprintln!("{who}: the relay to {dest} broke: {e}{}", if k == 19 { " (no more of these will be logged)" } else { "" });
+        }
+    }
 }
 
 /// A listening socket with IP_TRANSPARENT, so it accepts connections
@@ -169,16 +177,6 @@ pub async fn both_ways(up: impl std::future::Future<Output = std::io::Result<()>
         }
     }
     Ok(())
-}
-
-impl Counters {
-    /// Counts a broken relay and says why (the first 20; then only counts).
-    pub fn broke(&self, who: &str, dest: SocketAddr, e: &std::io::Error) {
-        let k = self.broken.fetch_add(1, Ordering::Relaxed);
-        if k < 20 {
-            eprintln!("{who}: the relay to {dest} broke: {e}{}", if k == 19 { " (no more of these will be logged)" } else { "" });
-        }
-    }
 }
 
 /// Counts a relay as under way while it lives.
