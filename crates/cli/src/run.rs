@@ -37,9 +37,14 @@ pub struct RunArgs {
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
     /// How long to wait for the server to open a socket before starting
-    /// the client anyway.
+    /// the client anyway (with --ready-port: before giving up).
     #[arg(long, default_value = "10s", value_name = "DURATION")]
     pub ready_timeout: String,
+    /// Start the client only once the server listens on all of these ports
+    /// (comma-separated or repeated; `5201` or `tcp:5201`, `udp:443`).
+    /// Without it the client starts when the server opens its first socket.
+    #[arg(long, value_name = "PORT", value_delimiter = ',')]
+    pub ready_port: Vec<aerolink_net::procs::Port>,
     /// Print nothing of aerolink's own (the programs' output still shows).
     #[arg(long, short)]
     pub quiet: bool,
@@ -188,17 +193,24 @@ pub fn kill_group(child: &mut Child) {
     aerolink_net::procs::kill_process_group(child, Duration::from_millis(500));
 }
 
-/// Waits for the server to open a socket, or to exit, or for the timeout.
-fn wait_ready(server: &mut Child, timeout: Duration, signals: &Signals, quiet: bool) -> anyhow::Result<()> {
+/// Waits for the server to open a socket (all of `ports` when given), or to
+/// exit, or for the timeout.
+fn wait_ready(server: &mut Child, ports: &[aerolink_net::procs::Port], timeout: Duration, signals: &Signals, quiet: bool) -> anyhow::Result<()> {
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(st) = server.try_wait()? {
             return Err(user(format!("the server command exited ({st}) before the client started")));
         }
-        if aerolink_net::procs::sockets(server.id()).any() || signals.received().is_some() {
+        let open = aerolink_net::procs::sockets(server.id());
+        let ready = if ports.is_empty() { open.any() } else { open.has_all(ports) };
+        if ready || signals.received().is_some() {
             return Ok(());
         }
         if Instant::now() >= deadline {
+            if !ports.is_empty() {
+                let missing: Vec<String> = ports.iter().filter(|p| !open.has_all(&[**p])).map(|p| p.to_string()).collect();
+                anyhow::bail!("the server did not open {} within {timeout:?} (--ready-port)", missing.join(", "));
+            }
             if !quiet {
                 eprintln!("aerolink: the server opened no socket within {timeout:?}; starting the client anyway");
             }
@@ -277,7 +289,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     };
     let outcome = (|| -> anyhow::Result<Result<ExitStatus, i32>> {
         if let Some(s) = server.as_mut() {
-            wait_ready(s, std::time::Duration::from_nanos(timeout.0), &signals, args.quiet)?;
+            wait_ready(s, &args.ready_port, std::time::Duration::from_nanos(timeout.0), &signals, args.quiet)?;
         }
         if let Some(sig) = signals.received() {
             return Ok(Err(sig));

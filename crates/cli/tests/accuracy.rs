@@ -97,8 +97,10 @@ fn loss_per_direction_is_inside_its_interval() {
         up.display(),
         down.display()
     );
+    // The client starts once both servers listen (it used to start at the
+    // first socket, and the second server could still be starting).
     let server = "iperf3 -s -1 -p 5201 & iperf3 -s -1 -p 5202 & wait";
-    let o = aerolink(&["run", "-q", "--profile", prof.to_str().unwrap(), "--seed", "5", "--server", server, "--client", &client]);
+    let o = aerolink(&["run", "-q", "--profile", prof.to_str().unwrap(), "--seed", "5", "--ready-port", "5201,5202", "--server", server, "--client", &client]);
     assert!(o.status.success(), "{}", text(&o).1);
     let (k, n) = udp_loss(&iperf_json(&down));
     assert!(n >= 2000.0, "only {n} datagrams");

@@ -36,6 +36,24 @@ fn the_client_exit_status_is_aerolinks() {
     assert!(leftover_namespaces().is_empty(), "{:?}", leftover_namespaces());
 }
 
+/// The server opens port 5201 at once and 5202 a moment later; the client
+/// needs 5202. With `--ready-port 5201,5202` it must find both listening.
+#[test]
+fn ready_port_waits_for_every_listed_port() {
+    let server = "iperf3 -s -p 5201 >/dev/null & (sleep 0.5; exec iperf3 -s -p 5202 >/dev/null) & wait";
+    let client = "timeout 20 iperf3 -c $AEROLINK_SERVER -p 5202 -n 100K >/dev/null 2>&1 && echo connected";
+    let o = aerolink(&["run", "-q", "--rtt", "2ms", "--ready-port", "5201,tcp:5202", "--server", server, "--client", client]);
+    let (out, err) = text(&o);
+    assert!(o.status.success() && out.contains("connected"), "{out}{err}");
+    // A port that never opens: the run fails naming it, rather than
+    // starting the client against nothing.
+    let o = aerolink(&["run", "-q", "--ready-timeout", "1s", "--ready-port", "udp:5300", "--server", "iperf3 -s -p 5201 >/dev/null", "--client", "echo started"]);
+    let (out, err) = text(&o);
+    assert_eq!(o.status.code(), Some(1), "{out}{err}");
+    assert!(!out.contains("started") && err.contains("udp:5300"), "{out}{err}");
+    assert!(leftover_namespaces().is_empty(), "{:?}", leftover_namespaces());
+}
+
 fn interrupted_run_leaves_nothing(signal: i32, marker: &str) {
     require_root();
     let mut child = KillOnDrop(

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 pub struct Sockets {
     /// Local ports of listening TCP sockets (IPv4 and IPv6).
     pub tcp_listening: Vec<u16>,
-    /// Whether any UDP socket is bound.
-    pub udp_bound: bool,
+    /// Local ports of bound UDP sockets (IPv4 and IPv6).
+    pub udp_bound: Vec<u16>,
 }
 
 impl Sockets {
@@ -20,27 +20,66 @@ impl Sockets {
     }
     /// Whether anything is ready to be talked to.
     pub fn any(&self) -> bool {
-        !self.tcp_listening.is_empty() || self.udp_bound
+        !self.tcp_listening.is_empty() || !self.udp_bound.is_empty()
+    }
+    /// Whether every one of `ports` is open.
+    pub fn has_all(&self, ports: &[Port]) -> bool {
+        ports.iter().all(|p| match p {
+            Port::Tcp(n) => self.tcp_listening.contains(n),
+            Port::Udp(n) => self.udp_bound.contains(n),
+        })
+    }
+}
+
+/// A port a program is expected to open: a listening TCP socket or a bound
+/// UDP socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Port {
+    Tcp(u16),
+    Udp(u16),
+}
+
+impl std::str::FromStr for Port {
+    type Err = String;
+    /// `5201` or `tcp:5201` (TCP), `udp:443`.
+    fn from_str(s: &str) -> Result<Port, String> {
+        let (proto, n) = s.split_once(':').unwrap_or(("tcp", s));
+        let n: u16 = n.trim().parse().ok().filter(|n| *n > 0).ok_or_else(|| format!("\"{s}\": expected a port 1-65535, optionally tcp: or udp: (5201, udp:443)"))?;
+        match proto.trim() {
+            "tcp" => Ok(Port::Tcp(n)),
+            "udp" => Ok(Port::Udp(n)),
+            _ => Err(format!("\"{s}\": expected tcp: or udp: before the port")),
+        }
+    }
+}
+
+impl std::fmt::Display for Port {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Port::Tcp(n) => write!(f, "tcp:{n}"),
+            Port::Udp(n) => write!(f, "udp:{n}"),
+        }
     }
 }
 
 /// Reads the sockets of `pid`'s namespace; empty if it is gone.
 pub fn sockets(pid: u32) -> Sockets {
     let mut s = Sockets::default();
-    for file in ["tcp", "tcp6"] {
+    for file in ["tcp", "tcp6", "udp", "udp6"] {
         let text = std::fs::read_to_string(format!("/proc/{pid}/net/{file}")).unwrap_or_default();
         for line in text.lines().skip(1) {
             let mut w = line.split_whitespace();
             let local = w.nth(1).unwrap_or("");
-            // "0A" is TCP_LISTEN.
-            if w.nth(1) == Some("0A") {
-                if let Some(port) = local.rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()) {
-                    s.tcp_listening.push(port);
-                }
+            let state = w.nth(1);
+            let Some(port) = local.rsplit(':').next().and_then(|p| u16::from_str_radix(p, 16).ok()) else { continue };
+            if file.starts_with("udp") {
+                s.udp_bound.push(port);
+            } else if state == Some("0A") {
+                // "0A" is TCP_LISTEN.
+                s.tcp_listening.push(port);
             }
         }
     }
-    s.udp_bound = ["udp", "udp6"].iter().any(|f| std::fs::read_to_string(format!("/proc/{pid}/net/{f}")).map(|t| t.lines().count() > 1).unwrap_or(false));
     s
 }
 
