@@ -93,7 +93,7 @@ fn five_hundred_concurrent_connections_pass_each_pep() {
     let serve = format!("{} workload serve", bin());
     for pep in ["split-tcp", "quic-tunnel", "vpn"] {
         let client = format!("{} workload conns --server $AEROLINK_SERVER --count 500 --bytes 20000 --timeout 60s", bin());
-        let o = aerolink(&["run", "-q", "--topology", "ifc", "--space", "satcom-100", "--rate", "50Mbit/s", "--pep", pep, "--server", &serve, "--client", &client]);
+        let o = aerolink(&["run", "-q", "--topology", "ifc", "--space", "satcom-100", "--rate", "50Mbit/s", "--pep", pep, "--ready-port", "5201", "--server", &serve, "--client", &client]);
         let (out, err) = text(&o);
         assert!(o.status.success(), "{pep}: {out} {err}");
         let v: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
@@ -260,7 +260,7 @@ fn the_tunnel_rides_out_a_30_second_outage() {
     // can only finish after it.
     let client = format!("{} workload bulk --server $AEROLINK_SERVER --bytes 5000000", bin());
     let serve = format!("{} workload serve", bin());
-    let o = aerolink(&["run", "-q", "--topology", "ifc", "--space", profile.to_str().unwrap(), "--pep", "quic-tunnel", "--server", &serve, "--client", &client]);
+    let o = aerolink(&["run", "-q", "--topology", "ifc", "--space", profile.to_str().unwrap(), "--pep", "quic-tunnel", "--ready-port", "5201", "--server", &serve, "--client", &client]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out} {err}");
     let v: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();

@@ -115,11 +115,16 @@ impl QuicKnobs {
 }
 
 pub fn server_endpoint(addr: std::net::SocketAddr, knobs: &QuicKnobs, alpn: &[&[u8]]) -> anyhow::Result<quinn::Endpoint> {
+    Ok(quinn::Endpoint::server(server_config(knobs, alpn)?, addr)?)
+}
+
+/// A server's QUIC configuration (a fresh self-signed certificate).
+pub fn server_config(knobs: &QuicKnobs, alpn: &[&[u8]]) -> anyhow::Result<quinn::ServerConfig> {
     let tls = crate::tls::server_config(alpn)?;
     let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls)?;
     let mut cfg = quinn::ServerConfig::with_crypto(Arc::new(crypto));
     cfg.transport_config(Arc::new(knobs.transport().map_err(anyhow::Error::msg)?));
-    Ok(quinn::Endpoint::server(cfg, addr)?)
+    Ok(cfg)
 }
 
 pub fn client_endpoint(server: std::net::SocketAddr, knobs: &QuicKnobs, alpn: &[&[u8]]) -> anyhow::Result<quinn::Endpoint> {

@@ -60,9 +60,7 @@ async fn handle(req: Request<hyper::body::Incoming>) -> Result<Response<Full<Byt
     })
 }
 
-async fn serve_https(opts: Arc<ServerOpts>) -> anyhow::Result<()> {
-    let listener = tcp_listener(HTTPS_PORT, &opts.tcp_cc)?;
-    let tls = tokio_rustls::TlsAcceptor::from(Arc::new(crate::tls::server_config(&[b"h2", b"http/1.1"])?));
+async fn serve_https(listener: tokio::net::TcpListener, tls: tokio_rustls::TlsAcceptor, opts: Arc<ServerOpts>) -> anyhow::Result<()> {
     loop {
         let (tcp, _) = listener.accept().await?;
         let _ = tcp.set_nodelay(!opts.nagle);
@@ -77,8 +75,7 @@ async fn serve_https(opts: Arc<ServerOpts>) -> anyhow::Result<()> {
     }
 }
 
-async fn serve_h3(opts: Arc<ServerOpts>) -> anyhow::Result<()> {
-    let ep = crate::quic::server_endpoint(SocketAddr::from(([0u16; 8], HTTPS_PORT)), &opts.quic, &[b"h3"])?;
+async fn serve_h3(ep: quinn::Endpoint) -> anyhow::Result<()> {
     while let Some(incoming) = ep.accept().await {
         tokio::spawn(async move {
             let Ok(conn) = incoming.await else { return };
@@ -115,15 +112,24 @@ pub async fn serve(opts: ServerOpts) -> anyhow::Result<()> {
         sock::set_route_initcwnd(n)?;
     }
     let opts = Arc::new(opts);
+    // Everything that can fail or take time (certificates) first, then every
+    // socket at once: `aerolink run` starts the client when the first one
+    // opens.
+    let tls = tokio_rustls::TlsAcceptor::from(Arc::new(crate::tls::server_config(&[b"h2", b"http/1.1"])?));
+    let quic = |alpn: &[u8]| crate::quic::server_config(&opts.quic, &[alpn]);
+    let (h3_cfg, bulk_cfg, msg_cfg) = (quic(b"h3")?, quic(crate::bulk::ALPN)?, quic(crate::messages::ALPN)?);
+    let any = |port| SocketAddr::from(([0u16; 8], port));
+    let https = tcp_listener(HTTPS_PORT, &opts.tcp_cc)?;
+    let h3 = quinn::Endpoint::server(h3_cfg, any(HTTPS_PORT))?;
     let bulk_tcp = tcp_listener(BULK_PORT, &opts.tcp_cc)?;
+    let bulk_quic = quinn::Endpoint::server(bulk_cfg, any(BULK_PORT))?;
     let msg_tcp = tcp_listener(MESSAGES_PORT, &opts.tcp_cc)?;
+    let msg_quic = quinn::Endpoint::server(msg_cfg, any(MESSAGES_PORT))?;
     let rt_http = tcp_listener(crate::realtime::HTTP_PORT, &opts.tcp_cc)?;
     let rt_ws = tcp_listener(crate::realtime::WS_PORT, &opts.tcp_cc)?;
-    let bulk_quic = crate::quic::server_endpoint(SocketAddr::from(([0u16; 8], BULK_PORT)), &opts.quic, &[crate::bulk::ALPN])?;
-    let msg_quic = crate::quic::server_endpoint(SocketAddr::from(([0u16; 8], MESSAGES_PORT)), &opts.quic, &[crate::messages::ALPN])?;
     tokio::try_join!(
-        serve_https(opts.clone()),
-        serve_h3(opts.clone()),
+        serve_https(https, tls, opts.clone()),
+        serve_h3(h3),
         crate::bulk::serve_tcp(bulk_tcp, opts.nagle),
         crate::bulk::serve_quic(bulk_quic),
         crate::messages::serve(msg_tcp, opts.nagle),
