@@ -120,11 +120,16 @@ pub struct TuningArgs {
     /// docs/guide.md).
     #[arg(long, default_value = "h-bdp1")]
     preset: String,
-    /// The tunnel survives this long without hearing from its peer. QUIC's
-    /// probes back off exponentially during an outage, so outages up to
-    /// about half of this reset nothing (120 s: a minute).
+    /// The tunnel survives this long without hearing from its peer: a
+    /// space-link outage shorter than this resets nothing.
     #[arg(long, default_value = "120s")]
     idle_timeout: String,
+    /// Longest wait between loss probes while nothing gets through (an
+    /// outage), so the tunnel finds the link back within this; `off` for
+    /// stock QUIC, whose probe interval doubles without bound (after an
+    /// outage of T it may resume up to T later).
+    #[arg(long, default_value = "2s", value_name = "DURATION|off")]
+    max_probe_timeout: String,
 }
 
 impl TuningArgs {
@@ -148,7 +153,15 @@ impl TuningArgs {
         if idle.0 == 0 {
             return Err(user(format!("--idle-timeout {}: expected more than 0", self.idle_timeout)));
         }
-        Ok((psk, Tuning { knobs, rate_bps, idle_timeout: Duration::from_nanos(idle.0) }))
+        let max_probe_timeout = match self.max_probe_timeout.as_str() {
+            "off" => None,
+            m => match aerolink_link::units::parse_duration(m) {
+                Ok(d) if d.0 > 0 => Some(Duration::from_nanos(d.0)),
+                Ok(_) => return Err(user(format!("--max-probe-timeout {m}: expected more than 0, or off"))),
+                Err(e) => return Err(user(format!("--max-probe-timeout {m}: expected {e}, or off"))),
+            },
+        };
+        Ok((psk, Tuning { knobs, rate_bps, idle_timeout: Duration::from_nanos(idle.0), max_probe_timeout }))
     }
 }
 

@@ -57,12 +57,18 @@ pub struct Tuning {
     pub knobs: aerolink_work::quic::QuicKnobs,
     /// The rate the `rate` controller holds, bit/s.
     pub rate_bps: Option<u64>,
-    /// How long the tunnel survives without hearing from its peer. QUIC
-    /// backs its probes off exponentially while nothing gets through, so
-    /// after an outage of T the next probe may come up to about T later:
-    /// an outage survives if it is shorter than about half of this (the
-    /// default, 120 s, rides out a minute).
+    /// How long the tunnel survives without hearing from its peer: an
+    /// outage shorter than this resets nothing.
     pub idle_timeout: Duration,
+    /// The longest the probe timeout may back off to (our patch of
+    /// quinn-proto, see vendor/README.md). Stock QUIC doubles it without
+    /// bound, so after an outage of T the next probe may come up to about T
+    /// later; with a cap the tunnel finds the link back within the cap. With
+    /// it set, an ACK the peer held longer than the cap (its earlier ACKs
+    /// were lost in the outage) also gives no RTT sample, which would
+    /// otherwise hold off loss detection for as long as the outage.
+    /// `None`: stock behaviour.
+    pub max_probe_timeout: Option<Duration>,
 }
 
 impl Tuning {
@@ -77,6 +83,7 @@ impl Tuning {
             let rate_bps = self.rate_bps.ok_or_else(|| anyhow::anyhow!("the rate controller needs a rate (--rate)"))?;
             t.congestion_controller_factory(Arc::new(crate::rate_cc::RateConfig { rate_bps }));
         }
+        t.max_probe_timeout(self.max_probe_timeout);
         t.max_idle_timeout(Some(self.idle_timeout.try_into().map_err(|_| anyhow::anyhow!("idle timeout {:?} is too long", self.idle_timeout))?));
         // Keep the tunnel warm (and NAT-proof) while no one uses it.
         t.keep_alive_interval(Some((self.idle_timeout / 4).min(Duration::from_secs(10))));

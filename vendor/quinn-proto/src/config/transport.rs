@@ -44,6 +44,7 @@ pub struct TransportConfig {
 
     pub(crate) persistent_congestion_threshold: u32,
     pub(crate) keep_alive_interval: Option<Duration>,
+    pub(crate) max_probe_timeout: Option<Duration>,
     pub(crate) crypto_buffer_size: usize,
     pub(crate) allow_spin: bool,
     pub(crate) datagram_receive_buffer_size: Option<usize>,
@@ -268,6 +269,17 @@ impl TransportConfig {
         self
     }
 
+    /// Longest the probe timeout may grow to by backing off (aerolink patch)
+    ///
+    /// RFC 9002 doubles the probe timeout after each one that fires unanswered, without bound:
+    /// after an outage of T the sender may wait up to about T more before it probes again. With a
+    /// cap, it probes at least this often (never more often than one un-backed-off PTO), so it
+    /// finds a returning path within the cap. `None`, the default, is stock behaviour.
+    pub fn max_probe_timeout(&mut self, value: Option<Duration>) -> &mut Self {
+        self.max_probe_timeout = value;
+        self
+    }
+
     /// Maximum quantity of out-of-order crypto layer data to buffer
     pub fn crypto_buffer_size(&mut self, value: usize) -> &mut Self {
         self.crypto_buffer_size = value;
@@ -390,6 +402,7 @@ impl Default for TransportConfig {
 
             persistent_congestion_threshold: 3,
             keep_alive_interval: None,
+            max_probe_timeout: None,
             crypto_buffer_size: 16 * 1024,
             allow_spin: true,
             datagram_receive_buffer_size: Some(STREAM_RWND as usize),
@@ -426,6 +439,7 @@ impl fmt::Debug for TransportConfig {
             ack_frequency_config,
             persistent_congestion_threshold,
             keep_alive_interval,
+            max_probe_timeout,
             crypto_buffer_size,
             allow_spin,
             datagram_receive_buffer_size,
@@ -458,6 +472,7 @@ impl fmt::Debug for TransportConfig {
                 persistent_congestion_threshold,
             )
             .field("keep_alive_interval", keep_alive_interval)
+            .field("max_probe_timeout", max_probe_timeout)
             .field("crypto_buffer_size", crypto_buffer_size)
             .field("allow_spin", allow_spin)
             .field("datagram_receive_buffer_size", datagram_receive_buffer_size)

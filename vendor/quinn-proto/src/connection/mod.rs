@@ -1535,7 +1535,15 @@ impl Connection {
             self.spaces[space].largest_acked_packet,
         );
 
-        if new_largest && ack_eliciting_acked {
+        // aerolink patch: with `max_probe_timeout` set, an ACK reporting that the peer held the
+        // packet longer than the cap (its earlier ACKs were lost in an outage) gives no RTT sample:
+        // the outage is not the path's round-trip time, and a 30 s sample would hold off loss
+        // detection (9/8 of the latest RTT) for 30 s after the path is back.
+        let stale_ack = space == SpaceId::Data
+            && self.config.max_probe_timeout.is_some_and(|max| {
+                Duration::from_micros(ack.delay << self.peer_params.ack_delay_exponent.0) > max
+            });
+        if new_largest && ack_eliciting_acked && !stale_ack {
             let ack_delay = if space != SpaceId::Data {
                 Duration::from_micros(0)
             } else {
@@ -1857,6 +1865,14 @@ impl Connection {
             let last_ack_eliciting = match self.spaces[space].time_of_last_ack_eliciting_packet {
                 Some(time) => time,
                 None => continue,
+            };
+            // aerolink patch: cap the backed-off timeout, never below one un-backed-off PTO.
+            let duration = match self.config.max_probe_timeout {
+                Some(max) => {
+                    let base = duration / backoff;
+                    duration.min(max.max(base))
+                }
+                None => duration,
             };
             let pto = last_ack_eliciting + duration;
             if result.is_none_or(|(earliest_pto, _)| pto < earliest_pto) {
