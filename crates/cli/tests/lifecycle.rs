@@ -36,6 +36,19 @@ fn the_client_exit_status_is_aerolinks() {
     assert!(leftover_namespaces().is_empty(), "{:?}", leftover_namespaces());
 }
 
+/// A server that takes a moment to listen, on a host that itself listens
+/// (as nearly every host does: sshd). Programs enter their namespace only
+/// after they start, and until then their sockets are the host's: the client
+/// used to start at once, before the server listened.
+#[test]
+fn the_client_waits_for_a_slow_server_even_when_the_host_listens() {
+    let _host_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let client = "timeout 20 iperf3 -c $AEROLINK_SERVER -n 100K >/dev/null 2>&1 && echo connected";
+    let o = aerolink(&["run", "-q", "--rtt", "2ms", "--server", "sleep 0.3; iperf3 -s -1 >/dev/null", "--client", client]);
+    let (out, err) = text(&o);
+    assert!(o.status.success() && out.contains("connected"), "{out}{err}");
+}
+
 /// The server opens port 5201 at once and 5202 a moment later; the client
 /// needs 5202. With `--ready-port 5201,5202` it must find both listening.
 #[test]

@@ -62,9 +62,18 @@ impl std::fmt::Display for Port {
     }
 }
 
-/// Reads the sockets of `pid`'s namespace; empty if it is gone.
+/// Reads the sockets of `pid`'s namespace; empty if it is gone, or if it is
+/// still in our own namespace: lab programs are started with `ip netns exec`,
+/// which enters the lab's namespace only after it has started, and until then
+/// `/proc/PID/net` shows the host's sockets (a host listener made the client
+/// start before the server listened).
 pub fn sockets(pid: u32) -> Sockets {
     let mut s = Sockets::default();
+    let ns = |p: &str| std::fs::read_link(format!("/proc/{p}/ns/net")).ok();
+    match (ns(&pid.to_string()), ns("self")) {
+        (Some(theirs), Some(ours)) if theirs != ours => {}
+        _ => return s,
+    }
     for file in ["tcp", "tcp6", "udp", "udp6"] {
         let text = std::fs::read_to_string(format!("/proc/{pid}/net/{file}")).unwrap_or_default();
         for line in text.lines().skip(1) {
