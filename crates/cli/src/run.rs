@@ -83,6 +83,10 @@ pub struct PepArgs {
     /// quic-tunnel with --tunnel-cc rate: the rate to hold, e.g. 2Mbit/s.
     #[arg(long, value_name = "RATE")]
     pub tunnel_rate: Option<String>,
+    /// quic-tunnel: longest wait between loss probes during an outage, or
+    /// `off` for stock QUIC (probe interval doubles without bound).
+    #[arg(long, default_value = aerolink_lab::gateways::DEFAULT_MAX_PROBE, value_name = "DURATION|off")]
+    pub tunnel_max_probe: String,
 }
 
 impl PepArgs {
@@ -95,6 +99,7 @@ impl PepArgs {
             tunnel_cc: self.tunnel_cc.clone(),
             tunnel_preset: self.tunnel_preset.clone(),
             tunnel_rate: self.tunnel_rate.clone(),
+            tunnel_max_probe: self.tunnel_max_probe.clone(),
         };
         // The spec names its keys as in experiment files (pep_at); as flags
         // they are --pep-at.

@@ -329,6 +329,14 @@ fn pep_settings_are_checked() {
     let o = aerolink(&["run", "--topology", "ifc", "--pep", "quic-tunnel", "--tunnel-cc", "rate", "--client", "true"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("rate"), "{}", text(&o).1);
+    std::fs::write(&f, "name = \"x\"\ntopology = \"ifc\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\npep = \"quic-tunnel\"\ntunnel_max_probe = \"soon\"\n").unwrap();
+    let o = aerolink(&["experiment", "plan", f.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("tunnel_max_probe") && text(&o).1.contains("off"), "{}", text(&o).1);
+    assert_eq!(text(&o).1.lines().count(), 1);
+    let o = aerolink(&["run", "--topology", "ifc", "--pep", "quic-tunnel", "--tunnel-max-probe", "0s", "--client", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("--tunnel-max-probe"), "{}", text(&o).1);
     std::fs::write(d.join("short.psk"), "abcd").unwrap();
     let o = aerolink(&["pep", "quic-tunnel", "ground", "--psk", d.join("short.psk").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));

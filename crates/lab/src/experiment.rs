@@ -27,7 +27,7 @@
 //! airgw ↔ groundgw ↔ server, each profile being the space hop), and a
 //! workload may sweep the PEP: `pep = ["none", "split-tcp", "quic-tunnel",
 //! "vpn"]`, with `pep_at`, `pep_cc`, `pep_initcwnd`, `tunnel_cc`,
-//! `tunnel_preset`, `tunnel_rate`. `baseline = "pep:none"` compares each
+//! `tunnel_preset`, `tunnel_rate`, `tunnel_max_probe`. `baseline = "pep:none"` compares each
 //! series with the same series without a PEP.
 
 use std::collections::BTreeMap;
@@ -88,8 +88,8 @@ pub struct PlannedRun {
 }
 
 const TOP: &[&str] = &["name", "description", "seed", "repetitions", "timeout", "baseline", "profiles", "topology", "variant", "workload"];
-const KNOB_KEYS: &[&str] = &["tcp_cc", "initcwnd", "quic_preset", "quic_cc", "nagle", "pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate"];
-const PEP_KEYS: &[&str] = &["pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate"];
+const KNOB_KEYS: &[&str] = &["tcp_cc", "initcwnd", "quic_preset", "quic_cc", "nagle", "pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate", "tunnel_max_probe"];
+const PEP_KEYS: &[&str] = &["pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate", "tunnel_max_probe"];
 
 fn strings(v: &toml::Value) -> Option<Vec<String>> {
     match v {
@@ -386,6 +386,7 @@ fn set_pep(p: &mut PepSpec, key: &str, v: &toml::Value) -> Option<()> {
         "tunnel_cc" => p.tunnel_cc = text()?,
         "tunnel_preset" => p.tunnel_preset = text()?,
         "tunnel_rate" => p.tunnel_rate = Some(text()?),
+        "tunnel_max_probe" => p.tunnel_max_probe = text()?,
         _ => return None,
     }
     Some(())

@@ -46,11 +46,26 @@ pub struct PepSpec {
     pub tunnel_preset: String,
     /// The rate the `rate` controller holds (e.g. "2Mbit/s").
     pub tunnel_rate: Option<String>,
+    /// Longest wait between the tunnel's loss probes ("2s"), or "off" for
+    /// stock QUIC (see `aerolink pep quic-tunnel --max-probe-timeout`).
+    #[serde(default = "default_probe", skip_serializing_if = "is_default_probe")]
+    pub tunnel_max_probe: String,
+}
+
+/// The tunnel's default cap on probe backoff.
+pub const DEFAULT_MAX_PROBE: &str = "2s";
+
+fn default_probe() -> String {
+    DEFAULT_MAX_PROBE.into()
+}
+
+fn is_default_probe(s: &str) -> bool {
+    s == DEFAULT_MAX_PROBE
 }
 
 impl Default for PepSpec {
     fn default() -> Self {
-        PepSpec { mode: "none".into(), at: "both".into(), tcp_cc: "cubic".into(), initcwnd: None, tunnel_cc: "bbr".into(), tunnel_preset: "h-bdp1".into(), tunnel_rate: None }
+        PepSpec { mode: "none".into(), at: "both".into(), tcp_cc: "cubic".into(), initcwnd: None, tunnel_cc: "bbr".into(), tunnel_preset: "h-bdp1".into(), tunnel_rate: None, tunnel_max_probe: default_probe() }
     }
 }
 
@@ -77,12 +92,21 @@ impl PepSpec {
             None if self.tunnel_cc == "rate" => return Err("tunnel_cc \"rate\": needs tunnel_rate (e.g. \"2Mbit/s\", at or below the space link's rate)".into()),
             None => {}
         }
+        if self.tunnel_max_probe != "off" {
+            match aerolink_link::units::parse_duration(&self.tunnel_max_probe) {
+                Ok(d) if d.0 > 0 => {}
+                Ok(_) => return Err(format!("tunnel_max_probe {:?}: expected more than 0, or \"off\"", self.tunnel_max_probe)),
+                Err(m) => return Err(format!("tunnel_max_probe {:?}: expected {m}, or \"off\"", self.tunnel_max_probe)),
+            }
+        }
         Ok(())
     }
 
     /// A short label: `none`, `split-tcp`, `quic-tunnel/bbr`, …
     pub fn label(&self) -> String {
         match self.mode.as_str() {
+            "quic-tunnel" if self.tunnel_max_probe == "off" => format!("quic-tunnel/{}/stock-probes", self.tunnel_cc),
+            "quic-tunnel" if !is_default_probe(&self.tunnel_max_probe) => format!("quic-tunnel/{}/probes≤{}", self.tunnel_cc, self.tunnel_max_probe),
             "quic-tunnel" => format!("quic-tunnel/{}", self.tunnel_cc),
             "split-tcp" if self.at != "both" => format!("split-tcp@{}", self.at),
             m => m.to_string(),
@@ -164,7 +188,7 @@ impl Gateways {
                 "quic-tunnel" => {
                     let psk = dir.join("tunnel.psk");
                     write_private(&psk, &aerolink_pep::quic_tunnel::Psk::generate()).map_err(|e| format!("{}: {e}", psk.display()))?;
-                    let mut tuning = vec!["--psk".into(), psk.to_string_lossy().to_string(), "--cc".into(), spec.tunnel_cc.clone(), "--preset".into(), spec.tunnel_preset.clone()];
+                    let mut tuning = vec!["--psk".into(), psk.to_string_lossy().to_string(), "--cc".into(), spec.tunnel_cc.clone(), "--preset".into(), spec.tunnel_preset.clone(), "--max-probe-timeout".into(), spec.tunnel_max_probe.clone()];
                     if let Some(r) = &spec.tunnel_rate {
                         tuning.extend(["--rate".into(), r.clone()]);
                     }
