@@ -128,7 +128,7 @@ pub struct TuningArgs {
     /// outage), so the tunnel finds the link back within this; `off` for
     /// stock QUIC, whose probe interval doubles without bound (after an
     /// outage of T it may resume up to T later).
-    #[arg(long, default_value = "2s", value_name = "DURATION|off")]
+    #[arg(long, default_value = aerolink_pep::quic_tunnel::DEFAULT_MAX_PROBE, value_name = "DURATION|off")]
     max_probe_timeout: String,
 }
 
@@ -153,14 +153,8 @@ impl TuningArgs {
         if idle.0 == 0 {
             return Err(user(format!("--idle-timeout {}: expected more than 0", self.idle_timeout)));
         }
-        let max_probe_timeout = match self.max_probe_timeout.as_str() {
-            "off" => None,
-            m => match aerolink_link::units::parse_duration(m) {
-                Ok(d) if d.0 > 0 => Some(Duration::from_nanos(d.0)),
-                Ok(_) => return Err(user(format!("--max-probe-timeout {m}: expected more than 0, or off"))),
-                Err(e) => return Err(user(format!("--max-probe-timeout {m}: expected {e}, or off"))),
-            },
-        };
+        let m = &self.max_probe_timeout;
+        let max_probe_timeout = aerolink_pep::quic_tunnel::parse_max_probe(m).map_err(|e| user(format!("--max-probe-timeout {m}: {e}")))?;
         Ok((psk, Tuning { knobs, rate_bps, idle_timeout: Duration::from_nanos(idle.0), max_probe_timeout }))
     }
 }

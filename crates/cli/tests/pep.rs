@@ -112,6 +112,20 @@ impl Drop for Down {
     }
 }
 
+/// Brings up lab `lab` on the ifc chain around satcom-100 (`rate`: the
+/// space hop's, if given), taken down when the guard drops.
+fn ifc_lab(lab: &'static str, rate: Option<&str>) -> Down {
+    let _ = aerolink(&["down", lab]);
+    let down = Down(lab);
+    let mut args = vec!["up", lab, "--topology", "ifc", "--space", "satcom-100"];
+    if let Some(r) = rate {
+        args.extend(["--rate", r]);
+    }
+    let o = aerolink(&args);
+    assert!(o.status.success(), "{}", text(&o).1);
+    down
+}
+
 /// A process in a lab namespace, stopped with SIGTERM when dropped.
 fn in_ns(ns: &str, args: &[&str], stderr: &std::path::Path) -> KillOnDrop {
     let mut c = Command::new("ip");
@@ -150,10 +164,7 @@ fn bulk(lab: &str, bytes: &str) -> std::process::Output {
 #[test]
 fn the_tunnel_refuses_a_wrong_key_and_garbage_and_keeps_serving() {
     let lab = "ttun";
-    let _ = aerolink(&["down", lab]);
-    let _down = Down(lab);
-    let o = aerolink(&["up", lab, "--topology", "ifc", "--space", "satcom-100", "--rate", "20Mbit/s"]);
-    assert!(o.status.success(), "{}", text(&o).1);
+    let _down = ifc_lab(lab, Some("20Mbit/s"));
     let d = tempdir("tunnel-auth");
     let (good, bad) = (keyfile(&d, "good.psk"), keyfile(&d, "bad.psk"));
     let glog = d.join("ground.err");
@@ -193,10 +204,7 @@ fn the_tunnel_refuses_a_wrong_key_and_garbage_and_keeps_serving() {
 #[test]
 fn killing_the_ground_gateway_gives_clients_errors_and_a_restart_serves_again() {
     let lab = "tkill";
-    let _ = aerolink(&["down", lab]);
-    let _down = Down(lab);
-    let o = aerolink(&["up", lab, "--topology", "ifc", "--space", "satcom-100", "--rate", "8Mbit/s"]);
-    assert!(o.status.success(), "{}", text(&o).1);
+    let _down = ifc_lab(lab, Some("8Mbit/s"));
     let d = tempdir("tunnel-kill");
     let psk = keyfile(&d, "k.psk");
     let gns = format!("al-{lab}-groundgw");
@@ -354,10 +362,7 @@ fn pep_settings_are_checked() {
 #[test]
 fn the_onward_initial_window_is_set_while_the_proxy_runs_and_restored_after() {
     let lab = "ticw";
-    let _ = aerolink(&["down", lab]);
-    let _down = Down(lab);
-    let o = aerolink(&["up", lab, "--topology", "ifc", "--space", "satcom-100"]);
-    assert!(o.status.success(), "{}", text(&o).1);
+    let _down = ifc_lab(lab, None);
     let ns = format!("al-{lab}-groundgw");
     let routes = || {
         let v4 = Command::new("ip").args(["-n", &ns, "-4", "route", "show", "dev", "to-server"]).output().unwrap();

@@ -52,8 +52,7 @@ pub struct PepSpec {
     pub tunnel_max_probe: String,
 }
 
-/// The tunnel's default cap on probe backoff.
-pub const DEFAULT_MAX_PROBE: &str = "2s";
+pub use aerolink_pep::quic_tunnel::DEFAULT_MAX_PROBE;
 
 fn default_probe() -> String {
     DEFAULT_MAX_PROBE.into()
@@ -92,13 +91,7 @@ impl PepSpec {
             None if self.tunnel_cc == "rate" => return Err("tunnel_cc \"rate\": needs tunnel_rate (e.g. \"2Mbit/s\", at or below the space link's rate)".into()),
             None => {}
         }
-        if self.tunnel_max_probe != "off" {
-            match aerolink_link::units::parse_duration(&self.tunnel_max_probe) {
-                Ok(d) if d.0 > 0 => {}
-                Ok(_) => return Err(format!("tunnel_max_probe {:?}: expected more than 0, or \"off\"", self.tunnel_max_probe)),
-                Err(m) => return Err(format!("tunnel_max_probe {:?}: expected {m}, or \"off\"", self.tunnel_max_probe)),
-            }
-        }
+        aerolink_pep::quic_tunnel::parse_max_probe(&self.tunnel_max_probe).map_err(|m| format!("tunnel_max_probe {:?}: {m}", self.tunnel_max_probe))?;
         Ok(())
     }
 

@@ -92,6 +92,22 @@ impl Tuning {
     }
 }
 
+/// The default cap on the tunnel's probe backoff ([`Tuning::max_probe_timeout`]).
+pub const DEFAULT_MAX_PROBE: &str = "2s";
+
+/// Reads a probe cap: a duration above 0 (`2s`), or `off` for stock QUIC.
+/// The error says what is allowed.
+pub fn parse_max_probe(s: &str) -> Result<Option<Duration>, String> {
+    if s == "off" {
+        return Ok(None);
+    }
+    match aerolink_link::units::parse_duration(s) {
+        Ok(d) if d.0 > 0 => Ok(Some(Duration::from_nanos(d.0))),
+        Ok(_) => Err("expected more than 0, or off".into()),
+        Err(m) => Err(format!("expected {m}, or off")),
+    }
+}
+
 /// A pre-shared key: at least 16 bytes, written as hex in a file.
 #[derive(Clone)]
 pub struct Psk(Vec<u8>);
