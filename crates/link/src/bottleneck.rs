@@ -1,23 +1,26 @@
 //! The bottleneck stage: a drop-tail queue feeding a rate server, gated by
-//! an outage schedule.
+//! an outage schedule. Profile keys: `rate`, `overhead`, `queue`, `outages`.
 //!
-//! Call order, as for every stage: [`enqueue`](Bottleneck::enqueue) packets
-//! as they arrive, ask [`next_wakeup`](Bottleneck::next_wakeup), and call
-//! [`dequeue`](Bottleneck::dequeue) until it returns `None`. `now` must never
-//! decrease. Times are logical: a packet's `tx_start` is
-//! `max(arrival, previous tx_end)` (moved past hold windows), whatever time
-//! the driver happened to call at, so a late wake-up never slows the link.
+//! Times are logical: a packet's `tx_start` is `max(arrival, previous
+//! tx_end)` (moved past hold windows), whatever time the driver happened to
+//! call at, so a late wake-up never slows the link. A packet leaves this
+//! stage at its `tx_end`.
 
 use std::collections::VecDeque;
 
-use crate::outage::{Gate, OutageSchedule};
-use crate::packet::{Drop, DropReason, Packet};
-use crate::queue::DropTail;
-use crate::rate::Server;
-use crate::time::Instant;
+use crate::outage::{Gate, OutageMode, OutageSchedule};
+use crate::packet::{Drop, DropReason, Meta};
+use crate::profile::keys::{only_keys, parse_outages, table_str, RawKeys};
+use crate::profile::{DirectionSpec, Loader, ProfileError, QueueSpec, RateSpec};
+use crate::queue::{DropTail, QueueLimit};
+use crate::rate::{MahimahiTrace, Server};
+use crate::registry::StageKind;
+use crate::stage::{Stage, StageContext};
+use crate::time::{Duration, Instant};
+use crate::units::{self, Rate, Size};
 
-pub struct Bottleneck<P> {
-    queue: VecDeque<Packet<P>>,
+pub struct Bottleneck {
+    queue: VecDeque<Meta>,
     accounting: DropTail,
     server: Box<dyn Server>,
     outages: OutageSchedule,
@@ -33,21 +36,39 @@ enum HeadFate {
     Dropped { at: Instant },
 }
 
-impl<P> Bottleneck<P> {
+impl Bottleneck {
     pub fn new(server: Box<dyn Server>, queue: DropTail, outages: OutageSchedule) -> Self {
         Bottleneck { queue: VecDeque::new(), accounting: queue, server, outages, free_at: Instant::ZERO, head: None }
     }
 
-    /// Whether this stage can never delay or drop a packet.
-    pub fn is_transparent(&self) -> bool {
-        self.server.is_unlimited() && self.outages.is_empty()
+    fn plan_head(&mut self) {
+        self.head = self.queue.front().map(|p| {
+            let may_start = p.arrived.max(self.free_at);
+            match self.outages.gate(may_start) {
+                Gate::Open(start) => {
+                    let end = self.server.finish(start, p.len);
+                    HeadFate::Sent { start, end }
+                }
+                Gate::Dropped(at) => HeadFate::Dropped { at },
+            }
+        });
     }
 
-    /// Accepts a packet at `now`, or drops it if the queue is full.
-    pub fn enqueue(&mut self, now: Instant, mut pkt: Packet<P>, drops: &mut Vec<Drop>) {
-        pkt.meta.arrived = now;
-        if !self.accounting.admit(pkt.meta.len) {
-            drops.push(Drop { meta: pkt.meta, at: now, reason: DropReason::Queue });
+    pub fn backlog_packets(&self) -> u64 {
+        self.accounting.packets()
+    }
+}
+
+impl Stage for Bottleneck {
+    fn name(&self) -> &'static str {
+        "bottleneck"
+    }
+
+    /// Accepts a packet at `at`, or drops it if the queue is full.
+    fn enqueue(&mut self, at: Instant, mut pkt: Meta, drops: &mut Vec<Drop>) {
+        pkt.arrived = at;
+        if !self.accounting.admit(pkt.len) {
+            drops.push(Drop { meta: pkt, at, reason: DropReason::Queue });
             return;
         }
         self.queue.push_back(pkt);
@@ -56,21 +77,7 @@ impl<P> Bottleneck<P> {
         }
     }
 
-    fn plan_head(&mut self) {
-        self.head = self.queue.front().map(|p| {
-            let may_start = p.meta.arrived.max(self.free_at);
-            match self.outages.gate(may_start) {
-                Gate::Open(start) => {
-                    let end = self.server.finish(start, p.meta.len);
-                    HeadFate::Sent { start, end }
-                }
-                Gate::Dropped(at) => HeadFate::Dropped { at },
-            }
-        });
-    }
-
-    /// The time at which [`dequeue`](Self::dequeue) has something to do.
-    pub fn next_wakeup(&self) -> Option<Instant> {
+    fn next_wakeup(&self) -> Option<Instant> {
         match self.head? {
             HeadFate::Sent { end, .. } => Some(end),
             HeadFate::Dropped { at } => Some(at),
@@ -78,23 +85,24 @@ impl<P> Bottleneck<P> {
     }
 
     /// The next packet whose transmission has ended by `now`, with its
-    /// `tx_start` and `tx_end` stamped. Outage drops are pushed to `drops`.
-    pub fn dequeue(&mut self, now: Instant, drops: &mut Vec<Drop>) -> Option<Packet<P>> {
+    /// `tx_start`, `tx_end` and `due` (= `tx_end`) stamped.
+    fn dequeue(&mut self, now: Instant, drops: &mut Vec<Drop>) -> Option<Meta> {
         loop {
             match self.head? {
                 HeadFate::Dropped { at } if at <= now => {
                     // The queue cannot be empty while `head` is Some.
                     let p = self.queue.pop_front().expect("head planned for a queued packet");
-                    self.accounting.release(p.meta.len);
+                    self.accounting.release(p.len);
                     self.free_at = self.free_at.max(at);
-                    drops.push(Drop { meta: p.meta, at, reason: DropReason::Outage });
+                    drops.push(Drop { meta: p, at, reason: DropReason::Outage });
                     self.plan_head();
                 }
                 HeadFate::Sent { start, end } if end <= now => {
                     let mut p = self.queue.pop_front().expect("head planned for a queued packet");
-                    self.accounting.release(p.meta.len);
-                    p.meta.tx_start = start;
-                    p.meta.tx_end = end;
+                    self.accounting.release(p.len);
+                    p.tx_start = start;
+                    p.tx_end = end;
+                    p.due = end;
                     self.free_at = end;
                     self.plan_head();
                     return Some(p);
@@ -104,10 +112,100 @@ impl<P> Bottleneck<P> {
         }
     }
 
-    pub fn backlog_bytes(&self) -> u64 {
+    fn is_aggregate_safe(&self) -> bool {
+        self.server.is_unlimited() && self.outages.is_empty()
+    }
+
+    fn backlog_bytes(&self) -> u64 {
         self.accounting.bytes()
     }
-    pub fn backlog_packets(&self) -> u64 {
-        self.accounting.packets()
+
+    fn in_flight(&self) -> usize {
+        self.queue.len()
+    }
+}
+
+/// The bottleneck in the stage registry: keys `overhead`, `rate`, `queue`,
+/// `outages`.
+pub struct Kind;
+
+pub static KIND: Kind = Kind;
+
+impl StageKind for Kind {
+    fn name(&self) -> &'static str {
+        "bottleneck"
+    }
+    fn keys(&self) -> &'static [&'static str] {
+        &["rate", "overhead", "queue", "outages"]
+    }
+    fn parse(&self, raw: &RawKeys, load: Loader<'_>, d: &mut DirectionSpec) -> Result<(), ProfileError> {
+        if let Some(r) = raw.get("overhead") {
+            let s = r.str(units::SIZE_HELP)?;
+            match units::parse_size(s).map_err(|m| r.err(format!("expected {m}")))? {
+                Size::Bytes(b) if b <= 65_535 => d.overhead_bytes = b as u32,
+                _ => return Err(r.err("expected a per-packet overhead in bytes, like \"8 B\" (at most 65535 B)")),
+            }
+            d.described.insert("overhead".into(), format!("{} B", d.overhead_bytes));
+        }
+        if let Some(r) = raw.get("rate") {
+            d.rate = match &r.value {
+                toml::Value::String(s) if s.trim() == "unlimited" => RateSpec::Unlimited,
+                toml::Value::String(s) => RateSpec::Constant(units::parse_rate(s).map_err(|m| r.err(format!("expected {m} or \"unlimited\"")))?),
+                toml::Value::Table(t) => {
+                    let path = table_str(r, t, "trace", "a Mahimahi trace file path")?;
+                    only_keys(r, t, &["trace"])?;
+                    let text = load(&path).map_err(|m| r.err(format!("cannot read trace {path:?}: {m}")))?;
+                    let trace = MahimahiTrace::parse(&text, 0).map_err(|e| r.err(format!("trace {path:?}: {e}")))?;
+                    RateSpec::Trace { path, trace }
+                }
+                _ => return Err(r.err(format!("expected {} in quotes, \"unlimited\", or {{ trace = \"file\" }}", units::RATE_HELP))),
+            };
+        }
+        let rate = match &d.rate {
+            RateSpec::Unlimited => "unlimited".into(),
+            RateSpec::Constant(rate) => rate.to_string(),
+            RateSpec::Trace { path, trace } => format!("trace {path} (mean {})", Rate::from_bps(trace.mean_bps())),
+        };
+        d.described.insert("rate".into(), rate);
+        if let Some(r) = raw.get("queue") {
+            let s = r.str(units::SIZE_HELP)?;
+            d.queue = match s.trim() {
+                "bdp" => QueueSpec::Bdp,
+                "unlimited" => QueueSpec::Limit(QueueLimit::Unlimited),
+                other => {
+                    let size = units::parse_size(other).map_err(|m| r.err(format!("expected {m}, \"bdp\" or \"unlimited\"")))?;
+                    if matches!(size, Size::Bytes(0) | Size::Packets(0)) {
+                        return Err(r.err("a queue must hold at least one packet"));
+                    }
+                    QueueSpec::Limit(size.into())
+                }
+            };
+        }
+        let queue = match d.queue {
+            QueueSpec::Bdp => "bdp".into(),
+            QueueSpec::Limit(QueueLimit::Bytes(b)) => format!("{b} B"),
+            QueueSpec::Limit(QueueLimit::Packets(p)) => format!("{p} packets"),
+            QueueSpec::Limit(QueueLimit::Unlimited) => "unlimited".into(),
+        };
+        d.described.insert("queue".into(), queue);
+        if let Some(r) = raw.get("outages") {
+            d.outages = parse_outages(r)?;
+            let txt: Vec<String> = d
+                .outages
+                .iter()
+                .map(|w| {
+                    let mode = if w.mode == OutageMode::Hold { "hold" } else { "drop" };
+                    match w.every {
+                        Some(e) => format!("{mode} {} every {} from {}", w.duration, e, Duration(w.start.0)),
+                        None => format!("{mode} {} at {}", w.duration, Duration(w.start.0)),
+                    }
+                })
+                .collect();
+            d.described.insert("outages".into(), txt.join("; "));
+        }
+        Ok(())
+    }
+    fn build(&self, spec: &DirectionSpec, ctx: &StageContext) -> Option<Box<dyn Stage>> {
+        Some(Box::new(Bottleneck::new(spec.build_server(), spec.build_queue(ctx.rtt), spec.build_outages())))
     }
 }

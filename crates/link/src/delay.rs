@@ -1,5 +1,5 @@
 //! The propagation stage: a one-way delay (constant or from a trace), plus
-//! optional jitter.
+//! optional jitter. Profile keys: `delay`, `jitter`, `reorder`.
 //!
 //! A real link is a FIFO: by default a packet never overtakes the one before
 //! it, so jitter stretches gaps instead of reordering (`due = max(arrival +
@@ -9,8 +9,14 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 
 use crate::jitter::{Jitter, LinkRng};
-use crate::packet::Packet;
+use crate::packet::{Drop, Meta};
+use crate::profile::describe::describe_jitter;
+use crate::profile::keys::{only_keys, parse_jitter, table_str, RawKeys};
+use crate::profile::{DirectionSpec, Loader, ProfileError};
+use crate::registry::StageKind;
+use crate::stage::{Stage, StageContext};
 use crate::time::{Duration, Instant};
+use crate::units;
 
 /// A one-way delay that may vary with time.
 #[derive(Clone, Debug, PartialEq)]
@@ -84,72 +90,73 @@ impl BaseDelay {
     }
 }
 
-struct Due<P>(Instant, u64, Packet<P>);
-impl<P> PartialEq for Due<P> {
+struct Due(Instant, u64, Meta);
+impl PartialEq for Due {
     fn eq(&self, o: &Self) -> bool {
         (self.0, self.1) == (o.0, o.1)
     }
 }
-impl<P> Eq for Due<P> {}
-impl<P> PartialOrd for Due<P> {
+impl Eq for Due {}
+impl PartialOrd for Due {
     fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
         Some(self.cmp(o))
     }
 }
-impl<P> Ord for Due<P> {
+impl Ord for Due {
     fn cmp(&self, o: &Self) -> std::cmp::Ordering {
         (self.0, self.1).cmp(&(o.0, o.1))
     }
 }
 
-pub struct DelayLine<P> {
+/// The propagation stage. A packet leaves it at its `due` time.
+pub struct DelayLine {
     base: BaseDelay,
     jitter: Option<Jitter>,
     reorder: bool,
-    fifo: VecDeque<Packet<P>>,
-    heap: BinaryHeap<Reverse<Due<P>>>,
+    rng: LinkRng,
+    fifo: VecDeque<Meta>,
+    heap: BinaryHeap<Reverse<Due>>,
     last_due: Instant,
 }
 
-impl<P> DelayLine<P> {
-    pub fn new(base: BaseDelay, jitter: Option<Jitter>, reorder: bool) -> Self {
-        DelayLine { base, jitter, reorder, fifo: VecDeque::new(), heap: BinaryHeap::new(), last_due: Instant::ZERO }
+impl DelayLine {
+    pub fn new(base: BaseDelay, jitter: Option<Jitter>, reorder: bool, rng: LinkRng) -> Self {
+        DelayLine { base, jitter, reorder, rng, fifo: VecDeque::new(), heap: BinaryHeap::new(), last_due: Instant::ZERO }
+    }
+}
+
+impl Stage for DelayLine {
+    fn name(&self) -> &'static str {
+        "delay"
     }
 
-    /// Whether every packet gets exactly the base delay (no jitter), so a
-    /// burst of segments can travel as one.
-    pub fn is_jitter_free(&self) -> bool {
-        self.jitter.is_none()
-    }
-
-    /// Starts propagating a packet whose transmission ended at `tx_end`.
-    pub fn enqueue(&mut self, mut pkt: Packet<P>, rng: &mut LinkRng) {
-        let t = pkt.meta.tx_end;
-        let mut d = self.base.at(t).0 as i64;
+    /// Starts propagating a packet whose transmission ended at `at`.
+    fn enqueue(&mut self, at: Instant, mut pkt: Meta, _drops: &mut Vec<Drop>) {
+        let mut d = self.base.at(at).0 as i64;
         if let Some(j) = &self.jitter {
-            d = d.saturating_add(j.sample(rng)).max(0);
+            d = d.saturating_add(j.sample(&mut self.rng)).max(0);
         }
-        let mut due = t + Duration(d as u64);
+        let mut due = at + Duration(d as u64);
         if self.reorder {
-            pkt.meta.due = due;
-            self.heap.push(Reverse(Due(due, pkt.meta.id, pkt)));
+            pkt.due = due;
+            self.heap.push(Reverse(Due(due, pkt.id, pkt)));
         } else {
             due = due.max(self.last_due);
             self.last_due = due;
-            pkt.meta.due = due;
+            pkt.due = due;
             self.fifo.push_back(pkt);
         }
     }
 
-    pub fn next_wakeup(&self) -> Option<Instant> {
+    fn next_wakeup(&self) -> Option<Instant> {
         if self.reorder {
             self.heap.peek().map(|r| r.0 .0)
         } else {
-            self.fifo.front().map(|p| p.meta.due)
+            self.fifo.front().map(|p| p.due)
         }
     }
 
-    pub fn dequeue(&mut self, now: Instant) -> Option<Packet<P>> {
+    fn dequeue(&mut self, now: Instant, _drops: &mut Vec<Drop>) -> Option<Meta> {
         if self.next_wakeup()? > now {
             return None;
         }
@@ -160,8 +167,68 @@ impl<P> DelayLine<P> {
         }
     }
 
-    pub fn in_flight(&self) -> usize {
+    /// Every packet gets exactly the base delay (no jitter), so a burst of
+    /// segments can travel as one.
+    fn is_aggregate_safe(&self) -> bool {
+        self.jitter.is_none()
+    }
+
+    fn in_flight(&self) -> usize {
         self.fifo.len() + self.heap.len()
+    }
+}
+
+/// Propagation in the stage registry: keys `delay`, `jitter`, `reorder`.
+/// Always present (a zero delay by default), so every pipeline ends here.
+pub struct Kind;
+
+pub static KIND: Kind = Kind;
+
+/// The delay stage's RNG slot (jitter draws; see [`StageContext::rng`]).
+pub const RNG_SLOT: u64 = 1;
+
+impl StageKind for Kind {
+    fn name(&self) -> &'static str {
+        "delay"
+    }
+    fn keys(&self) -> &'static [&'static str] {
+        &["delay", "jitter", "reorder"]
+    }
+    fn rng_slot(&self) -> Option<u64> {
+        Some(RNG_SLOT)
+    }
+    fn parse(&self, raw: &RawKeys, load: Loader<'_>, d: &mut DirectionSpec) -> Result<(), ProfileError> {
+        if let Some(r) = raw.get("delay") {
+            d.delay = match &r.value {
+                toml::Value::String(s) => BaseDelay::Constant(units::parse_duration(s).map_err(|m| r.err(format!("expected {m}")))?),
+                toml::Value::Table(t) => {
+                    let path = table_str(r, t, "trace", "a delay trace file path")?;
+                    only_keys(r, t, &["trace"])?;
+                    let text = load(&path).map_err(|m| r.err(format!("cannot read trace {path:?}: {m}")))?;
+                    let b = BaseDelay::parse_trace(&text).map_err(|m| r.err(format!("trace {path:?}: {m}")))?;
+                    d.described.insert("delay_trace".into(), path);
+                    b
+                }
+                _ => return Err(r.err(format!("expected {} in quotes, or {{ trace = \"file\" }}", units::DURATION_HELP))),
+            };
+        }
+        d.described.insert("delay".into(), d.delay.mean_hint().to_string());
+        if let Some(r) = raw.get("jitter") {
+            d.jitter = parse_jitter(r, load)?;
+            if let Some(j) = &d.jitter {
+                d.described.insert("jitter".into(), describe_jitter(j));
+            }
+        }
+        if let Some(r) = raw.get("reorder") {
+            d.reorder = r.value.as_bool().ok_or_else(|| r.err("expected true or false"))?;
+        }
+        if d.reorder {
+            d.described.insert("reorder".into(), "true".into());
+        }
+        Ok(())
+    }
+    fn build(&self, spec: &DirectionSpec, ctx: &StageContext) -> Option<Box<dyn Stage>> {
+        Some(Box::new(DelayLine::new(spec.delay.clone(), spec.jitter.clone(), spec.reorder, ctx.rng(RNG_SLOT))))
     }
 }
 

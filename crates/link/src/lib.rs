@@ -9,10 +9,11 @@
 //! seed gives the same decisions. That makes every model testable in
 //! simulated time, exactly, and reusable by a discrete-event mode.
 //!
-//! A direction of a link is a [`Pipeline`]: [`Bottleneck`] (drop-tail queue
-//! → rate server, gated by outages) → random loss → [`DelayLine`]
-//! (propagation delay + jitter). A [`Profile`] describes both directions in
-//! TOML with human units.
+//! A direction of a link is a [`Pipeline`] of [`Stage`]s chained in the
+//! order of the [`registry`]: [`Bottleneck`] (drop-tail queue → rate
+//! server, gated by outages) → random loss → [`DelayLine`] (propagation
+//! delay + jitter). A [`Profile`] describes both directions in TOML with
+//! human units; each stage kind parses its own keys.
 
 pub mod bottleneck;
 pub mod builtin;
@@ -25,6 +26,8 @@ pub mod pipeline;
 pub mod profile;
 pub mod queue;
 pub mod rate;
+pub mod registry;
+pub mod stage;
 pub mod time;
 pub mod units;
 
@@ -33,5 +36,7 @@ pub use delay::{BaseDelay, DelayLine};
 pub use jitter::{Jitter, LinkRng};
 pub use packet::{Drop, DropReason, Meta, Packet};
 pub use pipeline::Pipeline;
+pub use registry::StageKind;
+pub use stage::{Stage, StageContext};
 pub use profile::{DirectionSpec, Override, Profile, ProfileError};
 pub use time::{Duration, Instant};

@@ -1,105 +1,126 @@
-//! One direction of a link: bottleneck (queue + rate + outages) → random
-//! loss → propagation delay and jitter.
+//! One direction of a link: the stages the profile asks for, chained in the
+//! registry's order (today bottleneck → loss → delay; see
+//! [`registry`](crate::registry)).
 //!
 //! Call order: [`enqueue`](Pipeline::enqueue) each packet as it arrives; ask
 //! [`next_wakeup`](Pipeline::next_wakeup); at or after that time call
 //! [`dequeue`](Pipeline::dequeue) until it returns `None`; collect drops with
-//! [`take_drops`](Pipeline::take_drops). `now` never decreases. The pipeline
-//! owns its RNGs (one stream per stage, from the run's seed and the
-//! direction's stream number), so one direction's decisions depend only on
-//! its own packets and the seed — not on thread timing or the other
-//! direction.
+//! [`take_drops`](Pipeline::take_drops). `now` never decreases. Stages see
+//! only packet metadata; the pipeline keeps the payloads and hands each back
+//! with its packet. Each stage and direction draws from its own seeded
+//! stream, so one direction's decisions depend only on its own packets and
+//! the seed — not on thread timing or the other direction.
 
-use rand::SeedableRng;
+use std::collections::VecDeque;
 
-use crate::bottleneck::Bottleneck;
-use crate::delay::DelayLine;
-use crate::jitter::LinkRng;
-use crate::loss::LossModel;
-use crate::packet::{Drop, DropReason, Packet};
+use crate::packet::{Drop, Packet};
 use crate::profile::DirectionSpec;
+use crate::stage::{Stage, StageContext};
 use crate::time::{Duration, Instant};
 
+pub use crate::stage::stage_rng;
+
 pub struct Pipeline<P> {
-    bottleneck: Bottleneck<P>,
-    loss: Option<Box<dyn LossModel>>,
-    delay: DelayLine<P>,
-    loss_rng: LinkRng,
-    jitter_rng: LinkRng,
+    stages: Vec<Box<dyn Stage>>,
+    /// Payloads of the packets inside, by `id - first_id`.
+    payloads: VecDeque<Option<P>>,
+    first_id: u64,
     next_id: u64,
     drops: Vec<Drop>,
-}
-
-/// An RNG for one stage of one direction: the seed picks the key, the
-/// stream separates stages and directions.
-pub fn stage_rng(seed: u64, stream: u64) -> LinkRng {
-    let mut r = LinkRng::seed_from_u64(seed);
-    r.set_stream(stream);
-    r
+    /// Drops whose payloads are already released.
+    released: usize,
 }
 
 impl<P> Pipeline<P> {
-    /// Builds the pipeline for `spec`. `rtt` sizes a BDP queue; `stream`
-    /// must differ between the directions and hops of one run.
+    /// Builds the pipeline for `spec` from the stage registry. `rtt` sizes
+    /// a BDP queue; `stream` must differ between the directions and hops of
+    /// one run.
     pub fn new(spec: &DirectionSpec, rtt: Duration, seed: u64, stream: u64) -> Self {
-        Pipeline {
-            bottleneck: Bottleneck::new(spec.build_server(), spec.build_queue(rtt), spec.build_outages()),
-            loss: spec.build_loss(),
-            delay: DelayLine::new(spec.delay.clone(), spec.jitter.clone(), spec.reorder),
-            loss_rng: stage_rng(seed, stream * 4),
-            jitter_rng: stage_rng(seed, stream * 4 + 1),
-            next_id: 0,
-            drops: Vec::new(),
-        }
+        let ctx = StageContext { seed, stream, rtt };
+        Self::from_stages(crate::registry::build(spec, &ctx))
+    }
+
+    /// A pipeline of the given stages, in order (at least one).
+    pub fn from_stages(stages: Vec<Box<dyn Stage>>) -> Self {
+        assert!(!stages.is_empty(), "a pipeline needs at least one stage");
+        Pipeline { stages, payloads: VecDeque::new(), first_id: 0, next_id: 0, drops: Vec::new(), released: 0 }
+    }
+
+    /// The stages' names, in order.
+    pub fn stage_names(&self) -> Vec<&'static str> {
+        self.stages.iter().map(|s| s.name()).collect()
     }
 
     /// Whether the pipeline may treat a burst of segments as one packet
     /// without changing any outcome: no rate limit, loss, jitter or outage.
     pub fn is_aggregate_safe(&self) -> bool {
-        self.bottleneck.is_transparent() && self.loss.is_none() && self.delay.is_jitter_free()
+        self.stages.iter().all(|s| s.is_aggregate_safe())
     }
 
     /// A packet of `len` bytes enters the link at `now`. Returns its id.
     pub fn enqueue(&mut self, now: Instant, len: u32, payload: P) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
-        self.bottleneck.enqueue(now, Packet::new(id, len, now, payload), &mut self.drops);
+        self.payloads.push_back(Some(payload));
+        let meta = Packet::new(id, len, now, ()).meta;
+        // `from_stages` refuses an empty list.
+        self.stages[0].enqueue(now, meta, &mut self.drops);
+        self.release_dropped();
         id
     }
 
     pub fn next_wakeup(&self) -> Option<Instant> {
-        match (self.bottleneck.next_wakeup(), self.delay.next_wakeup()) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.stages.iter().filter_map(|s| s.next_wakeup()).min()
     }
 
     /// The next packet due at the far end by `now`, with `meta.due` set to
     /// the exact time it should leave.
     pub fn dequeue(&mut self, now: Instant) -> Option<Packet<P>> {
-        while let Some(p) = self.bottleneck.dequeue(now, &mut self.drops) {
-            let lost = match &mut self.loss {
-                Some(l) => l.lose(p.meta.tx_end, &mut self.loss_rng),
-                None => false,
-            };
-            if lost {
-                self.drops.push(Drop { meta: p.meta, at: p.meta.tx_end, reason: DropReason::Loss });
-            } else {
-                self.delay.enqueue(p, &mut self.jitter_rng);
+        // Move everything each stage has released by `now` into the next
+        // one, front to back, then take from the last.
+        for i in 0..self.stages.len().saturating_sub(1) {
+            let (head, tail) = self.stages.split_at_mut(i + 1);
+            while let Some(m) = head[i].dequeue(now, &mut self.drops) {
+                tail[0].enqueue(m.due, m, &mut self.drops);
             }
         }
-        self.delay.dequeue(now)
+        let last = self.stages.last_mut()?.dequeue(now, &mut self.drops);
+        self.release_dropped();
+        let meta = last?;
+        let payload = self.take_payload(meta.id).expect("every packet inside has its payload");
+        Some(Packet { meta, payload })
     }
 
-    /// Drops since the last call, in the order they happened per stage.
+    /// Drops since the last call, in the order the stages reported them.
     pub fn take_drops(&mut self) -> std::vec::Drain<'_, Drop> {
+        self.released = 0;
         self.drops.drain(..)
     }
 
     pub fn backlog_bytes(&self) -> u64 {
-        self.bottleneck.backlog_bytes()
+        self.stages.iter().map(|s| s.backlog_bytes()).sum()
     }
+
+    /// Packets inside the link (queued, on the wire or propagating).
     pub fn in_flight(&self) -> usize {
-        self.delay.in_flight()
+        self.stages.iter().map(|s| s.in_flight()).sum()
+    }
+
+    fn release_dropped(&mut self) {
+        for i in self.released..self.drops.len() {
+            let id = self.drops[i].meta.id;
+            self.take_payload(id);
+        }
+        self.released = self.drops.len();
+    }
+
+    fn take_payload(&mut self, id: u64) -> Option<P> {
+        let slot = self.payloads.get_mut(id.checked_sub(self.first_id)? as usize)?;
+        let p = slot.take();
+        while let Some(None) = self.payloads.front() {
+            self.payloads.pop_front();
+            self.first_id += 1;
+        }
+        p
     }
 }

@@ -6,10 +6,12 @@
 
 mod bernoulli;
 mod gilbert_elliott;
+pub mod stage;
 mod trace;
 
 pub use bernoulli::Bernoulli;
 pub use gilbert_elliott::GilbertElliott;
+pub use stage::{LossStage, KIND};
 pub use trace::LossTrace;
 
 use crate::jitter::LinkRng;

@@ -1,0 +1,182 @@
+//! Reading one direction's keys: the value with its origin, and the parsers
+//! shared by the stage kinds (probabilities, durations, jitter laws, loss
+//! models, outage windows). Every error names the origin, the key and what
+//! is allowed.
+
+use crate::jitter::Jitter;
+use crate::loss::LossTrace;
+use crate::outage::{OutageMode, OutageWindow};
+use crate::profile::{Loader, LossSpec, ProfileError};
+use crate::time::{Duration, Instant};
+use crate::units;
+
+/// One direction key's value as written, with where it came from (a file
+/// or a flag), for errors that name both.
+#[derive(Clone, Debug)]
+pub struct Raw {
+    pub value: toml::Value,
+    pub origin: String,
+    /// The key as the user wrote it: `down.rate`, `link.loss`, `--up-loss`.
+    pub key: String,
+}
+
+/// The keys given for one direction, by key name (`rate`, `loss`, …).
+pub type RawKeys = std::collections::BTreeMap<String, Raw>;
+
+impl Raw {
+    /// An error about this key.
+    pub fn err(&self, message: impl Into<String>) -> ProfileError {
+        ProfileError { origin: self.origin.clone(), key: self.key.clone(), message: message.into() }
+    }
+    /// The value as text in quotes, or an error saying `what` was expected.
+    pub fn str(&self, what: &str) -> Result<&str, ProfileError> {
+        self.value.as_str().ok_or_else(|| self.err(format!("expected {what} in quotes")))
+    }
+}
+
+
+pub(crate) fn table_str(r: &Raw, t: &toml::Table, key: &str, what: &str) -> Result<String, ProfileError> {
+    match t.get(key) {
+        Some(toml::Value::String(s)) => Ok(s.clone()),
+        _ => Err(r.err(format!("expected `{key} = \"…\"`: {what}"))),
+    }
+}
+
+pub(crate) fn only_keys(r: &Raw, t: &toml::Table, allowed: &[&str]) -> Result<(), ProfileError> {
+    for k in t.keys() {
+        if !allowed.contains(&k.as_str()) {
+            return Err(r.err(format!("unknown key `{k}`; allowed here: {}", allowed.join(", "))));
+        }
+    }
+    Ok(())
+}
+
+pub(crate) fn dur_in(r: &Raw, t: &toml::Table, key: &str) -> Result<Duration, ProfileError> {
+    let s = table_str(r, t, key, units::DURATION_HELP)?;
+    units::parse_duration(&s).map_err(|m| r.err(format!("{key}: expected {m}")))
+}
+
+pub(crate) fn prob_in(r: &Raw, t: &toml::Table, key: &str, default: Option<f64>) -> Result<f64, ProfileError> {
+    match (t.get(key), default) {
+        (None, Some(d)) => Ok(d),
+        (Some(toml::Value::String(s)), _) => units::parse_probability(s).map_err(|m| r.err(format!("{key}: expected {m}"))),
+        (Some(toml::Value::Float(f)), _) if (0.0..=1.0).contains(f) => Ok(*f),
+        _ => Err(r.err(format!("{key}: expected {}", units::PROBABILITY_HELP))),
+    }
+}
+
+pub(crate) const JITTER_HELP: &str = "\"none\", \"normal 5 ms\", \"uniform 5 ms\", or a table { dist = \"normal\" | \"uniform\" | \"pareto\" | \"empirical\", sigma | spread | scale + shape | file }";
+
+pub(crate) fn parse_jitter(r: &Raw, load: Loader<'_>) -> Result<Option<Jitter>, ProfileError> {
+    match &r.value {
+        toml::Value::String(s) => {
+            let s = s.trim();
+            if s == "none" || s == "0" {
+                return Ok(None);
+            }
+            let (dist, rest) = s.split_once(' ').ok_or_else(|| r.err(format!("expected {JITTER_HELP}")))?;
+            let d = units::parse_duration(rest).map_err(|m| r.err(format!("expected {m} after {dist:?}")))?;
+            match dist {
+                "normal" => Ok(Some(Jitter::Normal { sigma: d })),
+                "uniform" => Ok(Some(Jitter::Uniform { spread: d })),
+                _ => Err(r.err(format!("expected {JITTER_HELP}"))),
+            }
+        }
+        toml::Value::Table(t) => {
+            let dist = table_str(r, t, "dist", "normal, uniform, pareto or empirical")?;
+            match dist.as_str() {
+                "normal" => {
+                    only_keys(r, t, &["dist", "sigma"])?;
+                    Ok(Some(Jitter::Normal { sigma: dur_in(r, t, "sigma")? }))
+                }
+                "uniform" => {
+                    only_keys(r, t, &["dist", "spread"])?;
+                    Ok(Some(Jitter::Uniform { spread: dur_in(r, t, "spread")? }))
+                }
+                "pareto" => {
+                    only_keys(r, t, &["dist", "scale", "shape"])?;
+                    let shape = match t.get("shape") {
+                        Some(toml::Value::Float(f)) if *f > 0.0 => *f,
+                        Some(toml::Value::Integer(i)) if *i > 0 => *i as f64,
+                        _ => return Err(r.err("shape: expected a positive number, like 1.5")),
+                    };
+                    Ok(Some(Jitter::Pareto { scale: dur_in(r, t, "scale")?, shape }))
+                }
+                "empirical" => {
+                    only_keys(r, t, &["dist", "file"])?;
+                    let path = table_str(r, t, "file", "a file of extra delays in ms, one per line")?;
+                    let text = load(&path).map_err(|m| r.err(format!("cannot read {path:?}: {m}")))?;
+                    Jitter::parse_empirical(&text).map(Some).map_err(|m| r.err(format!("{path:?}: {m}")))
+                }
+                _ => Err(r.err(format!("dist: expected normal, uniform, pareto or empirical, got {dist:?}"))),
+            }
+        }
+        _ => Err(r.err(format!("expected {JITTER_HELP}"))),
+    }
+}
+
+pub(crate) const LOSS_HELP: &str = "a probability like \"3.3%\", or a table { model = \"bernoulli\", p } | { model = \"gilbert-elliott\", p, r, bad_loss, good_loss } | { trace = \"file\", window = \"100 s\" }";
+
+pub(crate) fn parse_loss(r: &Raw, load: Loader<'_>) -> Result<LossSpec, ProfileError> {
+    match &r.value {
+        toml::Value::String(s) => {
+            let p = units::parse_probability(s).map_err(|_| r.err(format!("expected {LOSS_HELP}")))?;
+            Ok(if p == 0.0 { LossSpec::None } else { LossSpec::Bernoulli(p) })
+        }
+        toml::Value::Table(t) if t.contains_key("trace") => {
+            only_keys(r, t, &["trace", "window"])?;
+            let path = table_str(r, t, "trace", "a loss-rate file, one rate per line")?;
+            let window = dur_in(r, t, "window")?;
+            let text = load(&path).map_err(|m| r.err(format!("cannot read {path:?}: {m}")))?;
+            let trace = LossTrace::parse(&text, window).map_err(|m| r.err(format!("trace {path:?}: {m}")))?;
+            Ok(LossSpec::Trace { path, trace })
+        }
+        toml::Value::Table(t) => {
+            let model = table_str(r, t, "model", "bernoulli or gilbert-elliott")?;
+            match model.as_str() {
+                "bernoulli" => {
+                    only_keys(r, t, &["model", "p"])?;
+                    Ok(LossSpec::Bernoulli(prob_in(r, t, "p", None)?))
+                }
+                "gilbert-elliott" | "gemodel" => {
+                    only_keys(r, t, &["model", "p", "r", "bad_loss", "good_loss"])?;
+                    let p = prob_in(r, t, "p", None)?;
+                    let rr = prob_in(r, t, "r", Some(1.0 - p))?;
+                    let bad_loss = prob_in(r, t, "bad_loss", Some(1.0))?;
+                    let good_loss = prob_in(r, t, "good_loss", Some(0.0))?;
+                    if p + rr == 0.0 {
+                        return Err(r.err("p and r cannot both be 0"));
+                    }
+                    Ok(LossSpec::GilbertElliott { p, r: rr, bad_loss, good_loss })
+                }
+                _ => Err(r.err(format!("model: expected bernoulli or gilbert-elliott, got {model:?}"))),
+            }
+        }
+        _ => Err(r.err(format!("expected {LOSS_HELP}"))),
+    }
+}
+
+pub(crate) fn parse_outages(r: &Raw) -> Result<Vec<OutageWindow>, ProfileError> {
+    let arr = r.value.as_array().ok_or_else(|| r.err("expected a list like [{ start = \"10 s\", duration = \"30 s\", mode = \"hold\" }]"))?;
+    let mut out = Vec::new();
+    for (i, v) in arr.iter().enumerate() {
+        let t = v.as_table().ok_or_else(|| r.err(format!("entry {}: expected {{ start, duration, mode, every? }}", i + 1)))?;
+        only_keys(r, t, &["start", "duration", "every", "mode"])?;
+        let mode = match t.get("mode").and_then(|m| m.as_str()).unwrap_or("drop") {
+            "drop" => OutageMode::Drop,
+            "hold" => OutageMode::Hold,
+            other => return Err(r.err(format!("entry {}: mode: expected \"drop\" or \"hold\", got {other:?}", i + 1))),
+        };
+        let start = dur_in(r, t, "start")?;
+        let duration = dur_in(r, t, "duration")?;
+        let every = if t.contains_key("every") { Some(dur_in(r, t, "every")?) } else { None };
+        if let Some(e) = every {
+            if e <= duration {
+                return Err(r.err(format!("entry {}: every must be longer than duration", i + 1)));
+            }
+        }
+        out.push(OutageWindow { start: Instant(start.0), duration, every, mode });
+    }
+    Ok(out)
+}
+

@@ -1,0 +1,77 @@
+//! The stage contract every link mechanism implements, and the context a
+//! stage is built in.
+//!
+//! A stage sees packets as [`Meta`] only (the pipeline keeps payloads), in
+//! logical time:
+//!
+//! 1. [`enqueue`](Stage::enqueue)`(at, pkt)`: the packet reaches this stage
+//!    at `at` — its arrival for the first stage, the time the previous stage
+//!    released it for the others. `at` never decreases for one stage.
+//! 2. [`next_wakeup`](Stage::next_wakeup): the earliest time the stage has
+//!    something to release or drop.
+//! 3. [`dequeue`](Stage::dequeue)`(now)`: a packet released by `now`, with
+//!    `meta.due` set to the exact time it left this stage (a stage stamps
+//!    the time it computed, never `now`); drops go to `drops` with their
+//!    reason and time. Called until it returns `None`.
+//!
+//! A stage never reads a clock, sleeps, spawns or touches a file; its
+//! randomness comes from [`StageContext::rng`], one stream per stage and
+//! direction, so the same seed gives the same decisions.
+
+use rand::SeedableRng;
+
+use crate::jitter::LinkRng;
+use crate::packet::{Drop, Meta};
+use crate::time::{Duration, Instant};
+
+pub trait Stage: Send {
+    /// A short name, for logs and tests (`bottleneck`, `loss`, `delay`).
+    fn name(&self) -> &'static str;
+    /// The packet reaches this stage at `at`.
+    fn enqueue(&mut self, at: Instant, pkt: Meta, drops: &mut Vec<Drop>);
+    /// When [`dequeue`](Stage::dequeue) next has something to do.
+    fn next_wakeup(&self) -> Option<Instant>;
+    /// The next packet that has left this stage by `now` (`meta.due` = when).
+    fn dequeue(&mut self, now: Instant, drops: &mut Vec<Drop>) -> Option<Meta>;
+    /// Whether this stage can never delay (beyond a constant), drop or
+    /// split a packet, so a burst of segments may travel through it as one
+    /// packet without changing any outcome.
+    fn is_aggregate_safe(&self) -> bool;
+    /// Bytes waiting for transmission (queues only).
+    fn backlog_bytes(&self) -> u64 {
+        0
+    }
+    /// Packets inside this stage.
+    fn in_flight(&self) -> usize;
+}
+
+/// What a stage is built with: the run's seed, the direction's stream and
+/// the link's round-trip time (for BDP-sized queues).
+#[derive(Clone, Copy, Debug)]
+pub struct StageContext {
+    pub seed: u64,
+    /// Differs between the directions and hops of one run.
+    pub stream: u64,
+    pub rtt: Duration,
+}
+
+impl StageContext {
+    /// The RNG of one stage of this direction. `slot` separates the stages
+    /// of a direction (each kind in the registry has its own); slots 0–3
+    /// keep the streams every earlier version used, so seeds reproduce.
+    pub fn rng(&self, slot: u64) -> LinkRng {
+        if slot < 4 {
+            stage_rng(self.seed, self.stream * 4 + slot)
+        } else {
+            stage_rng(self.seed, (1 << 40) + self.stream * 64 + slot)
+        }
+    }
+}
+
+/// An RNG for one stage of one direction: the seed picks the key, the
+/// stream separates stages and directions.
+pub fn stage_rng(seed: u64, stream: u64) -> LinkRng {
+    let mut r = LinkRng::seed_from_u64(seed);
+    r.set_stream(stream);
+    r
+}
