@@ -25,7 +25,7 @@ use aerolink_link::{Pipeline, Profile};
 use serde::{Deserialize, Serialize};
 
 use crate::log::{self, Dir, Event};
-use crate::pump::{Clock, Pump, PumpReport, Side};
+use crate::pump::{Clock, PollTimer, Pump, PumpReport, Side};
 use crate::sys::{self, ip, in_netns};
 use crate::tun::{Tun, VNET_HDR_LEN};
 use crate::NetError;
@@ -187,9 +187,8 @@ impl Lab {
                     Side { dir: Dir::Up, src: tl.clone(), dst: tr.clone(), pipeline: up },
                     Side { dir: Dir::Down, src: tr.clone(), dst: tl.clone(), pipeline: down },
                 ],
-                clock,
+                timer: PollTimer { clock, fds: [tl.raw(), tr.raw(), stop_fd] },
                 stop: lab.stop.clone(),
-                stop_fd,
                 log: log_tx.clone(),
                 buf_len,
                 max_spin_ns: crate::pump::default_spin_ns(),

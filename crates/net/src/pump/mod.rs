@@ -4,7 +4,16 @@
 //! [`Pipeline`], write out what the pipeline says is due, then sleep until
 //! the pipeline's next wake-up or the next packet, whichever comes first.
 //! Nothing here decides a packet's fate; the pump only keeps time and moves
-//! bytes. Sleeps use `ppoll` with nanosecond timeouts and a 1 ns timer slack.
+//! bytes.
+//!
+//! The pump is generic over its [`Device`] and its [`Timer`]: on a lab it
+//! runs on TUN devices with `ppoll` sleeps (nanosecond timeouts, 1 ns timer
+//! slack; [`real`]); in tests it runs on in-memory devices in simulated time
+//! ([`sim`]), so its reading, batching, wake-up choice, lateness statistics
+//! and drop accounting are checked exactly, without root.
+
+pub mod real;
+pub mod sim;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
@@ -15,21 +24,38 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::log::{Dir, Event, EventKind};
-use crate::sys::{realtime_priority, tight_timer_slack};
-use crate::tun::{Tun, VNET_HDR_LEN};
+use crate::tun::VNET_HDR_LEN;
 
-/// Monotonic time since the run began, as the models count it.
-#[derive(Clone, Copy, Debug)]
-pub struct Clock {
-    start: std::time::Instant,
+pub use real::{thread_cpu_seconds, Clock, PollTimer};
+
+/// Where the pump reads and writes frames: a virtio-net header of
+/// [`VNET_HDR_LEN`] bytes, then the IP packet (or an offloaded burst).
+pub trait Device: Send + Sync {
+    /// One frame, or `Ok(None)` when none is waiting.
+    fn read(&self, buf: &mut [u8]) -> std::io::Result<Option<usize>>;
+    /// Writes one frame.
+    fn write(&self, buf: &[u8]) -> std::io::Result<()>;
+    /// The device's name, for errors.
+    fn name(&self) -> &str;
 }
 
-impl Clock {
-    pub fn start() -> Self {
-        Clock { start: std::time::Instant::now() }
+/// The pump's clock and sleeps.
+pub trait Timer: Send {
+    /// Prepares the pump's thread (timer slack, priority); whether it now
+    /// runs with real-time priority.
+    fn prepare(&mut self) -> bool {
+        false
     }
-    pub fn now(&self) -> Instant {
-        Instant(self.start.elapsed().as_nanos() as u64)
+    /// Time since the run began.
+    fn now(&self) -> Instant;
+    /// Sleeps `timeout_ns` (`None`: no limit) or until a frame or the stop
+    /// signal arrives. Whether the whole time passed.
+    fn wait(&mut self, timeout_ns: Option<u64>) -> bool;
+    /// One round of busy-waiting before a departure.
+    fn spin(&mut self);
+    /// CPU time the pump's thread has used, seconds.
+    fn cpu_seconds(&self) -> f64 {
+        0.0
     }
 }
 
@@ -63,22 +89,20 @@ pub struct PumpReport {
 }
 
 /// One direction of a hop, as the pump sees it.
-pub struct Side {
+pub struct Side<D> {
     pub dir: Dir,
-    pub src: Arc<Tun>,
-    pub dst: Arc<Tun>,
+    pub src: Arc<D>,
+    pub dst: Arc<D>,
     pub pipeline: Pipeline<Frame>,
 }
 
 /// The pump of one hop: both directions on one thread, so that at most one
 /// thread per hop is ever polling.
-pub struct Pump {
+pub struct Pump<D, T> {
     pub hop: u16,
-    pub sides: [Side; 2],
-    pub clock: Clock,
+    pub sides: [Side<D>; 2],
+    pub timer: T,
     pub stop: Arc<AtomicBool>,
-    /// Wakes the pump when `stop` is set (an eventfd).
-    pub stop_fd: i32,
     pub log: Option<Sender<Vec<Event>>>,
     /// Buffer size per packet: the MTU plus headers, or 64 KB with
     /// segmentation offload.
@@ -129,10 +153,9 @@ impl SpinMargin {
     }
 }
 
-impl Pump {
+impl<D: Device, T: Timer> Pump<D, T> {
     pub fn run(mut self) -> [PumpReport; 2] {
-        tight_timer_slack();
-        let realtime = realtime_priority();
+        let realtime = self.timer.prepare();
         let mut reps = [0, 1].map(|i| PumpReport { hop: self.hop, dir: Some(self.sides[i].dir), realtime, ..Default::default() });
         let mut late = [0, 1].map(|_| Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds"));
         let mut pool: Vec<Vec<u8>> = Vec::new();
@@ -148,7 +171,7 @@ impl Pump {
                     let mut buf = pool.pop().unwrap_or_else(|| vec![0u8; self.buf_len]);
                     match side.src.read(&mut buf) {
                         Ok(Some(n)) if n > VNET_HDR_LEN => {
-                            let now = self.clock.now();
+                            let now = self.timer.now();
                             let bytes = (n - VNET_HDR_LEN) as u32;
                             let id = side.pipeline.enqueue(now, bytes, Frame { buf, len: n });
                             rep.packets_in += 1;
@@ -162,7 +185,7 @@ impl Pump {
                             break;
                         }
                         Err(e) => {
-                            rep.error = Some(format!("read {}: {e}", side.src.name));
+                            rep.error = Some(format!("read {}: {e}", side.src.name()));
                             self.stop.store(true, Ordering::Relaxed);
                             break;
                         }
@@ -171,19 +194,19 @@ impl Pump {
             }
             for ((side, rep), late) in self.sides.iter_mut().zip(reps.iter_mut()).zip(late.iter_mut()) {
                 // 2. Send what is due.
-                let now = self.clock.now();
+                let now = self.timer.now();
                 while let Some(p) = side.pipeline.dequeue(now) {
                     // The departure is the moment the packet is handed to
                     // the kernel; what the receiving stack then does inside
                     // write() is the receiver's time, not the link's.
-                    let handed = self.clock.now();
+                    let handed = self.timer.now();
                     late.saturating_record(handed.0.saturating_sub(p.meta.due.0).max(1));
                     let f = p.payload;
                     if let Err(e) = side.dst.write(&f.buf[..f.len]) {
                         // The far side is gone (teardown), or the kernel
                         // refused this one packet: count it and go on.
                         if e.raw_os_error() == Some(libc::EBADF) {
-                            rep.error = Some(format!("write {}: {e}", side.dst.name));
+                            rep.error = Some(format!("write {}: {e}", side.dst.name()));
                             self.stop.store(true, Ordering::Relaxed);
                         }
                     }
@@ -223,24 +246,24 @@ impl Pump {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
-            let now = self.clock.now();
+            let now = self.timer.now();
             match wake {
                 Some(w) if w <= now => continue,
                 // Close to a departure: poll rather than sleep.
                 Some(w) if w.0 - now.0 <= spin.margin => {
-                    std::hint::spin_loop();
+                    self.timer.spin();
                     continue;
                 }
                 Some(w) => {
                     let sleep = w.0 - now.0 - spin.margin;
-                    let timed_out = self.wait(Some(sleep));
+                    let timed_out = self.timer.wait(Some(sleep));
                     if timed_out {
-                        let over = self.clock.now().0.saturating_sub(now.0 + sleep);
+                        let over = self.timer.now().0.saturating_sub(now.0 + sleep);
                         spin.record(over);
                     }
                 }
                 None => {
-                    self.wait(None);
+                    self.timer.wait(None);
                 }
             }
         }
@@ -252,36 +275,12 @@ impl Pump {
             }
         }
         // One thread serves both directions; split its CPU time by packets.
-        let cpu = thread_cpu_seconds();
+        let cpu = self.timer.cpu_seconds();
         let total = (reps[0].packets_out + reps[1].packets_out).max(1) as f64;
         for rep in reps.iter_mut() {
             rep.cpu_s = cpu * rep.packets_out as f64 / total;
         }
         reps
     }
-
-    /// Sleeps for `timeout_ns` or until a packet or the stop signal
-    /// arrives. Returns whether the full time passed.
-    fn wait(&self, timeout_ns: Option<u64>) -> bool {
-        let mut fds = [
-            libc::pollfd { fd: self.sides[0].src.raw(), events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: self.sides[1].src.raw(), events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: self.stop_fd, events: libc::POLLIN, revents: 0 },
-        ];
-        let ts = timeout_ns.map(|ns| libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long });
-        let tsp = ts.as_ref().map(|t| t as *const libc::timespec).unwrap_or(std::ptr::null());
-        // SAFETY: fds and ts outlive the call.
-        let n = unsafe { libc::ppoll(fds.as_mut_ptr(), 3, tsp, std::ptr::null()) };
-        n == 0
-    }
 }
 
-/// CPU time of the calling thread.
-pub fn thread_cpu_seconds() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: ts is a valid out-pointer.
-    unsafe {
-        libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts);
-    }
-    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
-}
