@@ -86,12 +86,12 @@ enum Cmd {
     /// Performance-enhancing proxies, run in a gateway namespace.
     Pep {
         #[command(subcommand)]
-        what: pep::PepCmd,
+        what: aerolink_pep::cli::PepCmd,
     },
     /// The workload programs themselves (run inside a lab's namespaces).
     Workload {
         #[command(subcommand)]
-        what: workload::WorkloadCmd,
+        what: aerolink_work::cli::WorkloadCmd,
     },
     #[command(name = "__hold", hide = true)]
     Hold(updown::UpArgs),

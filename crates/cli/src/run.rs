@@ -11,7 +11,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use aerolink_link::Profile;
+use aerolink_lab::gateways::PepSpec;
 use aerolink_net::{Lab, LabReport, LabSpec};
+use aerolink_pep::cli::PepMode;
 use anyhow::Context;
 use clap::Args;
 
@@ -49,63 +51,16 @@ pub struct RunArgs {
     #[arg(long, short)]
     pub quiet: bool,
     #[command(flatten)]
-    pub pep: PepArgs,
+    pub pep: PepSpec,
 }
 
 /// PEP flags (need the gateway chain, e.g. `--topology ifc`).
-#[derive(Args, Debug)]
-pub struct PepArgs {
-    /// Performance-enhancing proxy in the gateways: none, split-tcp,
-    /// quic-tunnel (TCP over one authenticated QUIC connection between
-    /// airgw and groundgw), or vpn (client↔server IP-in-UDP, with split-TCP
-    /// proxies in the gateways that it leaves nothing to act on; programs
-    /// reach the server at 198.19.0.2 via $AEROLINK_SERVER).
-    #[arg(long, default_value = "none", value_name = "MODE")]
-    pub pep: String,
-    /// split-tcp: where it runs — air (airgw), ground (groundgw) or both. A
-    /// download crosses the space hop from the ground side, so only a
-    /// ground-side proxy sends it with its own congestion control.
-    #[arg(long, default_value = "both", value_name = "WHERE")]
-    pub pep_at: String,
-    /// Congestion control of the proxies' onward TCP connections.
-    #[arg(long, default_value = "cubic", value_name = "CC")]
-    pub pep_cc: String,
-    /// Initial window (segments) of the proxies' onward TCP connections.
-    #[arg(long, value_name = "SEGMENTS")]
-    pub pep_initcwnd: Option<u32>,
-    /// quic-tunnel: congestion control — cubic, newreno, bbr, or rate
-    /// (holds --tunnel-rate through random loss).
-    #[arg(long, default_value = "bbr", value_name = "CC")]
-    pub tunnel_cc: String,
-    /// quic-tunnel: windows preset (quinn, default, h-bdp1, h-bdp2).
-    #[arg(long, default_value = "h-bdp1", value_name = "PRESET")]
-    pub tunnel_preset: String,
-    /// quic-tunnel with --tunnel-cc rate: the rate to hold, e.g. 2Mbit/s.
-    #[arg(long, value_name = "RATE")]
-    pub tunnel_rate: Option<String>,
-    /// quic-tunnel: longest wait between loss probes during an outage, or
-    /// `off` for stock QUIC (probe interval doubles without bound).
-    #[arg(long, default_value = aerolink_lab::gateways::DEFAULT_MAX_PROBE, value_name = "DURATION|off")]
-    pub tunnel_max_probe: String,
-}
-
-impl PepArgs {
-    pub fn spec(&self) -> anyhow::Result<aerolink_lab::gateways::PepSpec> {
-        let s = aerolink_lab::gateways::PepSpec {
-            mode: self.pep.clone(),
-            at: self.pep_at.clone(),
-            tcp_cc: self.pep_cc.clone(),
-            initcwnd: self.pep_initcwnd,
-            tunnel_cc: self.tunnel_cc.clone(),
-            tunnel_preset: self.tunnel_preset.clone(),
-            tunnel_rate: self.tunnel_rate.clone(),
-            tunnel_max_probe: self.tunnel_max_probe.clone(),
-        };
-        // The spec names its keys as in experiment files (pep_at); as flags
-        // they are --pep-at.
-        s.validate().map_err(|m| user(format!("--{}", m.replace('_', "-"))))?;
-        Ok(s)
-    }
+/// The PEP flags (`--pep`, `--pep-at`, `--tunnel-cc`, …), checked.
+pub fn pep_spec(p: &PepSpec) -> anyhow::Result<PepSpec> {
+    // The spec names its keys as in experiment files (tunnel_rate); as
+    // flags they are --tunnel-rate.
+    p.validate().map_err(|m| user(format!("--{}", m.replace('_', "-"))))?;
+    Ok(p.clone())
 }
 
 #[derive(Args, Debug)]
@@ -268,9 +223,9 @@ pub fn print_report(rep: &LabReport, hosts: &[String]) {
 
 pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let timeout = aerolink_link::units::parse_duration(&args.ready_timeout).map_err(|m| user(format!("--ready-timeout: expected {m}")))?;
-    let pep = args.pep.spec()?;
+    let pep = pep_spec(&args.pep)?;
     let (spec, label) = lab_spec(&args.link, run_id())?;
-    if pep.mode != "none" && !spec.hosts.iter().any(|h| h == "airgw") {
+    if pep.mode != PepMode::None && !spec.hosts.iter().any(|h| h == "airgw") {
         return Err(user(format!("--pep {}: needs the gateway chain (--topology ifc, or a topology with hosts airgw and groundgw)", pep.mode)));
     }
     let log = open_log(&args.log)?;

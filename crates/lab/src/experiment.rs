@@ -36,7 +36,13 @@ use std::time::Duration;
 use aerolink_link::profile::Override;
 use aerolink_link::profile::{LossSpec, RateSpec};
 use aerolink_link::{BaseDelay, Profile};
-use aerolink_work::quic::QuicKnobs;
+use aerolink_work::bulk::Direction as BulkDirection;
+use aerolink_work::messages::Direction as MessagesDirection;
+use aerolink_work::quic::{Preset, QuicCc, QuicKnobs};
+use aerolink_work::realtime::{Mechanism, Scenario};
+use aerolink_work::sock::TcpCc;
+use aerolink_work::web::{ObjectsMode, Protocol};
+use aerolink_work::Transport;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 use serde::Serialize;
@@ -275,6 +281,21 @@ fn variant_overrides(base: &Profile, field: &str, value: &str) -> Result<Vec<Ove
 
 type KeyErr = (String, String);
 
+/// A value of a closed set, or an error naming the key and what is allowed.
+fn pick<T: std::str::FromStr<Err = aerolink_work::UnknownChoice>>(key: &str, s: &str) -> Result<T, KeyErr> {
+    s.parse().map_err(|e: aerolink_work::UnknownChoice| (key.to_string(), e.to_string()))
+}
+
+/// Every value of a key given as text or a list of texts, each parsed.
+fn picks<T: std::str::FromStr<Err = aerolink_work::UnknownChoice>>(t: &toml::Table, keys: &[&str], default: Option<Vec<T>>) -> Result<Vec<T>, KeyErr> {
+    for k in keys {
+        if t.contains_key(*k) {
+            return list_of(t, &[k], None)?.iter().map(|s| pick(k, s)).collect();
+        }
+    }
+    default.ok_or_else(|| (keys[0].to_string(), "missing".into()))
+}
+
 fn list_of(t: &toml::Table, keys: &[&str], default: Option<Vec<String>>) -> Result<Vec<String>, KeyErr> {
     for k in keys {
         if let Some(v) = t.get(*k) {
@@ -310,32 +331,29 @@ fn expand_workload(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
     let mut out = Vec::new();
     match ty {
         "web" => {
-            for protocol in list_of(t, &["protocols", "protocol"], Some(vec!["h2".into()]))? {
+            for protocol in picks(t, &["protocols", "protocol"], Some(vec![Protocol::H2]))? {
                 for page in list_of(t, &["pages", "page"], None)? {
                     for depth in ints(&["depths", "depth"], 1)? {
-                        out.push(Workload::Web { protocol: protocol.clone(), page: page.clone(), depth: depth.clamp(0, 100) as u32 });
+                        out.push(Workload::Web { protocol, page: page.clone(), depth: depth.clamp(0, 100) as u32 });
                     }
                 }
             }
         }
         "bulk" => {
-            for transport in list_of(t, &["transports", "transport"], Some(vec!["tcp".into()]))? {
-                for direction in list_of(t, &["directions", "direction"], Some(vec!["down".into()]))? {
+            for transport in picks(t, &["transports", "transport"], Some(vec![Transport::Tcp]))? {
+                for direction in picks(t, &["directions", "direction"], Some(vec![BulkDirection::Down]))? {
                     for size in list_of(t, &["sizes", "size"], None)? {
                         let bytes = aerolink_work::page::parse_bytes(&size).ok_or_else(|| ("sizes".to_string(), format!("{size:?}: expected a size like 1MB")))?;
-                        out.push(Workload::Bulk { transport: transport.clone(), direction: direction.clone(), bytes });
+                        out.push(Workload::Bulk { transport, direction, bytes });
                     }
                 }
             }
         }
         "objects" => {
-            for protocol in list_of(t, &["protocols", "protocol"], Some(vec!["h3".into()]))? {
+            for protocol in picks(t, &["protocols", "protocol"], Some(vec![Protocol::H3]))? {
                 for set in list_of(t, &["sets", "set"], None)? {
-                    for mode in list_of(t, &["modes", "mode"], Some(vec!["seq".into()]))? {
-                        if mode != "seq" && mode != "par" {
-                            return Err(("modes".into(), format!("{mode:?}: expected seq or par")));
-                        }
-                        out.push(Workload::Objects { protocol: protocol.clone(), set: set.clone(), parallel: mode == "par" });
+                    for mode in picks(t, &["modes", "mode"], Some(vec![ObjectsMode::Seq]))? {
+                        out.push(Workload::Objects { protocol, set: set.clone(), parallel: mode == ObjectsMode::Par });
                     }
                 }
             }
@@ -349,9 +367,9 @@ fn expand_workload(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
                 }
             };
             let (count, interval_ms, size) = (int("count", 100)?, int("interval_ms", 200)?, int("size", 64)?);
-            for mechanism in list_of(t, &["mechanisms", "mechanism"], Some(vec!["ws".into(), "sse".into(), "alp".into()]))? {
-                for scenario in list_of(t, &["scenarios", "scenario"], Some(vec!["server-update".into(), "client-update".into(), "chat".into()]))? {
-                    out.push(Workload::Realtime { mechanism: mechanism.clone(), scenario, count: count as u32, interval_ms: interval_ms as u64, size: size as u32 });
+            for mechanism in picks(t, &["mechanisms", "mechanism"], Some(Mechanism::ALL.to_vec()))? {
+                for scenario in picks(t, &["scenarios", "scenario"], Some(Scenario::ALL.to_vec()))? {
+                    out.push(Workload::Realtime { mechanism, scenario, count: count as u32, interval_ms: interval_ms as u64, size: size as u32 });
                 }
             }
         }
@@ -360,12 +378,12 @@ fn expand_workload(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
                 None => 60.0,
                 Some(v) => aerolink_link::units::parse_duration(v.as_str().unwrap_or("")).map_err(|m| ("duration".to_string(), format!("expected {m}")))?.as_secs_f64(),
             };
-            for transport in list_of(t, &["transports", "transport"], Some(vec!["tcp".into()]))? {
-                for direction in list_of(t, &["directions", "direction"], Some(vec!["up".into()]))? {
+            for transport in picks(t, &["transports", "transport"], Some(vec![Transport::Tcp]))? {
+                for direction in picks(t, &["directions", "direction"], Some(vec![MessagesDirection::Up]))? {
                     for size in ints(&["sizes", "size"], 64)? {
                         for rate in list_of(t, &["rates", "rate"], None)? {
                             let r = aerolink_link::units::parse_rate(&rate).map_err(|m| ("rates".to_string(), format!("{rate:?}: expected {m}")))?;
-                            out.push(Workload::Messages { transport: transport.clone(), direction: direction.clone(), size: size.clamp(0, u32::MAX as i64) as u32, rate_bps: r.bits_per_sec, duration_s: duration });
+                            out.push(Workload::Messages { transport, direction, size: size.clamp(0, u32::MAX as i64) as u32, rate_bps: r.bits_per_sec, duration_s: duration });
                         }
                     }
                 }
@@ -375,21 +393,22 @@ fn expand_workload(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
     Ok(out)
 }
 
-/// Sets one PEP key; `None` when the value has the wrong type or range.
-fn set_pep(p: &mut PepSpec, key: &str, v: &toml::Value) -> Option<()> {
-    let text = || v.as_str().map(str::to_string);
+/// Sets one PEP key, or says what the key allows.
+fn set_pep(p: &mut PepSpec, key: &str, v: &toml::Value) -> Result<(), KeyErr> {
+    let text = || v.as_str().ok_or_else(|| (key.to_string(), format!("{v}: expected text in quotes, or a list")));
+    let err = |m: String| (key.to_string(), format!("{v}: {m}"));
     match key {
-        "pep" => p.mode = text()?,
-        "pep_at" => p.at = text()?,
-        "pep_cc" => p.tcp_cc = text()?,
-        "pep_initcwnd" => p.initcwnd = Some(u32::try_from(v.as_integer()?).ok().filter(|n| (1..=1000).contains(n))?),
-        "tunnel_cc" => p.tunnel_cc = text()?,
-        "tunnel_preset" => p.tunnel_preset = text()?,
-        "tunnel_rate" => p.tunnel_rate = Some(text()?),
-        "tunnel_max_probe" => p.tunnel_max_probe = text()?,
-        _ => return None,
+        "pep" => p.mode = pick(key, text()?)?,
+        "pep_at" => p.at = pick(key, text()?)?,
+        "pep_cc" => p.tcp_cc = pick(key, text()?)?,
+        "pep_initcwnd" => p.initcwnd = Some(v.as_integer().and_then(|i| u32::try_from(i).ok()).filter(|n| (1..=1000).contains(n)).ok_or_else(|| err("expected segments from 1 to 1000".into()))?),
+        "tunnel_cc" => p.tunnel_cc = pick(key, text()?)?,
+        "tunnel_preset" => p.tunnel_preset = pick(key, text()?)?,
+        "tunnel_rate" => p.tunnel_rate = Some(text()?.parse().map_err(err)?),
+        "tunnel_max_probe" => p.tunnel_max_probe = text()?.parse().map_err(err)?,
+        _ => return Err((key.to_string(), "not a PEP setting".into())),
     }
-    Some(())
+    Ok(())
 }
 
 /// Every combination of `out` with each of `xs`: for each knob set so far,
@@ -417,7 +436,7 @@ fn expand_knobs(t: &toml::Table, gateways: bool) -> Result<Vec<Knobs>, KeyErr> {
         if let Some(v) = t.get(*key) {
             out = sweep(out, &values(v), |k, x| {
                 let mut p = k.pep.clone().unwrap_or_default();
-                set_pep(&mut p, key, x).ok_or_else(|| err(key, format!("{x}: expected {}", if *key == "pep_initcwnd" { "segments from 1 to 1000" } else { "text in quotes, or a list" })))?;
+                set_pep(&mut p, key, x)?;
                 p.validate().map_err(|m| err(key, m))?;
                 k.pep = Some(p);
                 Ok(())
@@ -425,12 +444,9 @@ fn expand_knobs(t: &toml::Table, gateways: bool) -> Result<Vec<Knobs>, KeyErr> {
         }
     }
     if let Some(v) = t.get("tcp_cc") {
-        let ccs = strings(v).ok_or_else(|| err("tcp_cc", "expected reno, cubic or bbr".into()))?;
+        let ccs: Vec<TcpCc> = picks(t, &["tcp_cc"], None).map_err(|_| err("tcp_cc", format!("{v}: expected one of {}", TcpCc::allowed())))?;
         out = sweep(out, &ccs, |k, c| {
-            if !aerolink_work::sock::TCP_CCS.contains(&c.as_str()) {
-                return Err(err("tcp_cc", format!("{c:?}: expected one of {}", aerolink_work::sock::TCP_CCS.join(", "))));
-            }
-            k.tcp_cc = c.clone();
+            k.tcp_cc = *c;
             Ok(())
         })?;
     }
@@ -442,20 +458,16 @@ fn expand_knobs(t: &toml::Table, gateways: bool) -> Result<Vec<Knobs>, KeyErr> {
         })?;
     }
     if let Some(v) = t.get("quic_preset") {
-        let ps = strings(v).ok_or_else(|| err("quic_preset", "expected preset names".into()))?;
+        let ps: Vec<Preset> = picks(t, &["quic_preset"], None).map_err(|_| err("quic_preset", format!("{v}: expected one of {}", Preset::allowed())))?;
         out = sweep(out, &ps, |k, p| {
-            let q = QuicKnobs::preset(p).map_err(|m| err("quic_preset", m))?;
-            k.quic = QuicKnobs { cc: k.quic.cc.clone(), ..q };
+            k.quic = QuicKnobs { cc: k.quic.cc, ..QuicKnobs::preset(*p) };
             Ok(())
         })?;
     }
     if let Some(v) = t.get("quic_cc") {
-        let ccs = strings(v).ok_or_else(|| err("quic_cc", "expected cubic, newreno or bbr".into()))?;
+        let ccs: Vec<QuicCc> = picks(t, &["quic_cc"], None).map_err(|_| err("quic_cc", format!("{v}: expected one of {}", QuicCc::allowed())))?;
         out = sweep(out, &ccs, |k, c| {
-            if !aerolink_work::quic::QUIC_CCS.contains(&c.as_str()) {
-                return Err(err("quic_cc", format!("{c:?}: expected one of {}", aerolink_work::quic::QUIC_CCS.join(", "))));
-            }
-            k.quic.cc = c.clone();
+            k.quic.cc = *c;
             Ok(())
         })?;
     }

@@ -9,9 +9,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::time::Duration;
 
+use aerolink_link::units::Rate;
 use aerolink_link::Profile;
 use aerolink_net::lab::netns_command;
 use aerolink_net::Lab;
+use aerolink_pep::cli::{tunnel_addr, vpn_addr, AirArgs, GroundArgs, Half, Intercept, PepAt, PepCmd, PepMode, SplitTcpArgs, TuningArgs, VpnArgs};
+use aerolink_pep::quic_tunnel::{ProbeCap, TunnelCc};
+use aerolink_work::cli::rate_arg;
+use aerolink_work::quic::Preset;
+use aerolink_work::sock::TcpCc;
 use serde::{Deserialize, Serialize};
 
 pub const HOSTS: [&str; 4] = ["client", "airgw", "groundgw", "server"];
@@ -25,85 +31,150 @@ pub fn ifc(space: Profile) -> (Vec<String>, Vec<Profile>) {
     (HOSTS.iter().map(|s| s.to_string()).collect(), vec![builtin("cabin-wifi"), space, builtin("terrestrial")])
 }
 
-pub const MODES: &[&str] = &["none", "split-tcp", "quic-tunnel", "vpn"];
-
-/// Which PEP, where, and how it is tuned.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+/// Which PEP, where, and how it is tuned: the `--pep*` and `--tunnel-*`
+/// flags of `run` and `bench`, and the `pep*` and `tunnel_*` keys of
+/// experiment files. Its JSON form is part of a run's key, so field names
+/// and value spellings stay.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, clap::Args)]
 pub struct PepSpec {
-    /// `none`, `split-tcp`, `quic-tunnel` or `vpn` (end-to-end
-    /// encapsulation, with split-TCP proxies in both gateways that it
-    /// leaves nothing to act on).
-    pub mode: String,
-    /// split-tcp: `air`, `ground` or `both`.
-    pub at: String,
-    /// TCP congestion control of the proxies' onward connections.
-    pub tcp_cc: String,
+    /// Performance-enhancing proxy in the gateways: none, split-tcp,
+    /// quic-tunnel (TCP over one authenticated QUIC connection between
+    /// airgw and groundgw), or vpn (client↔server IP-in-UDP, with split-TCP
+    /// proxies in the gateways that it leaves nothing to act on; programs
+    /// reach the server at 198.19.0.2 via $AEROLINK_SERVER).
+    #[arg(long = "pep", default_value = "none", value_name = "MODE")]
+    pub mode: PepMode,
+    /// split-tcp: where it runs — air (airgw), ground (groundgw) or both. A
+    /// download crosses the space hop from the ground side, so only a
+    /// ground-side proxy sends it with its own congestion control.
+    #[arg(long = "pep-at", default_value = "both", value_name = "WHERE")]
+    pub at: PepAt,
+    /// Congestion control of the proxies' onward TCP connections.
+    #[arg(long = "pep-cc", default_value = "cubic", value_name = "CC")]
+    pub tcp_cc: TcpCc,
     /// Initial window (segments) of the proxies' onward TCP connections.
+    #[arg(long = "pep-initcwnd", value_name = "SEGMENTS", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub initcwnd: Option<u32>,
-    /// The tunnel's QUIC congestion control (cubic, newreno, bbr, rate).
-    pub tunnel_cc: String,
-    /// The tunnel's windows preset.
-    pub tunnel_preset: String,
-    /// The rate the `rate` controller holds (e.g. "2Mbit/s").
-    pub tunnel_rate: Option<String>,
-    /// Longest wait between the tunnel's loss probes ("2s"), or "off" for
-    /// stock QUIC (see `aerolink pep quic-tunnel --max-probe-timeout`).
-    #[serde(default = "default_probe", skip_serializing_if = "is_default_probe")]
-    pub tunnel_max_probe: String,
+    /// quic-tunnel: congestion control (rate holds --tunnel-rate through
+    /// random loss).
+    #[arg(long, default_value = "bbr", value_name = "CC")]
+    pub tunnel_cc: TunnelCc,
+    /// quic-tunnel: windows preset.
+    #[arg(long, default_value = "h-bdp1", value_name = "PRESET")]
+    pub tunnel_preset: Preset,
+    /// quic-tunnel with --tunnel-cc rate: the rate to hold, e.g. 2Mbit/s.
+    #[arg(long, value_name = "RATE")]
+    pub tunnel_rate: Option<TunnelRate>,
+    /// quic-tunnel: longest wait between loss probes during an outage, or
+    /// `off` for stock QUIC (probe interval doubles without bound).
+    #[serde(default, skip_serializing_if = "is_default_probe")]
+    #[arg(long, default_value = aerolink_pep::quic_tunnel::DEFAULT_MAX_PROBE, value_name = "DURATION|off")]
+    pub tunnel_max_probe: ProbeCap,
 }
 
-pub use aerolink_pep::quic_tunnel::DEFAULT_MAX_PROBE;
-
-fn default_probe() -> String {
-    DEFAULT_MAX_PROBE.into()
+/// A rate as the experiment file wrote it (`"2Mbit/s"`), parsed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TunnelRate {
+    pub text: String,
+    pub rate: Rate,
 }
 
-fn is_default_probe(s: &str) -> bool {
-    s == DEFAULT_MAX_PROBE
+impl std::str::FromStr for TunnelRate {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(TunnelRate { text: s.to_string(), rate: rate_arg(s)? })
+    }
+}
+
+impl Serialize for TunnelRate {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
+impl<'de> Deserialize<'de> for TunnelRate {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = String::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+fn is_default_probe(p: &ProbeCap) -> bool {
+    *p == ProbeCap::DEFAULT
 }
 
 impl Default for PepSpec {
     fn default() -> Self {
-        PepSpec { mode: "none".into(), at: "both".into(), tcp_cc: "cubic".into(), initcwnd: None, tunnel_cc: "bbr".into(), tunnel_preset: "h-bdp1".into(), tunnel_rate: None, tunnel_max_probe: default_probe() }
+        PepSpec { mode: PepMode::None, at: PepAt::Both, tcp_cc: TcpCc::Cubic, initcwnd: None, tunnel_cc: TunnelCc::Bbr, tunnel_preset: Preset::HBdp1, tunnel_rate: None, tunnel_max_probe: ProbeCap::DEFAULT }
     }
 }
 
 impl PepSpec {
-    /// Checks the values, naming the offending key.
+    /// Checks what the types do not: the `rate` controller needs a rate.
     pub fn validate(&self) -> Result<(), String> {
-        if !MODES.contains(&self.mode.as_str()) {
-            return Err(format!("pep {:?}: expected one of {}", self.mode, MODES.join(", ")));
+        if self.tunnel_cc == TunnelCc::Rate && self.tunnel_rate.is_none() {
+            return Err("tunnel_cc \"rate\": needs tunnel_rate (e.g. \"2Mbit/s\", at or below the space link's rate)".into());
         }
-        if !["air", "ground", "both"].contains(&self.at.as_str()) {
-            return Err(format!("pep_at {:?}: expected air, ground or both", self.at));
-        }
-        if !aerolink_work::sock::TCP_CCS.contains(&self.tcp_cc.as_str()) {
-            return Err(format!("pep_cc {:?}: expected one of {}", self.tcp_cc, aerolink_work::sock::TCP_CCS.join(", ")));
-        }
-        if !aerolink_pep::quic_tunnel::TUNNEL_CCS.contains(&self.tunnel_cc.as_str()) {
-            return Err(format!("tunnel_cc {:?}: expected one of {}", self.tunnel_cc, aerolink_pep::quic_tunnel::TUNNEL_CCS.join(", ")));
-        }
-        aerolink_work::quic::QuicKnobs::preset(&self.tunnel_preset).map_err(|m| format!("tunnel_preset: {m}"))?;
-        match &self.tunnel_rate {
-            Some(r) => {
-                aerolink_link::units::parse_rate(r).map_err(|m| format!("tunnel_rate {r:?}: expected {m}"))?;
-            }
-            None if self.tunnel_cc == "rate" => return Err("tunnel_cc \"rate\": needs tunnel_rate (e.g. \"2Mbit/s\", at or below the space link's rate)".into()),
-            None => {}
-        }
-        aerolink_pep::quic_tunnel::parse_max_probe(&self.tunnel_max_probe).map_err(|m| format!("tunnel_max_probe {:?}: {m}", self.tunnel_max_probe))?;
         Ok(())
     }
 
     /// A short label: `none`, `split-tcp`, `quic-tunnel/bbr`, …
     pub fn label(&self) -> String {
-        match self.mode.as_str() {
-            "quic-tunnel" if self.tunnel_max_probe == "off" => format!("quic-tunnel/{}/stock-probes", self.tunnel_cc),
-            "quic-tunnel" if !is_default_probe(&self.tunnel_max_probe) => format!("quic-tunnel/{}/probes≤{}", self.tunnel_cc, self.tunnel_max_probe),
-            "quic-tunnel" => format!("quic-tunnel/{}", self.tunnel_cc),
-            "split-tcp" if self.at != "both" => format!("split-tcp@{}", self.at),
+        match self.mode {
+            PepMode::QuicTunnel if self.tunnel_max_probe.0.is_none() => format!("quic-tunnel/{}/stock-probes", self.tunnel_cc),
+            PepMode::QuicTunnel if !is_default_probe(&self.tunnel_max_probe) => format!("quic-tunnel/{}/probes≤{}", self.tunnel_cc, self.tunnel_max_probe),
+            PepMode::QuicTunnel => format!("quic-tunnel/{}", self.tunnel_cc),
+            PepMode::SplitTcp if self.at != PepAt::Both => format!("split-tcp@{}", self.at),
             m => m.to_string(),
         }
+    }
+
+    fn tuning(&self, psk: &Path) -> TuningArgs {
+        TuningArgs {
+            psk: psk.to_path_buf(),
+            cc: self.tunnel_cc,
+            rate: self.tunnel_rate.as_ref().map(|r| r.rate),
+            preset: self.tunnel_preset,
+            idle_timeout: aerolink_link::Duration::from_secs(120),
+            max_probe_timeout: self.tunnel_max_probe,
+        }
+    }
+
+    /// The split-TCP proxy of the gateway whose clients come from `from`.
+    fn split_tcp(&self, from: &str) -> PepCmd {
+        PepCmd::SplitTcp(SplitTcpArgs { intercept: Intercept { from: format!("to-{from}"), ..Intercept::default() }, cc: self.tcp_cc, initcwnd: self.initcwnd, json: false })
+    }
+
+    /// What runs where for this spec: `(host, command)`, in start order.
+    /// `psk` is the tunnel's key file; `ground` and the VPN ends' addresses
+    /// come from the lab.
+    pub fn commands(&self, lab: &Lab, psk: &Path) -> Result<Vec<(String, PepCmd)>, String> {
+        let mut out = Vec::new();
+        match self.mode {
+            PepMode::None => {}
+            PepMode::SplitTcp | PepMode::Vpn => {
+                for (gw, from, at) in [("airgw", "client", PepAt::Air), ("groundgw", "airgw", PepAt::Ground)] {
+                    if self.mode == PepMode::Vpn || self.at == PepAt::Both || self.at == at {
+                        out.push((gw.to_string(), self.split_tcp(from)));
+                    }
+                }
+                if self.mode == PepMode::Vpn {
+                    let (_, c) = host(lab, "client")?;
+                    let s = lab.hosts.last().ok_or("the lab has no hosts")?;
+                    let addr = |ip: &str| -> Result<std::net::SocketAddr, String> { vpn_addr(ip) };
+                    out.push((s.name.clone(), PepCmd::Vpn(VpnArgs { end: 2, peer: addr(&c.ipv4)?, port: aerolink_pep::vpn::DEFAULT_PORT })));
+                    out.push(("client".to_string(), PepCmd::Vpn(VpnArgs { end: 1, peer: addr(&s.ipv4)?, port: aerolink_pep::vpn::DEFAULT_PORT })));
+                }
+            }
+            PepMode::QuicTunnel => {
+                let ground = GroundArgs { listen: tunnel_addr("[::]")?, tcp_cc: self.tcp_cc, initcwnd: self.initcwnd, tuning: self.tuning(psk), json: false };
+                out.push(("groundgw".to_string(), PepCmd::QuicTunnel { half: Half::Ground(ground) }));
+                let (_, gw) = host(lab, "groundgw")?;
+                let air = AirArgs { intercept: Intercept::default(), ground: tunnel_addr(&gw.ipv4)?, tuning: self.tuning(psk), json: false };
+                out.push(("airgw".to_string(), PepCmd::QuicTunnel { half: Half::Air(air) }));
+            }
+        }
+        Ok(out)
     }
 }
 
@@ -131,10 +202,10 @@ impl Gateways {
         let mut g = Gateways { children: Vec::new(), dir: None, server_override: None };
         let exe = exe.to_string_lossy().to_string();
         let env = lab.env();
-        let mut start = |name: &str, args: Vec<String>| -> Result<(), String> {
+        let mut start = |name: &str, cmd: PepCmd| -> Result<(), String> {
             let (_, h) = host(lab, name)?;
             let mut argv = vec![exe.clone(), "pep".to_string()];
-            argv.extend(args);
+            argv.extend(cmd.to_args());
             let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
             let mut cmd = netns_command(&h.netns, &refs, &env);
             cmd.stdout(Stdio::piped());
@@ -155,53 +226,18 @@ impl Gateways {
                 Err(format!("the proxy in {name} did not start: {why}"))
             }
         };
-        let split = |from: &str| {
-            let mut a = vec!["split-tcp".into(), "--from".into(), format!("to-{from}"), "--cc".into(), spec.tcp_cc.clone()];
-            if let Some(n) = spec.initcwnd {
-                a.extend(["--initcwnd".into(), n.to_string()]);
-            }
-            a
-        };
         let r = (|| -> Result<(), String> {
-            match spec.mode.as_str() {
-                "none" => {}
-                "split-tcp" | "vpn" => {
-                    for (gw, from) in [("airgw", "client"), ("groundgw", "airgw")] {
-                        if spec.mode == "vpn" || spec.at == "both" || (spec.at == "air") == (gw == "airgw") {
-                            start(gw, split(from))?;
-                        }
-                    }
-                    if spec.mode == "vpn" {
-                        let (_, c) = host(lab, "client")?;
-                        let s = lab.hosts.last().expect("hosts");
-                        start(&s.name.clone(), vec!["vpn".into(), "--end".into(), "2".into(), "--peer".into(), c.ipv4.clone()])?;
-                        start("client", vec!["vpn".into(), "--end".into(), "1".into(), "--peer".into(), s.ipv4.clone()])?;
-                    }
-                }
-                "quic-tunnel" => {
-                    let psk = dir.join("tunnel.psk");
-                    write_private(&psk, &aerolink_pep::quic_tunnel::Psk::generate()).map_err(|e| format!("{}: {e}", psk.display()))?;
-                    let mut tuning = vec!["--psk".into(), psk.to_string_lossy().to_string(), "--cc".into(), spec.tunnel_cc.clone(), "--preset".into(), spec.tunnel_preset.clone(), "--max-probe-timeout".into(), spec.tunnel_max_probe.clone()];
-                    if let Some(r) = &spec.tunnel_rate {
-                        tuning.extend(["--rate".into(), r.clone()]);
-                    }
-                    let mut ground = vec!["quic-tunnel".into(), "ground".into(), "--tcp-cc".into(), spec.tcp_cc.clone()];
-                    if let Some(n) = spec.initcwnd {
-                        ground.extend(["--initcwnd".into(), n.to_string()]);
-                    }
-                    ground.extend(tuning.clone());
-                    start("groundgw", ground)?;
-                    let (_, gw) = host(lab, "groundgw")?;
-                    let mut air = vec!["quic-tunnel".into(), "air".into(), "--from".into(), "to-client".into(), "--ground".into(), gw.ipv4.clone()];
-                    air.extend(tuning);
-                    start("airgw", air)?;
-                }
-                other => return Err(format!("pep {other:?}: expected one of {}", MODES.join(", "))),
+            let psk = dir.join("tunnel.psk");
+            if spec.mode == PepMode::QuicTunnel {
+                write_private(&psk, &aerolink_pep::quic_tunnel::Psk::generate()).map_err(|e| format!("{}: {e}", psk.display()))?;
+            }
+            for (name, cmd) in spec.commands(lab, &psk)? {
+                start(&name, cmd)?;
             }
             Ok(())
         })();
         g.dir = Some(dir.to_path_buf());
-        if spec.mode == "vpn" {
+        if spec.mode == PepMode::Vpn {
             g.server_override = Some((aerolink_pep::vpn::inner_v4(2), aerolink_pep::vpn::inner_v6(2)));
         }
         r.map(|_| g)

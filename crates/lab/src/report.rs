@@ -16,7 +16,7 @@ use serde_json::{json, Value};
 use crate::stats::{summarize, Summary};
 use crate::store::{ExperimentRow, RunRow};
 use crate::svg::{self, esc, Bar};
-use crate::workload::Workload;
+use crate::workload::{Knobs, Workload};
 
 /// What the report needs to know about a profile (stored with each run).
 pub fn profile_summary(p: &Profile) -> Value {
@@ -42,7 +42,7 @@ pub fn page_floor_ms(profile: &Value, page_bytes: u64, depth: u32) -> Option<f64
 }
 
 /// Marks the PEP part of a series name (`h2 via quic-tunnel/bbr`).
-const PEP_MARK: &str = "via ";
+pub(crate) const PEP_MARK: &str = "via ";
 /// The baseline that compares each series with itself without a PEP.
 pub const PEP_BASELINE: &str = "pep:none";
 
@@ -61,29 +61,7 @@ fn baseline_of(baseline: &str, s: &str) -> String {
 
 /// A label for the knobs that differ from the defaults.
 pub fn knob_label(knobs_json: &str) -> String {
-    let k: Value = serde_json::from_str(knobs_json).unwrap_or(Value::Null);
-    let mut parts = Vec::new();
-    if k["tcp_cc"].as_str().is_some_and(|c| c != "cubic") {
-        parts.push(k["tcp_cc"].as_str().unwrap_or("").to_string());
-    }
-    if let Some(n) = k["initcwnd"].as_u64() {
-        parts.push(format!("IW{n}"));
-    }
-    if k["quic"]["preset"].as_str().is_some_and(|p| p != "quinn") {
-        parts.push(k["quic"]["preset"].as_str().unwrap_or("").to_string());
-    }
-    if k["quic"]["cc"].as_str().is_some_and(|c| c != "cubic") {
-        parts.push(format!("quic-{}", k["quic"]["cc"].as_str().unwrap_or("")));
-    }
-    if k["nagle"].as_bool() == Some(true) {
-        parts.push("nagle".into());
-    }
-    if let Ok(p) = serde_json::from_value::<crate::gateways::PepSpec>(k["pep"].clone()) {
-        if p.mode != "none" {
-            parts.push(format!("{PEP_MARK}{}", p.label()));
-        }
-    }
-    parts.join(" ")
+    serde_json::from_str::<Knobs>(knobs_json).map(|k| k.label()).unwrap_or_default()
 }
 
 fn fmt_value(metric: &str, v: f64) -> String {
@@ -327,7 +305,7 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
         Workload::Bulk { .. } => vec!["goodput_bps", "sender_retransmits"],
         Workload::Realtime { .. } => vec!["latency_rtt_mean", "latency_ms_mean_s2c", "latency_ms_mean_c2s"],
         Workload::Messages { direction, .. } => {
-            if direction == "down" {
+            if *direction == aerolink_work::messages::Direction::Down {
                 vec!["latency_ms_mean_down", "latency_ms_p50_down"]
             } else {
                 vec!["latency_ms_mean_up", "latency_ms_p50_up"]

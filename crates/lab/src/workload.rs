@@ -4,24 +4,35 @@
 
 use std::collections::BTreeMap;
 
-use aerolink_work::quic::QuicKnobs;
+use aerolink_link::units::Rate;
+use aerolink_link::Duration;
+use aerolink_work::bulk::Direction as BulkDirection;
+use aerolink_work::cli::{BulkArgs, MessagesArgs, MessagesParams, ObjectsArgs, ObjectsParams, RealtimeArgs, RealtimeParams, ServeArgs, WebArgs, WebParams, WorkloadCmd};
+use aerolink_work::messages::Direction as MessagesDirection;
+use aerolink_work::quic::{QuicArgs, QuicKnobs};
+use aerolink_work::realtime::{Mechanism, Scenario};
+use aerolink_work::sock::TcpCc;
+use aerolink_work::web::{ObjectsMode, Protocol};
+use aerolink_work::Transport;
 use serde::{Deserialize, Serialize};
 
+/// What a run executes, typed. Its JSON form is stored with every result
+/// and is part of the run's key, so field names and value spellings stay.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "workload", rename_all = "lowercase")]
 pub enum Workload {
-    Web { protocol: String, page: String, depth: u32 },
-    Bulk { transport: String, direction: String, bytes: u64 },
-    Objects { protocol: String, set: String, parallel: bool },
+    Web { protocol: Protocol, page: String, depth: u32 },
+    Bulk { transport: Transport, direction: BulkDirection, bytes: u64 },
+    Objects { protocol: Protocol, set: String, parallel: bool },
     Messages {
         #[serde(default = "tcp")]
-        transport: String,
-        direction: String,
+        transport: Transport,
+        direction: MessagesDirection,
         size: u32,
         rate_bps: f64,
         duration_s: f64,
     },
-    Realtime { mechanism: String, scenario: String, count: u32, interval_ms: u64, size: u32 },
+    Realtime { mechanism: Mechanism, scenario: Scenario, count: u32, interval_ms: u64, size: u32 },
 }
 
 /// The stack settings of a run; every one is recorded with the result.
@@ -29,7 +40,7 @@ pub enum Workload {
 pub struct Knobs {
     /// Kernel TCP congestion control (server sockets, and the client's for
     /// uploads).
-    pub tcp_cc: String,
+    pub tcp_cc: TcpCc,
     /// Route initial window in segments; `None` = the kernel's 10.
     pub initcwnd: Option<u32>,
     pub quic: QuicKnobs,
@@ -41,75 +52,81 @@ pub struct Knobs {
     pub pep: Option<crate::gateways::PepSpec>,
 }
 
-fn tcp() -> String {
-    "tcp".into()
+fn tcp() -> Transport {
+    Transport::Tcp
 }
 
 impl Default for Knobs {
     fn default() -> Self {
-        Knobs { tcp_cc: "cubic".into(), initcwnd: None, quic: QuicKnobs::preset("quinn").expect("a known preset"), nagle: false, pep: None }
+        Knobs { tcp_cc: TcpCc::Cubic, initcwnd: None, quic: QuicKnobs::default(), nagle: false, pep: None }
     }
 }
 
 impl Knobs {
-    pub fn server_args(&self) -> Vec<String> {
-        let mut a = vec!["workload".into(), "serve".into(), "--cc".into(), self.tcp_cc.clone()];
+    /// The server program every workload of a run talks to.
+    pub fn server_cmd(&self) -> WorkloadCmd {
+        WorkloadCmd::Serve(ServeArgs { cc: self.tcp_cc, initcwnd: self.initcwnd, nagle: self.nagle, quic: QuicArgs::from(&self.quic) })
+    }
+
+    /// What sets this run apart from the defaults, for reports and
+    /// progress lines: `bbr IW40 h-bdp1 quic-bbr nagle via quic-tunnel/bbr`.
+    pub fn label(&self) -> String {
+        let mut parts = Vec::new();
+        if self.tcp_cc != TcpCc::Cubic {
+            parts.push(self.tcp_cc.to_string());
+        }
         if let Some(n) = self.initcwnd {
-            a.extend(["--initcwnd".into(), n.to_string()]);
+            parts.push(format!("IW{n}"));
+        }
+        if self.quic.preset != aerolink_work::quic::Preset::Quinn {
+            parts.push(self.quic.label());
+        }
+        if self.quic.cc != aerolink_work::quic::QuicCc::Cubic {
+            parts.push(format!("quic-{}", self.quic.cc));
         }
         if self.nagle {
-            a.push("--nagle".into());
+            parts.push("nagle".into());
         }
-        a.extend(self.quic.to_args());
-        a
+        if let Some(p) = self.pep.as_ref().filter(|p| p.mode != aerolink_pep::cli::PepMode::None) {
+            parts.push(format!("{}{}", crate::report::PEP_MARK, p.label()));
+        }
+        parts.join(" ")
+    }
+
+    /// The server's command line after `aerolink`.
+    pub fn server_args(&self) -> Vec<String> {
+        with_prefix(self.server_cmd())
     }
 }
 
+fn with_prefix(cmd: WorkloadCmd) -> Vec<String> {
+    let mut a = vec!["workload".to_string()];
+    a.extend(cmd.to_args());
+    a
+}
+
 impl Workload {
-    /// Checks a workload's parameters, naming `origin` in the message.
+    /// Checks what the types do not: sizes, counts, page and set names.
+    /// Names `origin` in the message.
     pub fn validate(&self, origin: &str) -> Result<(), String> {
         match self {
-            Workload::Web { protocol, page, depth } => {
-                if !aerolink_work::web::PROTOCOLS.contains(&protocol.as_str()) {
-                    return Err(format!("{origin}: protocol {protocol:?}: expected one of {}", aerolink_work::web::PROTOCOLS.join(", ")));
-                }
+            Workload::Web { page, depth, .. } => {
                 aerolink_work::page::Page::parse(page, *depth).map_err(|m| format!("{origin}: page {page:?}: expected {m}"))?;
             }
-            Workload::Bulk { transport, direction, bytes } => {
-                if !["tcp", "quic"].contains(&transport.as_str()) {
-                    return Err(format!("{origin}: transport {transport:?}: expected tcp or quic"));
-                }
-                if !["down", "up"].contains(&direction.as_str()) {
-                    return Err(format!("{origin}: direction {direction:?}: expected down or up"));
-                }
+            Workload::Bulk { bytes, .. } => {
                 if *bytes == 0 {
                     return Err(format!("{origin}: size must be more than 0"));
                 }
             }
-            Workload::Objects { protocol, set, .. } => {
-                if !["h1", "h2", "h3"].contains(&protocol.as_str()) {
-                    return Err(format!("{origin}: protocol {protocol:?}: expected h3, h2 or h1"));
-                }
+            Workload::Objects { set, .. } => {
                 aerolink_work::page::object_set(set).map_err(|m| format!("{origin}: {m}"))?;
             }
-            Workload::Realtime { mechanism, scenario, count, size, .. } => {
-                if !aerolink_work::realtime::MECHANISMS.contains(&mechanism.as_str()) {
-                    return Err(format!("{origin}: mechanism {mechanism:?}: expected one of {}", aerolink_work::realtime::MECHANISMS.join(", ")));
-                }
-                if !aerolink_work::realtime::SCENARIOS.contains(&scenario.as_str()) {
-                    return Err(format!("{origin}: scenario {scenario:?}: expected one of {}", aerolink_work::realtime::SCENARIOS.join(", ")));
-                }
+            Workload::Realtime { count, size, .. } => {
                 if *count == 0 || *size < 24 {
                     return Err(format!("{origin}: count must be at least 1 and size at least 24 bytes"));
                 }
             }
-            Workload::Messages { transport, direction, size, rate_bps, duration_s } => {
-                if !["tcp", "quic"].contains(&transport.as_str()) {
-                    return Err(format!("{origin}: transport {transport:?}: expected tcp or quic"));
-                }
-                if !["down", "up", "both"].contains(&direction.as_str()) {
-                    return Err(format!("{origin}: direction {direction:?}: expected down, up or both"));
-                }
+            Workload::Messages { size, rate_bps, duration_s, .. } => {
                 if *size < aerolink_work::messages::MIN_SIZE {
                     return Err(format!("{origin}: size {size}: messages need at least 12 bytes (timestamp + length)"));
                 }
@@ -134,10 +151,9 @@ impl Workload {
     /// The protocol or transport, for grouping results.
     pub fn protocol(&self) -> String {
         match self {
-            Workload::Web { protocol, .. } | Workload::Objects { protocol, .. } => protocol.clone(),
-            Workload::Bulk { transport, .. } => transport.clone(),
-            Workload::Messages { transport, .. } => transport.clone(),
-            Workload::Realtime { mechanism, .. } => mechanism.clone(),
+            Workload::Web { protocol, .. } | Workload::Objects { protocol, .. } => protocol.to_string(),
+            Workload::Bulk { transport, .. } | Workload::Messages { transport, .. } => transport.to_string(),
+            Workload::Realtime { mechanism, .. } => mechanism.to_string(),
         }
     }
 
@@ -152,37 +168,31 @@ impl Workload {
         }
     }
 
+    /// The client program of this workload against `server`.
+    pub fn client_cmd(&self, server: &str, knobs: &Knobs) -> WorkloadCmd {
+        let server = server.to_string();
+        let quic = QuicArgs::from(&knobs.quic);
+        match self {
+            Workload::Web { protocol, page, depth } => WorkloadCmd::Web(WebArgs { server, params: WebParams { protocol: *protocol, page: page.clone(), depth: *depth }, quic }),
+            Workload::Bulk { transport, direction, bytes } => WorkloadCmd::Bulk(BulkArgs { server, transport: *transport, direction: *direction, bytes: *bytes, cc: knobs.tcp_cc, quic }),
+            Workload::Objects { protocol, set, parallel } => {
+                let mode = if *parallel { ObjectsMode::Par } else { ObjectsMode::Seq };
+                WorkloadCmd::Objects(ObjectsArgs { server, params: ObjectsParams { protocol: *protocol, set: set.clone(), mode }, quic })
+            }
+            Workload::Messages { transport, direction, size, rate_bps, duration_s } => {
+                let params = MessagesParams { transport: *transport, direction: *direction, size: *size, duration: Duration::from_secs_f64(*duration_s) };
+                WorkloadCmd::Messages(MessagesArgs { server, params, rate: Rate { bits_per_sec: *rate_bps }, nagle: knobs.nagle, quic })
+            }
+            Workload::Realtime { mechanism, scenario, count, interval_ms, size } => {
+                let params = RealtimeParams { mechanism: *mechanism, scenario: *scenario, count: *count, interval_ms: *interval_ms, size: *size, no_nagle: !knobs.nagle };
+                WorkloadCmd::Realtime(RealtimeArgs { server, params })
+            }
+        }
+    }
+
     /// The client's command line after `aerolink`.
     pub fn client_args(&self, server: &str, knobs: &Knobs) -> Vec<String> {
-        let mut a: Vec<String> = vec!["workload".into(), self.name().into(), "--server".into(), server.into()];
-        match self {
-            Workload::Web { protocol, page, depth } => a.extend(["--protocol".into(), protocol.clone(), "--page".into(), page.clone(), "--depth".into(), depth.to_string()]),
-            Workload::Bulk { transport, direction, bytes } => {
-                a.extend(["--transport".into(), transport.clone(), "--direction".into(), direction.clone(), "--bytes".into(), bytes.to_string(), "--cc".into(), knobs.tcp_cc.clone()])
-            }
-            Workload::Objects { protocol, set, parallel } => a.extend(["--protocol".into(), protocol.clone(), "--set".into(), set.clone(), "--mode".into(), if *parallel { "par" } else { "seq" }.into()]),
-            Workload::Messages { transport, direction, size, rate_bps, duration_s } => {
-                a.extend(["--transport".into(), transport.clone(), "--direction".into(), direction.clone(), "--size".into(), size.to_string(), "--rate".into(), format!("{rate_bps}bit/s"), "--duration".into(), format!("{duration_s}s")]);
-                if knobs.nagle {
-                    a.push("--nagle".into());
-                }
-            }
-            // Its arguments follow below.
-            Workload::Realtime { .. } => {}
-        }
-        if let Workload::Realtime { mechanism, scenario, count, interval_ms, size } = self {
-            a.extend([
-                "--mechanism".into(), mechanism.clone(), "--scenario".into(), scenario.clone(), "--count".into(), count.to_string(),
-                "--interval-ms".into(), interval_ms.to_string(), "--size".into(), size.to_string(),
-            ]);
-            if !knobs.nagle {
-                a.push("--no-nagle".into());
-            }
-        }
-        if matches!(self, Workload::Web { .. } | Workload::Objects { .. } | Workload::Bulk { .. } | Workload::Messages { .. }) {
-            a.extend(knobs.quic.to_args());
-        }
-        a
+        with_prefix(self.client_cmd(server, knobs))
     }
 
     /// The figures a result of this workload is judged by, from the
@@ -259,7 +269,7 @@ impl Workload {
             Workload::Bulk { .. } => ("completion_ms", true),
             Workload::Realtime { .. } => ("latency_ms_mean", true),
             Workload::Messages { direction, .. } => {
-                if direction == "down" {
+                if *direction == MessagesDirection::Down {
                     ("delivered_bps_down", false)
                 } else {
                     ("delivered_bps_up", false)

@@ -13,8 +13,10 @@
 //! - [`vpn`]: end-to-end IP-in-UDP encapsulation between client and server,
 //!   for comparison — what a VPN does to a PEP (it can no longer act).
 //!
-//! [`relay`] holds what the proxies share; [`steering`] the rules.
+//! [`relay`] holds what the proxies share; [`steering`] the rules; [`cli`]
+//! the typed command lines the lab starts them with.
 
+pub mod cli;
 pub mod quic_tunnel;
 pub mod rate_cc;
 pub mod relay;

@@ -114,9 +114,9 @@ impl Listeners {
 
 /// Opens the proxy's own TCP connection to `dest` with congestion control
 /// `cc`.
-pub async fn connect(dest: SocketAddr, cc: &str, timeout: Duration) -> anyhow::Result<TcpStream> {
+pub async fn connect(dest: SocketAddr, cc: aerolink_work::sock::TcpCc, timeout: Duration) -> anyhow::Result<TcpStream> {
     let sock = if dest.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
-    aerolink_work::sock::set_congestion(&sock, cc).map_err(|e| anyhow::anyhow!("congestion control {cc:?}: {e}"))?;
+    aerolink_work::sock::set_congestion(&sock, cc).map_err(|e| anyhow::anyhow!("congestion control {cc}: {e}"))?;
     let s = tokio::time::timeout(timeout, sock.connect(dest)).await.map_err(|_| anyhow::anyhow!("connecting to {dest}: no answer in {timeout:?}"))??;
     s.set_nodelay(true)?;
     Ok(s)

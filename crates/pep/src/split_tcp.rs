@@ -8,6 +8,8 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 
+use aerolink_work::sock::TcpCc;
+
 use crate::relay::{self, Counters, Stats};
 
 #[derive(Clone, Debug)]
@@ -16,12 +18,12 @@ pub struct Options {
     pub from: String,
     pub port: u16,
     /// Congestion control of the proxy's onward connections.
-    pub cc: String,
+    pub cc: TcpCc,
     /// Initial congestion window (segments) of the onward connections.
     pub initcwnd: Option<u32>,
 }
 
-async fn relay_one(client: TcpStream, cc: &str, counters: &Counters) -> anyhow::Result<()> {
+async fn relay_one(client: TcpStream, cc: TcpCc, counters: &Counters) -> anyhow::Result<()> {
     // With TPROXY the accepted socket's local address is where the client
     // was going.
     let dest = client.local_addr()?;
@@ -47,17 +49,16 @@ async fn relay_one(client: TcpStream, cc: &str, counters: &Counters) -> anyhow::
 
 /// Installs the interception, serves until `stop` resolves, removes it.
 pub async fn run(opts: Options, stop: impl std::future::Future<Output = ()>, ready: impl FnOnce()) -> anyhow::Result<Stats> {
-    anyhow::ensure!(aerolink_work::sock::TCP_CCS.contains(&opts.cc.as_str()), "--cc {}: expected one of {}", opts.cc, aerolink_work::sock::TCP_CCS.join(", "));
     let counters = Arc::new(Counters::default());
     let handle = {
         let counters = counters.clone();
-        let cc = opts.cc.clone();
+        let cc = opts.cc;
         move |c: TcpStream| {
-            let (counters, cc) = (counters.clone(), cc.clone());
+            let counters = counters.clone();
             async move {
                 counters.connections.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 let _active = relay::Active::new(&counters);
-                let _ = relay_one(c, &cc, &counters).await;
+                let _ = relay_one(c, cc, &counters).await;
             }
         }
     };

@@ -16,17 +16,15 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::quic::QuicKnobs;
-use crate::sock;
+use crate::sock::{self, TcpCc};
 
 pub const ALPN: &[u8] = b"aerolink-bulk";
 pub const BIN_MS: u64 = 100;
 const CHUNK: usize = 64 * 1024;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Direction {
-    Down,
-    Up,
+crate::choice! {
+    /// Server → client (`down`) or client → server (`up`).
+    pub enum Direction { Down = "down", Up = "up" }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -169,10 +167,10 @@ fn result(transport: &str, direction: Direction, bytes: u64, t0: Instant, bins: 
 
 /// Transfers `bytes` over kernel TCP. `cc` sets the client socket's
 /// congestion control (it matters for uploads).
-pub async fn tcp(server: SocketAddr, direction: Direction, bytes: u64, cc: &str) -> anyhow::Result<BulkResult> {
+pub async fn tcp(server: SocketAddr, direction: Direction, bytes: u64, cc: TcpCc) -> anyhow::Result<BulkResult> {
     let t0 = Instant::now();
     let sock = if server.is_ipv6() { tokio::net::TcpSocket::new_v6()? } else { tokio::net::TcpSocket::new_v4()? };
-    sock::set_congestion(&sock, cc).map_err(|e| anyhow::anyhow!("TCP congestion control {cc:?}: {e}"))?;
+    sock::set_congestion(&sock, cc).map_err(|e| anyhow::anyhow!("TCP congestion control {cc}: {e}"))?;
     let mut s: TcpStream = sock.connect(server).await?;
     s.write_u8(if direction == Direction::Down { 0 } else { 1 }).await?;
     s.write_u64_le(bytes).await?;
@@ -208,7 +206,7 @@ pub async fn quic(server: SocketAddr, direction: Direction, bytes: u64, knobs: &
     let r = match direction {
         Direction::Down => {
             let bins = receive(&mut rx, bytes, t0).await?;
-            let r = result("quic", direction, bytes, t0, bins, 0, knobs.cc.clone());
+            let r = result("quic", direction, bytes, t0, bins, 0, knobs.cc.to_string());
             tx.write_u8(1).await?;
             tx.finish()?;
             let mut uni = conn.accept_uni().await?;
@@ -219,7 +217,7 @@ pub async fn quic(server: SocketAddr, direction: Direction, bytes: u64, knobs: &
             send(&mut tx, bytes).await?;
             tx.finish()?;
             let bins = read_bins(&mut rx).await?;
-            result("quic", direction, bytes, t0, bins, conn.stats().path.lost_packets, knobs.cc.clone())
+            result("quic", direction, bytes, t0, bins, conn.stats().path.lost_packets, knobs.cc.to_string())
         }
     };
     conn.close(0u32.into(), b"done");

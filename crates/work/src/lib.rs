@@ -8,6 +8,8 @@
 //! serialisable result. Nothing here is simulated.
 
 pub mod bulk;
+pub mod choice;
+pub mod cli;
 pub mod clock;
 pub mod messages;
 pub mod page;
@@ -17,3 +19,5 @@ pub mod server;
 pub mod sock;
 pub mod tls;
 pub mod web;
+
+pub use choice::{Transport, UnknownChoice};

@@ -23,6 +23,7 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
 use crate::quic::QuicKnobs;
+use crate::Transport;
 
 pub const MIN_SIZE: u32 = 12;
 pub const ALPN: &[u8] = b"aerolink-messages";
@@ -224,30 +225,34 @@ pub async fn serve_quic(ep: quinn::Endpoint) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Runs the generator against `server` over `transport` (`tcp` or `quic`).
+crate::choice! {
+    /// Which way messages flow: server → client, client → server, or both.
+    pub enum Direction { Down = "down", Up = "up", Both = "both" }
+}
+
+/// Runs the generator against `server` over `transport`.
 #[allow(clippy::too_many_arguments)]
-pub async fn run(server: SocketAddr, transport: &str, direction: &str, size: u32, rate_bps: f64, duration: Duration, nagle: bool, quic: &QuicKnobs) -> anyhow::Result<MessagesResult> {
+pub async fn run(server: SocketAddr, transport: Transport, direction: Direction, size: u32, rate_bps: f64, duration: Duration, nagle: bool, quic: &QuicKnobs) -> anyhow::Result<MessagesResult> {
     anyhow::ensure!(size >= MIN_SIZE, "messages must be at least {MIN_SIZE} bytes (timestamp + length)");
     anyhow::ensure!(rate_bps > 0.0, "the offered rate must be positive");
     let dir: u8 = match direction {
-        "down" => 0,
-        "up" => 1,
-        "both" => 2,
-        other => anyhow::bail!("direction {other:?}: expected down, up or both"),
+        Direction::Down => 0,
+        Direction::Up => 1,
+        Direction::Both => 2,
     };
     let mut hello = vec![dir];
     hello.extend_from_slice(&size.to_le_bytes());
     hello.extend_from_slice(&rate_bps.to_le_bytes());
     hello.extend_from_slice(&(duration.as_millis() as u32).to_le_bytes());
     let (offered, down, up) = match transport {
-        "tcp" => {
+        Transport::Tcp => {
             let mut s = TcpStream::connect(server).await?;
             s.set_nodelay(!nagle)?;
             s.write_all(&hello).await?;
             let (r, w) = s.into_split();
             client(r, w, dir, size, rate_bps, duration).await?
         }
-        "quic" => {
+        Transport::Quic => {
             let ep = crate::quic::client_endpoint(server, quic, &[ALPN])?;
             let conn = ep.connect(server, crate::tls::SERVER_NAME)?.await?;
             let (mut w, r) = conn.open_bi().await?;
@@ -257,9 +262,8 @@ pub async fn run(server: SocketAddr, transport: &str, direction: &str, size: u32
             ep.wait_idle().await;
             out
         }
-        other => anyhow::bail!("transport {other:?}: expected tcp or quic"),
     };
-    Ok(MessagesResult { transport: transport.into(), size_bytes: size, offered_bps: rate_bps, duration_s: duration.as_secs_f64(), direction: direction.into(), offered_messages: offered, down, up })
+    Ok(MessagesResult { transport: transport.to_string(), size_bytes: size, offered_bps: rate_bps, duration_s: duration.as_secs_f64(), direction: direction.to_string(), offered_messages: offered, down, up })
 }
 
 async fn client<R, W>(r: R, w: W, dir: u8, size: u32, rate_bps: f64, duration: Duration) -> anyhow::Result<(u64, Option<Received>, Option<Received>)>

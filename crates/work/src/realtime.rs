@@ -31,8 +31,15 @@ use tokio_tungstenite::tungstenite::Message;
 
 pub const HTTP_PORT: u16 = 8080;
 pub const WS_PORT: u16 = 8081;
-pub const MECHANISMS: &[&str] = &["ws", "sse", "alp"];
-pub const SCENARIOS: &[&str] = &["server-update", "client-update", "chat"];
+crate::choice! {
+    /// WebSocket, server-sent events, or HTTP long polling.
+    pub enum Mechanism { Ws = "ws", Sse = "sse", Alp = "alp" }
+}
+
+crate::choice! {
+    /// Seed 001's three uses of a real-time channel.
+    pub enum Scenario { ServerUpdate = "server-update", ClientUpdate = "client-update", Chat = "chat" }
+}
 
 use crate::clock::now_ns;
 
@@ -55,7 +62,7 @@ fn parse(m: &str) -> Option<(u32, f64)> {
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Params {
-    pub scenario: String,
+    pub scenario: Scenario,
     pub count: u32,
     /// Gap between updates (server and client updates), ms.
     pub interval_ms: u64,
@@ -69,7 +76,7 @@ impl Params {
     fn from_query(q: &str) -> Option<Params> {
         let kv = crate::page::query(q);
         let get = |k: &str| kv.iter().find(|(a, _)| a == k).map(|(_, v)| v.clone());
-        Some(Params { scenario: get("scenario")?, count: get("count")?.parse().ok()?, interval_ms: get("interval_ms")?.parse().ok()?, size: get("size")?.parse().ok()? })
+        Some(Params { scenario: get("scenario")?.parse().ok()?, count: get("count")?.parse().ok()?, interval_ms: get("interval_ms")?.parse().ok()?, size: get("size")?.parse().ok()? })
     }
 }
 
@@ -134,7 +141,7 @@ async fn handle(req: Request<hyper::body::Incoming>, sessions: Sessions) -> Resu
             let Some(p) = Params::from_query(&q) else { return Ok(text(400, "bad parameters".into(), "text/plain")) };
             let (tx, rx) = mpsc::unbounded_channel::<String>();
             sessions.lock().expect("not poisoned").entry(id.clone()).or_default().sse = Some(tx);
-            if p.scenario == "server-update" {
+            if p.scenario == Scenario::ServerUpdate {
                 let s = sessions.clone();
                 tokio::spawn(async move { server_updates(&s, &id, &p).await });
             }
@@ -146,7 +153,7 @@ async fn handle(req: Request<hyper::body::Incoming>, sessions: Sessions) -> Resu
             // Long polling: start a server update for the session.
             let Some(p) = Params::from_query(&q) else { return Ok(text(400, "bad parameters".into(), "text/plain")) };
             sessions.lock().expect("not poisoned").entry(id.clone()).or_default();
-            if p.scenario == "server-update" {
+            if p.scenario == Scenario::ServerUpdate {
                 let s = sessions.clone();
                 tokio::spawn(async move { server_updates(&s, &id, &p).await });
             }
@@ -206,8 +213,8 @@ async fn serve_ws_conn(tcp: TcpStream) -> anyhow::Result<()> {
     let p = params.ok_or_else(|| anyhow::anyhow!("bad parameters"))?;
     let (mut tx, mut rx) = ws.split();
     let mut received = Vec::new();
-    match p.scenario.as_str() {
-        "server-update" => {
+    match p.scenario {
+        Scenario::ServerUpdate => {
             for seq in 0..p.count {
                 tx.send(Message::text(message(seq, p.size))).await?;
                 tokio::time::sleep(Duration::from_millis(p.interval_ms)).await;
@@ -215,7 +222,7 @@ async fn serve_ws_conn(tcp: TcpStream) -> anyhow::Result<()> {
             tx.send(Message::text("end")).await?;
         }
         _ => {
-            let chat = p.scenario == "chat";
+            let chat = p.scenario == Scenario::Chat;
             while let Some(m) = rx.next().await {
                 let m = m?;
                 let Message::Text(t) = m else { continue };
@@ -289,16 +296,14 @@ async fn request(c: &mut H1, method: &str, path: String, body: String) -> anyhow
 }
 
 /// Runs one scenario over one mechanism against `server` (an IP address).
-pub async fn run(server: std::net::IpAddr, mechanism: &str, p: &Params, nagle: bool) -> anyhow::Result<RealtimeResult> {
-    anyhow::ensure!(MECHANISMS.contains(&mechanism), "mechanism {mechanism:?}: expected one of {}", MECHANISMS.join(", "));
-    anyhow::ensure!(SCENARIOS.contains(&p.scenario.as_str()), "scenario {:?}: expected one of {}", p.scenario, SCENARIOS.join(", "));
+pub async fn run(server: std::net::IpAddr, mechanism: Mechanism, p: &Params, nagle: bool) -> anyhow::Result<RealtimeResult> {
     anyhow::ensure!(p.size >= 24, "messages need at least 24 bytes (sequence and timestamp)");
     let t0 = std::time::Instant::now();
     let (s2c, c2s) = match mechanism {
-        "ws" => ws_client(SocketAddr::new(server, WS_PORT), p, nagle).await?,
+        Mechanism::Ws => ws_client(SocketAddr::new(server, WS_PORT), p, nagle).await?,
         _ => http_client(SocketAddr::new(server, HTTP_PORT), mechanism, p, nagle).await?,
     };
-    Ok(RealtimeResult { mechanism: mechanism.into(), scenario: p.scenario.clone(), nagle, count: p.count, server_to_client_ms: s2c, client_to_server_ms: c2s, total_ms: t0.elapsed().as_secs_f64() * 1e3 })
+    Ok(RealtimeResult { mechanism: mechanism.to_string(), scenario: p.scenario.to_string(), nagle, count: p.count, server_to_client_ms: s2c, client_to_server_ms: c2s, total_ms: t0.elapsed().as_secs_f64() * 1e3 })
 }
 
 async fn ws_client(addr: SocketAddr, p: &Params, nagle: bool) -> anyhow::Result<(Vec<f64>, Vec<f64>)> {
@@ -308,8 +313,8 @@ async fn ws_client(addr: SocketAddr, p: &Params, nagle: bool) -> anyhow::Result<
     let (ws, _) = tokio_tungstenite::client_async(url, tcp).await?;
     let (mut tx, mut rx) = ws.split();
     let (mut s2c, mut c2s) = (Vec::new(), Vec::new());
-    match p.scenario.as_str() {
-        "server-update" => {
+    match p.scenario {
+        Scenario::ServerUpdate => {
             while let Some(m) = rx.next().await {
                 let Message::Text(t) = m? else { continue };
                 if t.as_str() == "end" {
@@ -323,7 +328,7 @@ async fn ws_client(addr: SocketAddr, p: &Params, nagle: bool) -> anyhow::Result<
         scenario => {
             for seq in 0..p.count {
                 tx.send(Message::text(message(seq, p.size))).await?;
-                if scenario == "chat" {
+                if scenario == Scenario::Chat {
                     // Wait for the answer before the next message.
                     loop {
                         let Some(m) = rx.next().await else { anyhow::bail!("the server closed the WebSocket") };
@@ -353,12 +358,12 @@ async fn ws_client(addr: SocketAddr, p: &Params, nagle: bool) -> anyhow::Result<
     Ok((s2c, c2s))
 }
 
-async fn http_client(addr: SocketAddr, mechanism: &str, p: &Params, nagle: bool) -> anyhow::Result<(Vec<f64>, Vec<f64>)> {
+async fn http_client(addr: SocketAddr, mechanism: Mechanism, p: &Params, nagle: bool) -> anyhow::Result<(Vec<f64>, Vec<f64>)> {
     let session = format!("{:x}", now_ns());
     let q = format!("{}&session={session}", p.query());
     let (msg_tx, mut msg_rx) = mpsc::unbounded_channel::<String>();
     // The server → client channel: an SSE stream or a long-polling loop.
-    let down = if mechanism == "sse" {
+    let down = if mechanism == Mechanism::Sse {
         let mut c = h1(addr, nagle).await?;
         let req = Request::builder().uri(format!("/sse?{q}")).header("host", "aerolink.test").body(Full::new(Bytes::new()))?;
         c.ready().await?;
@@ -408,14 +413,14 @@ async fn http_client(addr: SocketAddr, mechanism: &str, p: &Params, nagle: bool)
         }
         Ok(())
     };
-    match p.scenario.as_str() {
-        "server-update" => {
+    match p.scenario {
+        Scenario::ServerUpdate => {
             for _ in 0..p.count {
                 recv(&mut s2c, msg_rx.recv().await)?;
             }
         }
         scenario => {
-            let chat = scenario == "chat";
+            let chat = scenario == Scenario::Chat;
             for seq in 0..p.count {
                 let path = format!("/msg?session={session}{}", if chat { "&chat=1" } else { "" });
                 request(&mut up, "POST", path, message(seq, p.size)).await?;

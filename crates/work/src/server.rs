@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use tokio::net::{TcpListener, TcpSocket};
 
 use crate::quic::QuicKnobs;
-use crate::sock;
+use crate::sock::{self, TcpCc};
 
 pub const HTTPS_PORT: u16 = 443;
 pub const BULK_PORT: u16 = 5201;
@@ -35,7 +35,7 @@ pub const MESSAGES_PORT: u16 = 5301;
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ServerOpts {
     /// Kernel TCP congestion control of the server's sockets.
-    pub tcp_cc: String,
+    pub tcp_cc: TcpCc,
     /// Initial congestion window of the server's routes, segments (None:
     /// the kernel's default of 10).
     pub initcwnd: Option<u32>,
@@ -44,10 +44,10 @@ pub struct ServerOpts {
     pub nagle: bool,
 }
 
-pub fn tcp_listener(port: u16, cc: &str) -> anyhow::Result<TcpListener> {
+pub fn tcp_listener(port: u16, cc: TcpCc) -> anyhow::Result<TcpListener> {
     let s = TcpSocket::new_v6()?;
     s.set_reuseaddr(true)?;
-    sock::set_congestion(&s, cc).map_err(|e| anyhow::anyhow!("TCP congestion control {cc:?}: {e} (available: {})", sock::TCP_CCS.join(", ")))?;
+    sock::set_congestion(&s, cc).map_err(|e| anyhow::anyhow!("TCP congestion control {cc}: {e}"))?;
     s.bind(SocketAddr::from(([0u16; 8], port)))?;
     Ok(s.listen(1024)?)
 }
@@ -119,14 +119,14 @@ pub async fn serve(opts: ServerOpts) -> anyhow::Result<()> {
     let quic = |alpn: &[u8]| crate::quic::server_config(&opts.quic, &[alpn]);
     let (h3_cfg, bulk_cfg, msg_cfg) = (quic(b"h3")?, quic(crate::bulk::ALPN)?, quic(crate::messages::ALPN)?);
     let any = |port| SocketAddr::from(([0u16; 8], port));
-    let https = tcp_listener(HTTPS_PORT, &opts.tcp_cc)?;
+    let https = tcp_listener(HTTPS_PORT, opts.tcp_cc)?;
     let h3 = quinn::Endpoint::server(h3_cfg, any(HTTPS_PORT))?;
-    let bulk_tcp = tcp_listener(BULK_PORT, &opts.tcp_cc)?;
+    let bulk_tcp = tcp_listener(BULK_PORT, opts.tcp_cc)?;
     let bulk_quic = quinn::Endpoint::server(bulk_cfg, any(BULK_PORT))?;
-    let msg_tcp = tcp_listener(MESSAGES_PORT, &opts.tcp_cc)?;
+    let msg_tcp = tcp_listener(MESSAGES_PORT, opts.tcp_cc)?;
     let msg_quic = quinn::Endpoint::server(msg_cfg, any(MESSAGES_PORT))?;
-    let rt_http = tcp_listener(crate::realtime::HTTP_PORT, &opts.tcp_cc)?;
-    let rt_ws = tcp_listener(crate::realtime::WS_PORT, &opts.tcp_cc)?;
+    let rt_http = tcp_listener(crate::realtime::HTTP_PORT, opts.tcp_cc)?;
+    let rt_ws = tcp_listener(crate::realtime::WS_PORT, opts.tcp_cc)?;
     tokio::try_join!(
         serve_https(https, tls, opts.clone()),
         serve_h3(h3),

@@ -5,11 +5,14 @@ use std::os::fd::AsRawFd;
 
 use serde::{Deserialize, Serialize};
 
-/// Kernel congestion controls this machine offers.
-pub const TCP_CCS: &[&str] = &["reno", "cubic", "bbr"];
+crate::choice! {
+    /// Kernel TCP congestion controls this machine offers (set per socket).
+    pub enum TcpCc { Reno = "reno", Cubic = "cubic", Bbr = "bbr" }
+}
 
 /// Sets TCP_CONGESTION on a socket (listening sockets pass it on).
-pub fn set_congestion(sock: &impl AsRawFd, cc: &str) -> std::io::Result<()> {
+pub fn set_congestion(sock: &impl AsRawFd, cc: TcpCc) -> std::io::Result<()> {
+    let cc = cc.as_str();
     // SAFETY: a valid fd and a byte buffer with its length.
     let r = unsafe { libc::setsockopt(sock.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_CONGESTION, cc.as_ptr().cast(), cc.len() as libc::socklen_t) };
     if r != 0 {

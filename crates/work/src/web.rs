@@ -25,7 +25,16 @@ use crate::page::{references, Page};
 use crate::quic::QuicKnobs;
 use crate::sock::{self, TcpCounters};
 
-pub const PROTOCOLS: &[&str] = &["h1", "h1-close", "h2", "h3"];
+crate::choice! {
+    /// How the client fetches: HTTP/1.1 (persistent, or a connection per
+    /// object), HTTP/2, HTTP/3.
+    pub enum Protocol { H1 = "h1", H1Close = "h1-close", H2 = "h2", H3 = "h3" }
+}
+
+crate::choice! {
+    /// Objects one after another (`seq`) or all at once (`par`).
+    pub enum ObjectsMode { Seq = "seq", Par = "par" }
+}
 /// Connections per origin for HTTP/1.1, as browsers allow.
 pub const H1_MAX_CONNECTIONS: usize = 6;
 
@@ -156,18 +165,18 @@ enum Transport {
 }
 
 impl Transport {
-    async fn open(protocol: &str, addr: SocketAddr, quic: &QuicKnobs) -> anyhow::Result<Transport> {
+    async fn open(protocol: Protocol, addr: SocketAddr, quic: &QuicKnobs) -> anyhow::Result<Transport> {
         Ok(match protocol {
-            "h1" => Transport::H1 { tcp: Tcp::new(addr, b"http/1.1")?, idle: Mutex::new(Vec::new()), slots: Semaphore::new(H1_MAX_CONNECTIONS) },
-            "h1-close" => Transport::H1Close { tcp: Tcp::new(addr, b"http/1.1")?, slots: Semaphore::new(H1_MAX_CONNECTIONS) },
-            "h2" => {
+            Protocol::H1 => Transport::H1 { tcp: Tcp::new(addr, b"http/1.1")?, idle: Mutex::new(Vec::new()), slots: Semaphore::new(H1_MAX_CONNECTIONS) },
+            Protocol::H1Close => Transport::H1Close { tcp: Tcp::new(addr, b"http/1.1")?, slots: Semaphore::new(H1_MAX_CONNECTIONS) },
+            Protocol::H2 => {
                 let tcp = Tcp::new(addr, b"h2")?;
                 let (tls, _) = tcp.connect().await?;
                 let (send, conn) = hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), hyper_util::rt::TokioIo::new(tls)).await?;
                 tokio::spawn(conn);
                 Transport::H2 { tcp, send }
             }
-            "h3" => {
+            Protocol::H3 => {
                 let ep = crate::quic::client_endpoint(addr, quic, &[b"h3"])?;
                 let conn = ep.connect(addr, crate::tls::SERVER_NAME)?.await?;
                 let alpn = conn
@@ -182,7 +191,6 @@ impl Transport {
                 });
                 Transport::H3 { send, conn, alpn }
             }
-            other => anyhow::bail!("protocol {other:?}: expected one of {}", PROTOCOLS.join(", ")),
         })
     }
 
@@ -276,7 +284,7 @@ fn content_type(h: &http::HeaderMap) -> String {
 }
 
 /// Loads `page` from `server` over `protocol`.
-pub async fn load(protocol: &str, server: SocketAddr, page: &Page, quic: &QuicKnobs) -> anyhow::Result<WebResult> {
+pub async fn load(protocol: Protocol, server: SocketAddr, page: &Page, quic: &QuicKnobs) -> anyhow::Result<WebResult> {
     let t0 = Instant::now();
     let transport = Arc::new(Transport::open(protocol, server, quic).await?);
     let mut set = JoinSet::new();
@@ -334,7 +342,7 @@ pub struct ObjectsResult {
 
 /// Seed 003's object sets: fetches `sizes` one after another or all at once
 /// over one connection (`h2` or `h3`; `h1` for comparison).
-pub async fn objects(protocol: &str, server: SocketAddr, set: &str, sizes: &[u64], parallel: bool, quic: &QuicKnobs) -> anyhow::Result<ObjectsResult> {
+pub async fn objects(protocol: Protocol, server: SocketAddr, set: &str, sizes: &[u64], parallel: bool, quic: &QuicKnobs) -> anyhow::Result<ObjectsResult> {
     let t0 = Instant::now();
     let transport = Arc::new(Transport::open(protocol, server, quic).await?);
     let paths: Vec<String> = sizes.iter().enumerate().map(|(i, s)| format!("/obj/{i}.bin?size={s}")).collect();
@@ -356,5 +364,5 @@ pub async fn objects(protocol: &str, server: SocketAddr, set: &str, sizes: &[u64
     let total_ms = objects.iter().map(|o| o.end_ms).fold(0.0, f64::max);
     let (alpn, connections, client_retransmits) = transport.finish();
     objects.sort_by(|a, b| a.start_ms.total_cmp(&b.start_ms));
-    Ok(ObjectsResult { protocol: protocol.into(), alpn, set: set.into(), parallel, total_ms, connections, client_retransmits, objects })
+    Ok(ObjectsResult { protocol: protocol.to_string(), alpn, set: set.into(), parallel, total_ms, connections, client_retransmits, objects })
 }

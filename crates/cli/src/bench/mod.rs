@@ -1,0 +1,316 @@
+//! `aerolink bench …`: the benchmarks. Each prints figures a person can
+//! paste into a note and appends them to `bench-results.jsonl`.
+//!
+//! [`emulator`]: how fast and how precise the emulator is.
+//!
+//! Three measurements, side by side in one run so that a noisy machine
+//! shows in the ratios rather than hiding in them:
+//! 1. TCP goodput (iperf3, 1500-byte MTU) through a link with no rate limit
+//!    and no delay, next to the same transfer over a plain veth pair (the
+//!    kernel alone) — the ratio is the emulator's cost — and packet by packet
+//!    (a 10 Gbit/s cap turns segmentation offload off);
+//! 2. the pump threads' CPU time per Gbit/s forwarded;
+//! 3. at 100 Mbit/s with 50 ms one-way delay under a full TCP load, the error
+//!    between each packet's intended departure time and the moment it was
+//!    handed to the kernel (p50, p99, max).
+//!
+//! [`pep`]: the PEPs side by side — page loads (10×100 KB, h1
+//! and h2) over the gateway chain with no PEP, split TCP and the QUIC
+//! tunnel, as ratios to no PEP and to the physical floor; then forwarding
+//! goodput with every hop unlimited and the proxies' CPU per Gbit/s.
+//!
+//! [`orchestration`] times experiment runs at several degrees
+//! of parallelism; `aerolink bench web|bulk|…` repeats one workload.
+//!
+//! Results print as text (or JSON) and are appended to `bench-results.jsonl`.
+
+mod emulator;
+mod orchestration;
+mod pep;
+
+pub use emulator::EmulatorArgs;
+pub use orchestration::OrchestrationArgs;
+pub use pep::PepBenchArgs;
+
+use std::io::Write;
+use std::process::Stdio;
+
+use aerolink_link::profile::Override;
+use aerolink_net::lab::netns_command;
+use anyhow::{bail, Context};
+use clap::{Args, Subcommand};
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::error::{from_net, user};
+use crate::run::run_id;
+use aerolink_link::units::Rate;
+use aerolink_pep::cli::PepMode;
+use aerolink_work::bulk::Direction as BulkDirection;
+use aerolink_work::cli::{duration_arg, rate_arg, MessagesParams, ObjectsParams, RealtimeParams, WebParams};
+use aerolink_work::quic::QuicArgs;
+use aerolink_work::sock::TcpCc;
+use aerolink_work::web::ObjectsMode;
+use aerolink_work::Transport;
+#[derive(Subcommand, Debug)]
+pub enum BenchCmd {
+    /// Throughput, CPU per Gbit/s and departure-time error of the emulator.
+    Emulator(EmulatorArgs),
+    /// PEPs: page loads of 10×100 KB over h1 and h2 on the gateway chain
+    /// around `mss` with no PEP, split TCP and the QUIC tunnel (median of
+    /// --repeat runs, ratio to no PEP and to the physical floor); then TCP
+    /// goodput with every hop unlimited and the proxies' CPU per Gbit/s.
+    Pep(PepBenchArgs),
+    /// Orchestration: set-up and tear-down time per run, and runs per hour
+    /// of an experiment at several degrees of parallelism.
+    Orchestration(OrchestrationArgs),
+    /// Load a synthetic page over h1, h1-close, h2 or h3 across a link.
+    Web {
+        #[command(flatten)]
+        common: RunCommon,
+        #[command(flatten)]
+        params: WebParams,
+    },
+    /// One bulk transfer over kernel TCP or QUIC across a link.
+    Bulk {
+        #[command(flatten)]
+        common: RunCommon,
+        #[arg(long, default_value = "tcp")]
+        transport: Transport,
+        /// down (ground → aircraft) or up.
+        #[arg(long, default_value = "down")]
+        direction: BulkDirection,
+        /// Size, e.g. "1MB", "500KB".
+        #[arg(long, default_value = "1MB")]
+        size: String,
+    },
+    /// Seed 003's object sets over h3 or h2 across a link.
+    Objects {
+        #[command(flatten)]
+        common: RunCommon,
+        #[command(flatten)]
+        params: ObjectsParams,
+    },
+    /// Seed 001's real-time web (WebSocket, SSE, long polling) across a link.
+    Realtime {
+        #[command(flatten)]
+        common: RunCommon,
+        #[command(flatten)]
+        params: RealtimeParams,
+    },
+    /// Seed 004's message generator across a link.
+    Messages {
+        #[command(flatten)]
+        common: RunCommon,
+        #[command(flatten)]
+        params: MessagesParams,
+        /// Offered rate, e.g. "1024bit/s" (`--rate` is the link's).
+        #[arg(long, default_value = "1024bit/s", value_parser = rate_arg)]
+        offered: Rate,
+    },
+}
+
+
+/// What every workload benchmark takes: the link, repetitions, the knobs.
+#[derive(Args, Debug)]
+pub struct RunCommon {
+    #[command(flatten)]
+    pub link: crate::linkargs::LinkArgs,
+    #[command(flatten)]
+    pub pep: aerolink_lab::gateways::PepSpec,
+    /// Repetitions (seeds SEED, SEED+1, …).
+    #[arg(long, default_value_t = 1)]
+    pub repeat: u32,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Give up on a run after this long.
+    #[arg(long, default_value = "300s", value_parser = duration_arg)]
+    pub timeout: aerolink_link::Duration,
+    /// Reach the server over IPv6.
+    #[arg(long)]
+    pub ipv6: bool,
+    /// Kernel TCP congestion control (cubic, as most of the Internet, by
+    /// default).
+    #[arg(long, default_value = "cubic")]
+    pub cc: TcpCc,
+    /// Server routes' initial congestion window, segments (kernel default 10).
+    #[arg(long)]
+    pub initcwnd: Option<u32>,
+    /// Leave Nagle's algorithm on.
+    #[arg(long)]
+    pub nagle: bool,
+    #[command(flatten)]
+    pub quic: QuicArgs,
+}
+
+
+pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
+    use aerolink_lab::workload::Workload;
+    let parse_size = |s: &str| aerolink_work::page::parse_bytes(s).ok_or_else(|| user(format!("--size {s}: expected a size like 1MB or 500KB")));
+    let (common, workload) = match w {
+        BenchCmd::Emulator(a) => return emulator::run(a),
+        BenchCmd::Pep(a) => return pep::run(a),
+        BenchCmd::Orchestration(a) => return orchestration::run(a),
+        BenchCmd::Web { common, params: WebParams { protocol, page, depth } } => (common, Workload::Web { protocol, page, depth }),
+        BenchCmd::Bulk { common, transport, direction, size } => {
+            let bytes = parse_size(&size)?;
+            (common, Workload::Bulk { transport, direction, bytes })
+        }
+        BenchCmd::Objects { common, params: ObjectsParams { protocol, set, mode } } => (common, Workload::Objects { protocol, set, parallel: mode == ObjectsMode::Par }),
+        BenchCmd::Realtime { mut common, params: RealtimeParams { mechanism, scenario, count, interval_ms, size, no_nagle } } => {
+            common.nagle = !no_nagle;
+            (common, Workload::Realtime { mechanism, scenario, count, interval_ms, size })
+        }
+        BenchCmd::Messages { common, params: MessagesParams { transport, direction, size, duration }, offered } => {
+            (common, Workload::Messages { transport, direction, size, rate_bps: offered.bits_per_sec, duration_s: duration.as_secs_f64() })
+        }
+    };
+    workload.validate("command line").map_err(user)?;
+    workload_bench(common, workload)
+}
+
+
+fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> anyhow::Result<i32> {
+    use std::sync::atomic::AtomicBool;
+    use std::sync::Arc;
+    let pep = crate::run::pep_spec(&c.pep)?;
+    let profile = match c.link.topology.as_deref() {
+        Some(crate::run::IFC_PRESET) => crate::linkargs::load_profile(c.link.space.as_deref().unwrap_or("mss"), &c.link.overrides())?,
+        Some(other) => return Err(user(format!("--topology {other}: benchmarks run one hop, or the ifc preset (--topology ifc --space PROFILE)"))),
+        None if pep.mode != PepMode::None => return Err(user(format!("--pep {}: needs the gateway chain (--topology ifc --space PROFILE)", pep.mode))),
+        None => c.link.profile()?,
+    };
+    let timeout = c.timeout;
+    let knobs = aerolink_lab::workload::Knobs { tcp_cc: c.cc, initcwnd: c.initcwnd, quic: c.quic.knobs(), nagle: c.nagle, pep: c.link.topology.is_some().then_some(pep) };
+    aerolink_net::sys::check_preconditions().map_err(from_net)?;
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+        signal_hook::flag::register(sig, stop.clone())?;
+    }
+    let exe = std::env::current_exe()?;
+    let mut all = Vec::new();
+    let (headline, _) = workload.headline();
+    for rep in 0..c.repeat {
+        let seed = c.link.seed + rep as u64;
+        let req = aerolink_lab::runner::RunRequest {
+            exe: exe.clone(),
+            run_name: run_id(),
+            profile: profile.clone(),
+            seed,
+            workload: workload.clone(),
+            knobs: knobs.clone(),
+            timeout: std::time::Duration::from_nanos(timeout.0),
+            ipv6: c.ipv6,
+        };
+        let o = aerolink_lab::runner::run_once(&req, &stop);
+        let mut metrics = if o.ok { workload.metrics(&o.result) } else { Default::default() };
+        aerolink_lab::workload::add_rtt_metrics(&mut metrics, profile.base_rtt().as_millis_f64());
+        if !c.json {
+            if o.ok {
+                let m: Vec<String> = metrics.iter().map(|(k, v)| format!("{k} {}", fmt_metric(k, *v))).collect();
+                eprintln!("run {}/{} (seed {seed}): {}; link carried {:.1} KB down, {:.1} KB up", rep + 1, c.repeat, m.join(", "), o.wire_bytes_down as f64 / 1e3, o.wire_bytes_up as f64 / 1e3);
+            } else {
+                eprintln!("run {}/{} (seed {seed}) failed: {}", rep + 1, c.repeat, o.error.clone().unwrap_or_default());
+            }
+        }
+        all.push(serde_json::json!({
+            "workload": workload, "protocol": workload.protocol(), "profile": profile.name, "seed": seed,
+            "knobs": knobs, "metrics": metrics, "outcome": o,
+        }));
+        if stop.load(std::sync::atomic::Ordering::SeqCst) {
+            break;
+        }
+    }
+    if c.json {
+        println!("{}", serde_json::to_string_pretty(&all)?);
+    } else {
+        let mut v: Vec<f64> = all.iter().filter_map(|r| r["metrics"][headline].as_f64()).collect();
+        v.sort_by(f64::total_cmp);
+        if !v.is_empty() {
+            println!(
+                "{} {} on {}: {headline} median {} over {} run(s) (min {}, max {})",
+                workload.name(),
+                workload.protocol(),
+                match &knobs.pep {
+                    Some(p) => format!("ifc around {} via {}", profile.name, p.label()),
+                    None => profile.name.clone(),
+                },
+                fmt_metric(headline, v[v.len() / 2]),
+                v.len(),
+                fmt_metric(headline, v[0]),
+                fmt_metric(headline, v[v.len() - 1])
+            );
+        }
+    }
+    let failed = all.iter().filter(|r| r["outcome"]["ok"] != true).count();
+    Ok(if failed > 0 { 1 } else { 0 })
+}
+
+
+pub fn fmt_metric(k: &str, v: f64) -> String {
+    if k.ends_with("_ms") || k.contains("_ms_") {
+        if v >= 1000.0 { format!("{:.2} s", v / 1e3) } else { format!("{v:.1} ms") }
+    } else if k.contains("bps") {
+        if v >= 1e6 { format!("{:.2} Mbit/s", v / 1e6) } else { format!("{:.1} kbit/s", v / 1e3) }
+    } else if v.fract() == 0.0 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.3}")
+    }
+}
+
+fn need(tool: &str) -> anyhow::Result<()> {
+    if std::process::Command::new(tool).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_err() {
+        return Err(user(format!("{tool} is needed for this benchmark: apt-get install {tool}")));
+    }
+    Ok(())
+}
+
+fn flags(pairs: &[(&str, &str)]) -> Vec<Override> {
+    pairs.iter().map(|(k, v)| Override { scope: "link".into(), key: k.to_string(), value: v.to_string(), flag: format!("--{k}") }).collect()
+}
+
+
+/// Runs iperf3 between two namespaces and returns received goodput (bit/s).
+fn iperf(server_ns: &str, client_ns: &str, server_ip: &str, env: &[(String, String)], seconds: u32) -> anyhow::Result<f64> {
+    let mut server = netns_command(server_ns, &["iperf3", "-s", "-1", "-B", server_ip], env).stdout(Stdio::null()).stderr(Stdio::null()).spawn()?;
+    // Wait until it listens, without sleeping blindly.
+    let pid = server.id();
+    for _ in 0..500 {
+        if !aerolink_net::procs::sockets(pid).tcp_listening.is_empty() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let secs = seconds.to_string();
+    let out = netns_command(client_ns, &["iperf3", "-c", server_ip, "-t", &secs, "-J", "-C", "cubic"], env).output()?;
+    crate::run::kill_group(&mut server);
+    let v: Value = serde_json::from_slice(&out.stdout).context("iperf3 printed no JSON")?;
+    if let Some(e) = v.get("error") {
+        bail!("iperf3: {e}");
+    }
+    v["end"]["sum_received"]["bits_per_second"].as_f64().context("iperf3 JSON has no sum_received")
+}
+
+
+/// Appends a result as one JSON line to `out`.
+fn append_result(out: &std::path::Path, r: &impl Serialize) -> anyhow::Result<()> {
+    let mut f = std::fs::OpenOptions::new().create(true).append(true).open(out).with_context(|| format!("opening {}", out.display()))?;
+    writeln!(f, "{}", serde_json::to_string(r)?)?;
+    eprintln!("stored in {}", out.display());
+    Ok(())
+}
+
+/// CPU seconds (user + system, all threads) a process has used.
+fn cpu_seconds(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may hold spaces): utime is the
+    // 12th, stime the 13th.
+    let rest = stat.rsplit_once(')').map(|(_, r)| r).unwrap_or("");
+    let f: Vec<f64> = rest.split_whitespace().map(|x| x.parse().unwrap_or(0.0)).collect();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
+    if f.len() > 12 { (f[11] + f[12]) / hz } else { 0.0 }
+}
+

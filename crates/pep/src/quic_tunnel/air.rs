@@ -1,0 +1,147 @@
+//! The aircraft half: intercepts the clients' TCP and carries each
+//! connection as one stream of the tunnel to the ground half.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+
+use super::*;
+use crate::relay::{self, Counters, Stats};
+use super::screening::endpoint;
+use super::wire::encode_dest;
+
+pub struct AirOptions {
+    /// The interface facing the clients.
+    pub from: String,
+    pub port: u16,
+    /// The ground gateway's tunnel address.
+    pub ground: SocketAddr,
+    pub psk: Psk,
+    pub tuning: Tuning,
+}
+
+struct Air {
+    ep: quinn::Endpoint,
+    ground: SocketAddr,
+    psk: Psk,
+    conn: tokio::sync::Mutex<Option<quinn::Connection>>,
+    counters: Arc<Counters>,
+}
+
+impl Air {
+    /// The tunnel, opened (and authenticated) if there is none or the last
+    /// one ended.
+    async fn tunnel(&self) -> anyhow::Result<quinn::Connection> {
+        let mut g = self.conn.lock().await;
+        if let Some(c) = g.as_ref() {
+            if c.close_reason().is_none() {
+                return Ok(c.clone());
+            }
+        }
+        let c = tokio::time::timeout(Duration::from_secs(10), self.open()).await.map_err(|_| anyhow::anyhow!("no answer from the ground gateway {} within 10 s", self.ground))??;
+        self.counters.tunnels.fetch_add(1, Ordering::Relaxed);
+        log(format!("tunnel to {} up", self.ground));
+        let (watch, ground) = (c.clone(), self.ground);
+        tokio::spawn(async move {
+            let why = watch.closed().await;
+            log(format!("tunnel to {ground} ended: {why}"));
+        });
+        *g = Some(c.clone());
+        Ok(c)
+    }
+
+    async fn open(&self) -> anyhow::Result<quinn::Connection> {
+        let conn = self.ep.connect(self.ground, aerolink_work::tls::SERVER_NAME)?.await.map_err(|e| anyhow::anyhow!("connecting to the ground gateway {}: {e}", self.ground))?;
+        let (mut send, mut recv) = conn.open_bi().await?;
+        send.write_all(self.psk.proof(b"air", &conn)?.as_ref()).await?;
+        send.finish()?;
+        let mut tag = [0u8; 32];
+        recv.read_exact(&mut tag).await.map_err(|e| anyhow::anyhow!("the ground gateway {} refused the tunnel: {e}", self.ground))?;
+        if !self.psk.verify(b"ground", &conn, &tag) {
+            conn.close(quinn::VarInt::from_u32(CLOSE_UNAUTHENTICATED), b"unauthenticated");
+            anyhow::bail!("the ground gateway {} did not prove the key: refusing it", self.ground);
+        }
+        Ok(conn)
+    }
+
+    async fn carry(&self, client: TcpStream) -> anyhow::Result<()> {
+        let dest = client.local_addr()?;
+        let opened = async {
+            let conn = self.tunnel().await?;
+            let (mut send, recv) = conn.open_bi().await?;
+            send.write_all(&encode_dest(dest)).await?;
+            anyhow::Ok((send, recv))
+        };
+        let (mut send, mut recv) = match opened.await {
+            Ok(s) => s,
+            Err(e) => {
+                self.counters.failed.fetch_add(1, Ordering::Relaxed);
+                relay::reset(&client);
+                return Err(e);
+            }
+        };
+        // The client's first bytes go at once, behind the header, without
+        // waiting for the ground half to connect: the tunnel adds no round
+        // trip to a connection's setup. The answer comes first on the way
+        // back.
+        let (mut cr, mut cw) = client.into_split();
+        let down = async {
+            let mut st = [0u8; 1];
+            recv.read_exact(&mut st).await.map_err(std::io::Error::other)?;
+            if st[0] != 0 {
+                self.counters.failed.fetch_add(1, Ordering::Relaxed);
+                return Err(std::io::Error::other(format!("the ground gateway could not reach {dest}")));
+            }
+            relay::pump(&mut recv, &mut cw, &self.counters.bytes_down).await
+        };
+        let r = relay::both_ways(relay::pump(&mut cr, &mut send, &self.counters.bytes_up), down).await;
+        if let Err(e) = &r {
+            // The tunnel or the far end broke: the client gets a reset, the
+            // stream is abandoned both ways.
+            self.counters.broke("quic-tunnel air", dest, e);
+            relay::reset(cr.as_ref());
+            let _ = send.reset(quinn::VarInt::from_u32(1));
+            let _ = recv.stop(quinn::VarInt::from_u32(1));
+        }
+        Ok(r?)
+    }
+}
+
+/// Installs the interception, opens the tunnel, serves until `stop`
+/// resolves, removes the interception.
+pub async fn air(opts: AirOptions, stop: impl std::future::Future<Output = ()>, ready: impl FnOnce()) -> anyhow::Result<Stats> {
+    let tls = aerolink_work::tls::client_config(&[ALPN])?;
+    let mut client = quinn::ClientConfig::new(Arc::new(quinn::crypto::rustls::QuicClientConfig::try_from(tls)?));
+    client.transport_config(Arc::new(opts.tuning.transport()?));
+    let bind: SocketAddr = if opts.ground.is_ipv6() { "[::]:0".parse()? } else { "0.0.0.0:0".parse()? };
+    let sock = std::net::UdpSocket::bind(bind)?;
+    let counters = Arc::new(Counters::default());
+    let mut ep = endpoint(&opts.psk, None, sock, counters.clone())?;
+    ep.set_default_client_config(client);
+    let air = Arc::new(Air { ep: ep.clone(), ground: opts.ground, psk: opts.psk, conn: tokio::sync::Mutex::new(None), counters: counters.clone() });
+    // The tunnel is long-lived: open it before taking any client, so no
+    // client pays for its handshake.
+    air.tunnel().await?;
+    let listeners = relay::Listeners::bind(opts.port)?;
+    let guard = crate::steering::Interception::install(&opts.from, opts.port, None)?;
+    ready();
+    let handle = move |c: TcpStream| {
+        let air = air.clone();
+        async move {
+            air.counters.connections.fetch_add(1, Ordering::Relaxed);
+            let _active = relay::Active::new(&air.counters);
+            let _ = air.carry(c).await;
+        }
+    };
+    tokio::select! {
+        _ = listeners.serve(handle) => {}
+        _ = stop => {}
+    }
+    drop(guard);
+    relay::drain(&counters, relay::DRAIN).await;
+    ep.close(quinn::VarInt::from_u32(CLOSE_SHUTDOWN), b"air gateway stopping");
+    Ok(counters.snapshot())
+}

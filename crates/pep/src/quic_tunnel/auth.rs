@@ -1,0 +1,81 @@
+//! The tunnel's pre-shared key: its file format, the HMAC proofs bound to
+//! the TLS session's exporter, and the stateless-reset and connection-ID
+//! keys derived from it.
+
+use std::sync::Arc;
+
+use ring::hmac;
+
+use super::EXPORT_LABEL;
+
+/// A pre-shared key: at least 16 bytes, written as hex in a file.
+#[derive(Clone)]
+pub struct Psk(Vec<u8>);
+
+impl Psk {
+    pub fn parse(text: &str) -> Result<Psk, String> {
+        let t = text.trim();
+        let bytes = (0..t.len()).step_by(2).map(|i| t.get(i..i + 2).and_then(|h| u8::from_str_radix(h, 16).ok())).collect::<Option<Vec<u8>>>();
+        match bytes {
+            Some(b) if t.len().is_multiple_of(2) && b.len() >= 16 => Ok(Psk(b)),
+            _ => Err("expected at least 16 bytes written as hex (make one with `aerolink pep keygen`)".into()),
+        }
+    }
+
+    /// 32 random bytes as hex.
+    pub fn generate() -> String {
+        use ring::rand::SecureRandom;
+        let mut b = [0u8; 32];
+        ring::rand::SystemRandom::new().fill(&mut b).expect("the system's random source");
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    pub(crate) fn key(&self, purpose: &[u8]) -> hmac::Key {
+        let k = hmac::Key::new(hmac::HMAC_SHA256, &self.0);
+        hmac::Key::new(hmac::HMAC_SHA256, hmac::sign(&k, purpose).as_ref())
+    }
+
+    /// What a half signs: who it is, and 32 bytes exported from this very
+    /// TLS session.
+    fn message(who: &[u8], conn: &quinn::Connection) -> Option<Vec<u8>> {
+        let mut e = [0u8; 32];
+        conn.export_keying_material(&mut e, EXPORT_LABEL, b"").ok()?;
+        Some([who, &e].concat())
+    }
+
+    pub(crate) fn proof(&self, who: &[u8], conn: &quinn::Connection) -> anyhow::Result<hmac::Tag> {
+        let msg = Self::message(who, conn).ok_or_else(|| anyhow::anyhow!("exporting keying material"))?;
+        Ok(hmac::sign(&self.key(b"auth"), &msg))
+    }
+
+    pub(crate) fn verify(&self, who: &[u8], conn: &quinn::Connection, tag: &[u8]) -> bool {
+        Self::message(who, conn).is_some_and(|msg| hmac::verify(&self.key(b"auth"), &msg, tag).is_ok())
+    }
+
+    pub(crate) fn endpoint_config(&self) -> quinn::EndpointConfig {
+        let mut c = quinn::EndpointConfig::new(Arc::new(self.key(b"stateless reset")));
+        // Connection IDs carry a check keyed from the PSK too: a restarted
+        // ground gateway must recognise its predecessor's IDs as its own to
+        // answer them with a stateless reset (it drops foreign ones).
+        let cid_key = u64::from_be_bytes(hmac::sign(&self.key(b"connection ids"), b"").as_ref()[..8].try_into().expect("8 bytes"));
+        c.cid_generator(move || Box::new(quinn_proto::HashedConnectionIdGenerator::from_key(cid_key)));
+        // Both ends are ours: a packet without QUIC's fixed bit is garbage.
+        c.grease_quic_bit(false);
+        c
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_are_hex_of_at_least_16_bytes() {
+        assert!(Psk::parse(&Psk::generate()).is_ok());
+        assert_eq!(Psk::parse("00112233445566778899aabbccddeeff\n").map(|p| p.0.len()), Ok(16));
+        assert!(Psk::parse("00112233445566778899aabbccddee").is_err(), "15 bytes");
+        assert!(Psk::parse("00112233445566778899aabbccddeeff0").is_err(), "odd length");
+        assert!(Psk::parse("zz112233445566778899aabbccddeeff").is_err(), "not hex");
+        assert_ne!(Psk::generate(), Psk::generate());
+    }
+}

@@ -1,0 +1,185 @@
+//! TCP over one long-lived QUIC connection between the gateways (QPEP's
+//! idea, with the pieces QPEP lacks: a tuned congestion controller, mutual
+//! authentication, and survival of long outages).
+//!
+//! The **air** half intercepts the clients' TCP (TPROXY, as the split-TCP
+//! proxy does) and carries each connection as one bidirectional stream of a
+//! QUIC connection to the **ground** half, which opens the TCP connection to
+//! the destination and relays. UDP — the clients' own QUIC included — is not
+//! intercepted.
+//!
+//! Wire protocol (ALPN `aerolink-tunnel/1`):
+//! - The first stream the air half opens proves the key: it sends
+//!   HMAC-SHA256(psk, "air" ‖ E) where E is 32 bytes exported from this
+//!   very TLS session (RFC 5705 keying material, label
+//!   `EXPORTER-aerolink-tunnel`); the ground half answers with
+//!   HMAC-SHA256(psk, "ground" ‖ E). Binding the proof to the session's
+//!   exporter means a proof can be neither replayed nor relayed by a man in
+//!   the middle (who would hold two different sessions). Until the proof
+//!   arrives (5 s), the ground half serves nothing; a wrong one closes the
+//!   connection with code 1 and is logged.
+//! - Every other stream is one TCP connection: the air half sends
+//!   `[1][family 4|6][address][port, big-endian]`, the ground half answers
+//!   one byte (0 connected, 1 failed) and then both relay until each side
+//!   has closed.
+//!
+//! The stateless-reset key is derived from the pre-shared key, so a ground
+//! gateway restarted with the same key resets the air half's stale
+//! connection at its first packet (instead of letting it wait for the idle
+//! timeout): clients see errors, not hangs, and the next connection opens a
+//! new tunnel.
+//!
+//! Modules: [`auth`] (the key and its proofs), [`wire`] (the stream
+//! header), [`ground`] and [`air`] (the halves), [`screening`] (garbage on
+//! the tunnel's socket).
+
+pub mod air;
+pub mod auth;
+pub mod ground;
+pub mod screening;
+pub mod wire;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aerolink_work::quic::{Preset, QuicCc, QuicKnobs};
+
+pub use air::{air, AirOptions};
+pub use auth::Psk;
+pub use ground::{ground, GroundOptions};
+
+pub const ALPN: &[u8] = b"aerolink-tunnel/1";
+pub const DEFAULT_PORT: u16 = 4433;
+pub(crate) const EXPORT_LABEL: &[u8] = b"EXPORTER-aerolink-tunnel";
+pub(crate) const AUTH_TIMEOUT: Duration = Duration::from_secs(5);
+/// Application close codes.
+pub(crate) const CLOSE_UNAUTHENTICATED: u32 = 1;
+pub(crate) const CLOSE_SHUTDOWN: u32 = 0;
+
+
+aerolink_work::choice! {
+    /// The tunnel's congestion control: quinn's three, or `rate`, our own
+    /// controller that holds a set rate through random loss (SCPS-TP's idea).
+    pub enum TunnelCc { Cubic = "cubic", NewReno = "newreno", Bbr = "bbr", Rate = "rate" }
+}
+
+/// How the tunnel's QUIC connection is tuned (both halves use the same).
+#[derive(Clone, Debug)]
+pub struct Tuning {
+    /// Windows and initial window (a preset of [`aerolink_work::quic`]).
+    pub preset: Preset,
+    pub cc: TunnelCc,
+    /// The rate the `rate` controller holds, bit/s.
+    pub rate_bps: Option<u64>,
+    /// How long the tunnel survives without hearing from its peer: an
+    /// outage shorter than this resets nothing.
+    pub idle_timeout: Duration,
+    /// The longest the probe timeout may back off to (our patch of
+    /// quinn-proto, see vendor/README.md). Stock QUIC doubles it without
+    /// bound, so after an outage of T the next probe may come up to about T
+    /// later; with a cap the tunnel finds the link back within the cap. With
+    /// it set, an ACK the peer held longer than the cap (its earlier ACKs
+    /// were lost in the outage) also gives no RTT sample, which would
+    /// otherwise hold off loss detection for as long as the outage.
+    pub max_probe_timeout: ProbeCap,
+}
+
+impl Tuning {
+    fn transport(&self) -> anyhow::Result<quinn::TransportConfig> {
+        let mut k = QuicKnobs::preset(self.preset);
+        k.cc = match self.cc {
+            TunnelCc::Cubic | TunnelCc::Rate => QuicCc::Cubic,
+            TunnelCc::NewReno => QuicCc::NewReno,
+            TunnelCc::Bbr => QuicCc::Bbr,
+        };
+        let mut t = k.transport().map_err(anyhow::Error::msg)?;
+        if self.cc == TunnelCc::Rate {
+            let rate_bps = self.rate_bps.ok_or_else(|| anyhow::anyhow!("the rate controller needs a rate (--rate)"))?;
+            t.congestion_controller_factory(Arc::new(crate::rate_cc::RateConfig { rate_bps }));
+        }
+        t.max_probe_timeout(self.max_probe_timeout.0);
+        t.max_idle_timeout(Some(self.idle_timeout.try_into().map_err(|_| anyhow::anyhow!("idle timeout {:?} is too long", self.idle_timeout))?));
+        // Keep the tunnel warm (and NAT-proof) while no one uses it.
+        t.keep_alive_interval(Some((self.idle_timeout / 4).min(Duration::from_secs(10))));
+        t.max_concurrent_bidi_streams(quinn::VarInt::from_u32(8192));
+        Ok(t)
+    }
+}
+
+/// The default cap on the tunnel's probe backoff ([`Tuning::max_probe_timeout`]).
+pub const DEFAULT_MAX_PROBE: &str = "2s";
+
+/// A cap on the tunnel's probe backoff: a duration above 0 (`2s`), or
+/// `off` (`None`) for stock QUIC. Written and read as that text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ProbeCap(pub Option<Duration>);
+
+impl ProbeCap {
+    /// [`DEFAULT_MAX_PROBE`].
+    pub const DEFAULT: ProbeCap = ProbeCap(Some(Duration::from_secs(2)));
+}
+
+impl Default for ProbeCap {
+    fn default() -> Self {
+        ProbeCap::DEFAULT
+    }
+}
+
+impl std::str::FromStr for ProbeCap {
+    type Err = String;
+    /// The error says what is allowed.
+    fn from_str(s: &str) -> Result<Self, String> {
+        if s == "off" {
+            return Ok(ProbeCap(None));
+        }
+        match aerolink_link::units::parse_duration(s) {
+            Ok(d) if d.0 > 0 => Ok(ProbeCap(Some(Duration::from_nanos(d.0)))),
+            Ok(_) => Err("expected more than 0, or off".into()),
+            Err(m) => Err(format!("expected {m}, or off")),
+        }
+    }
+}
+
+impl std::fmt::Display for ProbeCap {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            None => f.write_str("off"),
+            Some(d) if d.subsec_nanos() == 0 => write!(f, "{}s", d.as_secs()),
+            Some(d) if d.as_nanos() % 1_000_000 == 0 => write!(f, "{}ms", d.as_millis()),
+            Some(d) => write!(f, "{}ns", d.as_nanos()),
+        }
+    }
+}
+
+impl serde::Serialize for ProbeCap {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for ProbeCap {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+pub(crate) fn log(msg: impl std::fmt::Display) {
+    eprintln!("quic-tunnel: {msg}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probe_caps_read_and_write_as_text() {
+        assert_eq!(DEFAULT_MAX_PROBE.parse::<ProbeCap>(), Ok(ProbeCap::DEFAULT));
+        for s in ["2s", "off", "500ms", "1500ns"] {
+            assert_eq!(s.parse::<ProbeCap>().unwrap().to_string(), s);
+        }
+        assert_eq!("1.5 s".parse::<ProbeCap>().unwrap().to_string(), "1500ms");
+        assert!("0s".parse::<ProbeCap>().is_err());
+        assert!("soon".parse::<ProbeCap>().unwrap_err().contains("or off"));
+    }
+}

@@ -1,0 +1,410 @@
+//! The workload programs' command lines, typed: `aerolink workload serve |
+//! web | bulk | objects | messages | realtime | conns`.
+//!
+//! One definition serves both ends: the binary parses its flags with it
+//! (clap), and whoever launches a workload in a lab (experiments, benches)
+//! builds the same typed value and turns it into arguments with
+//! [`WorkloadCmd::to_args`]. [`WorkloadCmd::from_args`] parses them back; a
+//! test round-trips every variant, so a renamed flag fails a unit test, not
+//! an end-to-end run as root.
+
+use clap::{Args, Parser, Subcommand};
+
+use aerolink_link::units::{self, Rate};
+use aerolink_link::Duration;
+
+use crate::bulk::Direction as BulkDirection;
+use crate::messages::Direction as MessagesDirection;
+use crate::quic::QuicArgs;
+use crate::realtime::{Mechanism, Scenario};
+use crate::sock::TcpCc;
+use crate::web::{ObjectsMode, Protocol};
+use crate::Transport;
+
+/// `--rate`-style values: `2Mbit/s`, `1024bit/s`, `1.5 Mbit/s`.
+pub fn rate_arg(s: &str) -> Result<Rate, String> {
+    units::parse_rate(s).map_err(|m| format!("expected {m}"))
+}
+
+/// Duration values: `60s`, `250 ms`.
+pub fn duration_arg(s: &str) -> Result<Duration, String> {
+    units::parse_duration(s).map_err(|m| format!("expected {m}"))
+}
+
+/// A rate as a command line gives it back exactly.
+pub fn rate_text(r: Rate) -> String {
+    format!("{}bit/s", r.bits_per_sec)
+}
+
+/// A duration as a command line gives it back exactly.
+pub fn duration_text(d: Duration) -> String {
+    format!("{}ns", d.0)
+}
+
+#[derive(Subcommand, Debug, Clone, PartialEq)]
+pub enum WorkloadCmd {
+    /// Serve every workload (HTTPS h1/h2 on 443/tcp, h3 on 443/udp, bulk on
+    /// 5201, messages on 5301) until killed.
+    Serve(ServeArgs),
+    /// Load a synthetic page like a browser.
+    Web(WebArgs),
+    /// Many TCP connections at once: opens COUNT connections to the bulk
+    /// port, holds them all open, then each downloads SIZE. Exits 1 unless
+    /// every one got all its bytes. For stress-testing what sits on the
+    /// path (a PEP must carry them all).
+    Conns(ConnsArgs),
+    /// One transfer of N bytes over kernel TCP or QUIC.
+    Bulk(BulkArgs),
+    /// Seed 003's object sets, one after another or in parallel.
+    Objects(ObjectsArgs),
+    /// Seed 001's real-time web: server update, client update, chat over
+    /// WebSocket, server-sent events or long polling.
+    Realtime(RealtimeArgs),
+    /// Seed 004's message generator over TCP or QUIC.
+    Messages(MessagesArgs),
+}
+
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct ServeArgs {
+    /// Kernel TCP congestion control of the server's sockets.
+    #[arg(long, default_value = "cubic")]
+    pub cc: TcpCc,
+    /// Initial congestion window of the server's routes, segments.
+    #[arg(long)]
+    pub initcwnd: Option<u32>,
+    /// Leave Nagle's algorithm on (default: TCP_NODELAY).
+    #[arg(long)]
+    pub nagle: bool,
+    #[command(flatten)]
+    pub quic: QuicArgs,
+}
+
+/// The web workload's parameters, shared by `workload web` and `bench web`.
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct WebParams {
+    #[arg(long, default_value = "h2")]
+    pub protocol: Protocol,
+    /// Objects: "10x100KB", "1x100KB+50x10KB" or "flags".
+    #[arg(long, default_value = "10x100KB")]
+    pub page: String,
+    /// Dependency depth: 1 = HTML → objects, 2 = HTML → CSS → objects, …
+    #[arg(long, default_value_t = 1)]
+    pub depth: u32,
+}
+
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct WebArgs {
+    /// The server's address (the lab sets $AEROLINK_SERVER).
+    #[arg(long)]
+    pub server: String,
+    #[command(flatten)]
+    pub params: WebParams,
+    #[command(flatten)]
+    pub quic: QuicArgs,
+}
+
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct ConnsArgs {
+    #[arg(long)]
+    pub server: String,
+    #[arg(long, default_value_t = 500)]
+    pub count: u32,
+    /// Bytes each connection downloads.
+    #[arg(long, default_value_t = 10_000)]
+    pub bytes: u64,
+    /// Each download must be done this long after all are open.
+    #[arg(long, default_value = "120s", value_parser = duration_arg)]
+    pub timeout: Duration,
+}
+
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct BulkArgs {
+    #[arg(long)]
+    pub server: String,
+    #[arg(long, default_value = "tcp")]
+    pub transport: Transport,
+    #[arg(long, default_value = "down")]
+    pub direction: BulkDirection,
+    /// Bytes to transfer, e.g. 1000000.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub bytes: u64,
+    /// The client socket's congestion control (matters for uploads).
+    #[arg(long, default_value = "cubic")]
+    pub cc: TcpCc,
+    #[command(flatten)]
+    pub quic: QuicArgs,
+}
+
+/// The objects workload's parameters, shared by `workload objects` and
+/// `bench objects`.
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct ObjectsParams {
+    /// h3 or h2 (h1 for comparison).
+    #[arg(long, default_value = "h3")]
+    pub protocol: Protocol,
+    /// short (10×40 KB), medium (10×292 KB), long (10×4149 KB), large
+    /// (2×66390 KB), all, or COUNTxSIZE.
+    #[arg(long, default_value = "short")]
+    pub set: String,
+    #[arg(long, default_value = "seq")]
+    pub mode: ObjectsMode,
+}
+
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct ObjectsArgs {
+    #[arg(long)]
+    pub server: String,
+    #[command(flatten)]
+    pub params: ObjectsParams,
+    #[command(flatten)]
+    pub quic: QuicArgs,
+}
+
+/// The real-time workload's parameters, shared by `workload realtime` and
+/// `bench realtime`.
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct RealtimeParams {
+    #[arg(long, default_value = "ws")]
+    pub mechanism: Mechanism,
+    #[arg(long, default_value = "server-update")]
+    pub scenario: Scenario,
+    /// Updates (or chat messages each way).
+    #[arg(long, default_value_t = 100)]
+    pub count: u32,
+    /// Gap between updates, ms.
+    #[arg(long, default_value_t = 200)]
+    pub interval_ms: u64,
+    /// Message size, bytes (at least 24).
+    #[arg(long, default_value_t = 64)]
+    pub size: u32,
+    /// Turn Nagle's algorithm off (it is on by default, as in the study).
+    #[arg(long)]
+    pub no_nagle: bool,
+}
+
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct RealtimeArgs {
+    #[arg(long)]
+    pub server: String,
+    #[command(flatten)]
+    pub params: RealtimeParams,
+}
+
+/// The messages workload's parameters, shared by `workload messages` and
+/// `bench messages` (the offered rate is `--rate` in one and `--offered`
+/// in the other, where `--rate` is the link's).
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct MessagesParams {
+    #[arg(long, default_value = "tcp")]
+    pub transport: Transport,
+    #[arg(long, default_value = "up")]
+    pub direction: MessagesDirection,
+    /// Message size in bytes (at least 12).
+    #[arg(long, default_value_t = 64)]
+    pub size: u32,
+    #[arg(long, default_value = "60s", value_parser = duration_arg)]
+    pub duration: Duration,
+}
+
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct MessagesArgs {
+    #[arg(long)]
+    pub server: String,
+    #[command(flatten)]
+    pub params: MessagesParams,
+    /// Offered rate, e.g. "1024bit/s".
+    #[arg(long, default_value = "1024bit/s", value_parser = rate_arg)]
+    pub rate: Rate,
+    /// Leave Nagle's algorithm on.
+    #[arg(long)]
+    pub nagle: bool,
+    #[command(flatten)]
+    pub quic: QuicArgs,
+}
+
+/// For parsing a workload command line on its own.
+#[derive(Parser, Debug)]
+#[command(name = "workload", no_binary_name = true)]
+struct Line {
+    #[command(subcommand)]
+    cmd: WorkloadCmd,
+}
+
+fn flag(a: &mut Vec<String>, name: &str, value: impl ToString) {
+    a.push(format!("--{name}"));
+    a.push(value.to_string());
+}
+
+fn switch(a: &mut Vec<String>, name: &str, on: bool) {
+    if on {
+        a.push(format!("--{name}"));
+    }
+}
+
+impl WorkloadCmd {
+    /// The subcommand's name (`web`, `bulk`, …).
+    pub fn name(&self) -> &'static str {
+        match self {
+            WorkloadCmd::Serve(_) => "serve",
+            WorkloadCmd::Web(_) => "web",
+            WorkloadCmd::Conns(_) => "conns",
+            WorkloadCmd::Bulk(_) => "bulk",
+            WorkloadCmd::Objects(_) => "objects",
+            WorkloadCmd::Realtime(_) => "realtime",
+            WorkloadCmd::Messages(_) => "messages",
+        }
+    }
+
+    /// The arguments after `aerolink workload`, which
+    /// [`from_args`](Self::from_args) parses back to `self`.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut a = vec![self.name().to_string()];
+        match self {
+            WorkloadCmd::Serve(s) => {
+                flag(&mut a, "cc", s.cc);
+                if let Some(n) = s.initcwnd {
+                    flag(&mut a, "initcwnd", n);
+                }
+                switch(&mut a, "nagle", s.nagle);
+                a.extend(s.quic.to_args());
+            }
+            WorkloadCmd::Web(w) => {
+                flag(&mut a, "server", &w.server);
+                flag(&mut a, "protocol", w.params.protocol);
+                flag(&mut a, "page", &w.params.page);
+                flag(&mut a, "depth", w.params.depth);
+                a.extend(w.quic.to_args());
+            }
+            WorkloadCmd::Conns(c) => {
+                flag(&mut a, "server", &c.server);
+                flag(&mut a, "count", c.count);
+                flag(&mut a, "bytes", c.bytes);
+                flag(&mut a, "timeout", duration_text(c.timeout));
+            }
+            WorkloadCmd::Bulk(b) => {
+                flag(&mut a, "server", &b.server);
+                flag(&mut a, "transport", b.transport);
+                flag(&mut a, "direction", b.direction);
+                flag(&mut a, "bytes", b.bytes);
+                flag(&mut a, "cc", b.cc);
+                a.extend(b.quic.to_args());
+            }
+            WorkloadCmd::Objects(o) => {
+                flag(&mut a, "server", &o.server);
+                flag(&mut a, "protocol", o.params.protocol);
+                flag(&mut a, "set", &o.params.set);
+                flag(&mut a, "mode", o.params.mode);
+                a.extend(o.quic.to_args());
+            }
+            WorkloadCmd::Realtime(r) => {
+                let p = &r.params;
+                flag(&mut a, "server", &r.server);
+                flag(&mut a, "mechanism", p.mechanism);
+                flag(&mut a, "scenario", p.scenario);
+                flag(&mut a, "count", p.count);
+                flag(&mut a, "interval-ms", p.interval_ms);
+                flag(&mut a, "size", p.size);
+                switch(&mut a, "no-nagle", p.no_nagle);
+            }
+            WorkloadCmd::Messages(m) => {
+                let p = &m.params;
+                flag(&mut a, "server", &m.server);
+                flag(&mut a, "transport", p.transport);
+                flag(&mut a, "direction", p.direction);
+                flag(&mut a, "size", p.size);
+                flag(&mut a, "duration", duration_text(p.duration));
+                flag(&mut a, "rate", rate_text(m.rate));
+                switch(&mut a, "nagle", m.nagle);
+                a.extend(m.quic.to_args());
+            }
+        }
+        a
+    }
+
+    /// Parses the arguments after `aerolink workload`.
+    pub fn from_args<I: IntoIterator<Item = T>, T: Into<std::ffi::OsString> + Clone>(args: I) -> Result<WorkloadCmd, clap::Error> {
+        Line::try_parse_from(args).map(|l| l.cmd)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::quic::{Preset, QuicCc, QuicKnobs};
+
+    fn quics() -> Vec<QuicArgs> {
+        let mut v: Vec<QuicArgs> = Preset::ALL.iter().map(|p| QuicArgs::from(&QuicKnobs::preset(*p))).collect();
+        for cc in QuicCc::ALL {
+            v.push(QuicArgs { quic_preset: Preset::Quinn, quic_cc: Some(*cc), quic_iw: Some(7), quic_stream_window: None, quic_conn_window: Some(1 << 30) });
+        }
+        v.push(QuicArgs { quic_preset: Preset::HBdp2, quic_cc: None, quic_iw: None, quic_stream_window: Some(1), quic_conn_window: None });
+        v
+    }
+
+    /// Every workload command with every value of every closed set at
+    /// least once, and every optional flag both given and not.
+    fn every_variant() -> Vec<WorkloadCmd> {
+        let server = "198.18.0.2".to_string();
+        let mut v = Vec::new();
+        for (i, quic) in quics().into_iter().enumerate() {
+            let cc = TcpCc::ALL[i % TcpCc::ALL.len()];
+            v.push(WorkloadCmd::Serve(ServeArgs { cc, initcwnd: (i % 2 == 0).then_some(40), nagle: i % 2 == 1, quic: quic.clone() }));
+            for protocol in Protocol::ALL {
+                v.push(WorkloadCmd::Web(WebArgs { server: server.clone(), params: WebParams { protocol: *protocol, page: "1x100KB+50x10KB".into(), depth: 3 }, quic: quic.clone() }));
+                for mode in ObjectsMode::ALL {
+                    v.push(WorkloadCmd::Objects(ObjectsArgs { server: server.clone(), params: ObjectsParams { protocol: *protocol, set: "long".into(), mode: *mode }, quic: quic.clone() }));
+                }
+            }
+            for transport in Transport::ALL {
+                for direction in BulkDirection::ALL {
+                    v.push(WorkloadCmd::Bulk(BulkArgs { server: server.clone(), transport: *transport, direction: *direction, bytes: 5_000_000, cc, quic: quic.clone() }));
+                }
+                for direction in MessagesDirection::ALL {
+                    let params = MessagesParams { transport: *transport, direction: *direction, size: 64, duration: Duration::from_millis(1500) };
+                    v.push(WorkloadCmd::Messages(MessagesArgs { server: server.clone(), params, rate: Rate { bits_per_sec: 1890.5 }, nagle: i % 2 == 0, quic: quic.clone() }));
+                }
+            }
+        }
+        for mechanism in Mechanism::ALL {
+            for (j, scenario) in Scenario::ALL.iter().enumerate() {
+                let params = RealtimeParams { mechanism: *mechanism, scenario: *scenario, count: 7, interval_ms: 250, size: 32, no_nagle: j % 2 == 0 };
+                v.push(WorkloadCmd::Realtime(RealtimeArgs { server: "2001:2::2".into(), params }));
+            }
+        }
+        v.push(WorkloadCmd::Conns(ConnsArgs { server, count: 500, bytes: 20_000, timeout: Duration::from_secs(90) }));
+        v
+    }
+
+    #[test]
+    fn every_workload_command_round_trips_through_its_command_line() {
+        let all = every_variant();
+        assert!(all.len() > 100);
+        for cmd in all {
+            let args = cmd.to_args();
+            let back = WorkloadCmd::from_args(&args).unwrap_or_else(|e| panic!("{args:?} does not parse: {e}"));
+            assert_eq!(back, cmd, "{args:?}");
+        }
+    }
+
+    #[test]
+    fn quic_knobs_round_trip_through_their_flags() {
+        for preset in Preset::ALL {
+            for cc in QuicCc::ALL {
+                let mut k = QuicKnobs::preset(*preset);
+                k.cc = *cc;
+                let cmd = WorkloadCmd::Bulk(BulkArgs { server: "198.18.0.2".into(), transport: Transport::Quic, direction: BulkDirection::Down, bytes: 1, cc: TcpCc::Cubic, quic: QuicArgs::from(&k) });
+                let WorkloadCmd::Bulk(b) = WorkloadCmd::from_args(cmd.to_args()).unwrap() else { panic!("not bulk") };
+                assert_eq!(b.quic.knobs(), k);
+                assert!(!k.is_custom());
+            }
+        }
+    }
+
+    #[test]
+    fn bad_values_name_the_flag_and_what_is_allowed() {
+        let e = WorkloadCmd::from_args(["web", "--server", "x", "--protocol", "h4"]).unwrap_err().to_string();
+        assert!(e.contains("--protocol") && e.contains("h1-close"), "{e}");
+        let e = WorkloadCmd::from_args(["messages", "--server", "x", "--rate", "fast"]).unwrap_err().to_string();
+        assert!(e.contains("--rate") && e.contains("expected"), "{e}");
+    }
+}
