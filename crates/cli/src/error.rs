@@ -1,8 +1,20 @@
-//! The user's mistakes, kept apart from our failures: a [`UserError`] exits
-//! with status 2 and one line; anything else exits 1.
+//! The user's mistakes, kept apart from our failures by type: an error
+//! whose chain holds a [`UserError`] or a library error that says it is the
+//! user's (a bad profile, experiment or topology file, a missing tool or
+//! root) exits with status 2 and one line; anything else exits 1.
 
 use std::fmt;
 
+use aerolink_lab::experiment::SpecError;
+use aerolink_lab::gateways::GatewayError;
+use aerolink_lab::profiles::LoadError;
+use aerolink_lab::topology::TopologyError;
+use aerolink_lab::workload::WorkloadError;
+use aerolink_link::ProfileError;
+use aerolink_net::NetError;
+use aerolink_pep::PepError;
+
+/// A mistake in what the user asked for, found by the binary itself.
 #[derive(Debug)]
 pub struct UserError(pub String);
 
@@ -14,22 +26,21 @@ impl fmt::Display for UserError {
 
 impl std::error::Error for UserError {}
 
-/// Returns early with a [`UserError`].
-#[macro_export]
-macro_rules! user_bail {
-    ($($t:tt)*) => { return Err(anyhow::Error::new($crate::error::UserError(format!($($t)*)))) };
-}
-
 pub fn user(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UserError(msg.into()))
 }
 
-/// Maps library errors that are the user's doing (bad profile, missing root)
-/// to [`UserError`].
-pub fn from_net(e: aerolink_net::NetError) -> anyhow::Error {
-    use aerolink_net::NetError::*;
-    match e {
-        Precondition(m) | Spec(m) => user(m),
-        other => anyhow::Error::new(other),
-    }
+/// Whether `e` is the user's to fix, by the types in its chain.
+pub fn is_user(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| {
+        c.is::<UserError>()
+            || c.is::<ProfileError>()
+            || c.is::<LoadError>()
+            || c.is::<TopologyError>()
+            || c.is::<SpecError>()
+            || c.is::<WorkloadError>()
+            || c.downcast_ref::<NetError>().is_some_and(NetError::is_user)
+            || c.downcast_ref::<GatewayError>().is_some_and(GatewayError::is_user)
+            || c.downcast_ref::<PepError>().is_some_and(PepError::is_user)
+    })
 }

@@ -2,17 +2,17 @@
 //! workers into the SQLite store.
 
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
-use aerolink_lab::experiment::{profile_hash, Experiment, PlannedRun};
-use aerolink_lab::store::{NewRun, Store};
+use aerolink_lab::experiment::{Experiment, PlannedRun};
+use aerolink_lab::report::fmt_metric;
+use aerolink_lab::store::Store;
 use clap::{Args, Subcommand};
 
-use crate::error::{from_net, user};
-use crate::linkargs::load_profile;
+use crate::error::user;
 
 #[derive(Subcommand, Debug)]
 pub enum ExperimentCmd {
@@ -44,23 +44,16 @@ pub struct RunArgs {
 }
 
 pub fn now_rfc3339() -> String {
-    humantime::format_rfc3339_seconds(SystemTime::now()).to_string()
+    aerolink_lab::record::rfc3339(SystemTime::now())
 }
 
 pub fn hostname() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default().trim().to_string()
 }
 
-/// Parses an experiment file, resolving profiles relative to it.
+/// Parses an experiment file (profiles and topologies relative to it).
 pub fn load(file: &str) -> anyhow::Result<Experiment> {
-    let text = std::fs::read_to_string(file).map_err(|e| user(format!("{file}: cannot read: {e}")))?;
-    let dir = Path::new(file).parent().map(Path::to_path_buf).unwrap_or_default();
-    let resolve = |name: &str, ov: &[aerolink_link::profile::Override]| -> Result<aerolink_link::Profile, String> {
-        let candidate = dir.join(name);
-        let target = if name.ends_with(".toml") && candidate.exists() { candidate.to_string_lossy().to_string() } else { name.to_string() };
-        load_profile(&target, ov).map_err(|e| e.to_string())
-    };
-    Experiment::parse(&text, file, &resolve).map_err(|e| user(e.to_string()))
+    Ok(Experiment::load(file)?)
 }
 
 pub fn run(cmd: ExperimentCmd) -> anyhow::Result<i32> {
@@ -77,7 +70,7 @@ pub fn run(cmd: ExperimentCmd) -> anyhow::Result<i32> {
             } else {
                 println!("{}: {} profiles × {} cases × {} repetitions = {} runs", e.name, e.profiles.len(), e.cases.len(), e.repetitions, plan.len());
                 for c in &e.cases {
-                    let k = aerolink_lab::report::knob_label(&serde_json::to_string(&c.knobs)?);
+                    let k = c.knobs.label();
                     println!("  {} {} {}{}", c.workload.name(), c.workload.protocol(), c.workload.params_label(), if k.is_empty() { String::new() } else { format!(" [{k}]") });
                 }
             }
@@ -92,7 +85,7 @@ fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
         return Err(user("--parallel: expected 1 to 64"));
     }
     let e = Arc::new(load(&a.file)?);
-    aerolink_net::sys::check_preconditions().map_err(from_net)?;
+    aerolink_net::sys::check_preconditions()?;
     let mut store = Store::open(&a.db).map_err(|err| user(err.to_string()))?;
     store.record_experiment(&e.name, &a.file, &e.description, e.baseline.as_deref(), &e.source, &now_rfc3339())?;
     let plan = e.plan();
@@ -128,37 +121,17 @@ fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
             // Cut short by Ctrl-C: not a result; the next run resumes it.
             continue;
         }
-        let mut metrics = if d.outcome.ok { c.workload.metrics(&d.outcome.result) } else { Default::default() };
-        aerolink_lab::workload::add_rtt_metrics(&mut metrics, p.base_rtt().as_millis_f64());
-        let (pj, wj, kj) = (aerolink_lab::report::profile_summary(p).to_string(), serde_json::to_string(&c.workload)?, serde_json::to_string(&c.knobs)?);
-        store.insert_run(&NewRun {
-            run_key: &d.planned.key,
-            experiment: &e.name,
-            profile: &p.name,
-            profile_hash: &profile_hash(p),
-            profile_json: &pj,
-            workload: c.workload.name(),
-            protocol: &c.workload.protocol(),
-            params: &c.workload.params_label(),
-            workload_json: &wj,
-            knobs_json: &kj,
-            seed: d.planned.seed,
-            rep: d.planned.rep,
-            host: &host,
-            started_at: &humantime::format_rfc3339_seconds(d.started).to_string(),
-            duration_s: d.seconds,
-            outcome: &d.outcome,
-            metrics: &metrics,
-        })?;
+        let rec = aerolink_lab::record::record(&e, &d, &host);
+        store.insert_run(&rec)?;
         done += 1;
         if !d.outcome.ok {
             failed += 1;
         }
         let (m, _) = c.workload.headline();
-        let knobs = aerolink_lab::report::knob_label(&kj);
+        let knobs = c.knobs.label();
         let what = format!("{} {}{} {} seed {}", p.name, c.workload.protocol(), if knobs.is_empty() { String::new() } else { format!(" [{knobs}]") }, c.workload.params_label(), d.planned.seed);
-        let result = match (d.outcome.ok, metrics.get(m)) {
-            (true, Some(v)) => format!("{m} {}", crate::bench::fmt_metric(m, *v)),
+        let result = match (d.outcome.ok, rec.metrics.get(m)) {
+            (true, Some(v)) => format!("{m} {}", fmt_metric(m, *v)),
             (true, None) => "ok".into(),
             (false, _) => format!("FAILED: {}", d.outcome.error.clone().unwrap_or_default()),
         };

@@ -1,13 +1,10 @@
 //! The link flags, defined once: which profile or topology, and overrides
 //! of any value for both directions (`--rate`) or one (`--down-rate`).
 
-use std::path::Path;
-
 use aerolink_link::profile::Override;
-use aerolink_link::{builtin, Profile};
+use aerolink_link::Profile;
 use clap::Args;
 
-use crate::error::user;
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct LinkArgs {
@@ -112,7 +109,7 @@ impl LinkArgs {
             Some(p) => load_profile(p, &ov),
             None => {
                 let mut load = |_: &str| Err("no file given".to_string());
-                Profile::from_overrides(&ov, &mut load).map_err(|e| user(e.to_string()))
+                Ok(Profile::from_overrides(&ov, &mut load)?)
             }
         }
     }
@@ -120,18 +117,7 @@ impl LinkArgs {
 
 /// Loads a built-in profile by name, or a profile file; trace files are
 /// read relative to the profile's directory.
+/// A built-in profile or a profile file, with overrides.
 pub fn load_profile(name_or_file: &str, overrides: &[Override]) -> anyhow::Result<Profile> {
-    if let Some(text) = builtin::get(name_or_file) {
-        let mut load = |p: &str| std::fs::read_to_string(p).map_err(|e| e.to_string());
-        return Profile::parse(text, name_or_file, overrides, &mut load).map_err(|e| user(e.to_string()));
-    }
-    let path = Path::new(name_or_file);
-    if !path.exists() {
-        let names: Vec<&str> = builtin::names().collect();
-        return Err(user(format!("--profile {name_or_file}: no such built-in profile or file; built-ins: {}", names.join(", "))));
-    }
-    let text = std::fs::read_to_string(path).map_err(|e| user(format!("{name_or_file}: cannot read: {e}")))?;
-    let dir = path.parent().map(|p| p.to_path_buf()).unwrap_or_default();
-    let mut load = |p: &str| std::fs::read_to_string(dir.join(p)).map_err(|e| e.to_string());
-    Profile::parse(&text, name_or_file, overrides, &mut load).map_err(|e| user(e.to_string()))
+    Ok(aerolink_lab::profiles::load_profile(name_or_file, overrides)?)
 }

@@ -11,13 +11,11 @@ mod profiles;
 mod results;
 mod run;
 mod stats;
-mod topology;
 mod updown;
 mod workload;
 
 use clap::{Parser, Subcommand};
 
-use error::UserError;
 
 const ABOUT: &str = "Emulate aircraft and satellite links in user space and run real programs over them.";
 
@@ -119,8 +117,29 @@ enum ProfilesCmd {
     },
 }
 
+/// A flag the user got wrong: one line, exit status 2, like every other
+/// mistake. Help and version print as clap writes them.
+fn parse_args() -> Cli {
+    use clap::error::ErrorKind;
+    match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) => e.exit(),
+        Err(e) => {
+            eprintln!("aerolink: {}", one_line(&e.to_string()));
+            std::process::exit(2);
+        }
+    }
+}
+
+/// clap's message up to its usage and hints, on one line.
+fn one_line(msg: &str) -> String {
+    let body = msg.split("\n\n").next().unwrap_or(msg);
+    let text = body.lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(" ");
+    text.strip_prefix("error: ").unwrap_or(&text).to_string()
+}
+
 fn main() {
-    let cli = Cli::parse();
+    let cli = parse_args();
     // Commands that only print end quietly when their reader goes away
     // (`aerolink profiles list | head`), like other Unix tools. Commands
     // that own sockets keep Rust's default (SIGPIPE ignored), so a peer that
@@ -158,12 +177,49 @@ fn main() {
     match result {
         Ok(code) => std::process::exit(code),
         Err(e) => {
-            if e.downcast_ref::<UserError>().is_some() {
+            if error::is_user(&e) {
                 eprintln!("aerolink: {e}");
                 std::process::exit(2);
             }
             eprintln!("aerolink: error: {e:#}");
             std::process::exit(1);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Cli {
+        Cli::try_parse_from(std::iter::once("aerolink").chain(args.iter().copied())).unwrap_or_else(|e| panic!("{args:?}: {e}"))
+    }
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+    }
+
+    /// Flattened flag groups (link, PEP, server, workload) must not share
+    /// an argument id: clap would hand one group's value to the other.
+    #[test]
+    fn flag_groups_keep_their_own_values() {
+        let cli = parse(&["bench", "objects", "--topology", "ifc", "--mode", "par", "--pep", "split-tcp", "--initcwnd", "20", "--pep-initcwnd", "30", "--cc", "bbr", "--pep-cc", "reno"]);
+        let Cmd::Bench { what: bench::BenchCmd::Objects { common, params } } = cli.cmd else { panic!("not bench objects") };
+        assert_eq!(params.mode, aerolink_work::web::ObjectsMode::Par);
+        assert_eq!(common.pep.mode, aerolink_pep::cli::PepMode::SplitTcp);
+        assert_eq!((common.server.initcwnd, common.pep.initcwnd), (Some(20), Some(30)));
+        assert_eq!((common.server.cc, common.pep.tcp_cc), (aerolink_work::sock::TcpCc::Bbr, aerolink_work::sock::TcpCc::Reno));
+        let cli = parse(&["run", "--topology", "ifc", "--pep", "quic-tunnel", "--tunnel-cc", "rate", "--tunnel-rate", "2Mbit/s", "--client", "true"]);
+        let Cmd::Run(r) = cli.cmd else { panic!("not run") };
+        assert_eq!(r.pep.tunnel_rate.map(|t| t.rate.bits_per_sec), Some(2e6));
+    }
+
+    #[test]
+    fn clap_errors_fold_into_one_line() {
+        let e = Cli::try_parse_from(["aerolink", "bench", "web", "--protocol", "h4"]).unwrap_err();
+        let line = one_line(&e.to_string());
+        assert!(!line.contains('\n') && line.contains("--protocol") && line.contains("h1-close"), "{line}");
     }
 }

@@ -38,7 +38,7 @@ fn check_iface(i: &Intercept) -> anyhow::Result<()> {
 /// Resolves on SIGTERM, SIGINT or SIGHUP. Made before any rule goes in: a
 /// signal between the two would otherwise kill the proxy and leave its
 /// rules behind.
-fn stop_signal() -> anyhow::Result<impl std::future::Future<Output = ()>> {
+fn stop_signal() -> std::io::Result<impl std::future::Future<Output = ()>> {
     use tokio::signal::unix::{signal, SignalKind};
     let mut term = signal(SignalKind::terminate())?;
     let mut int = signal(SignalKind::interrupt())?;

@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::{Child, ExitStatus};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use aerolink_link::Profile;
 use aerolink_lab::gateways::PepSpec;
@@ -17,9 +17,9 @@ use aerolink_pep::cli::PepMode;
 use anyhow::Context;
 use clap::Args;
 
-use crate::error::{from_net, user};
+use crate::error::user;
 use crate::linkargs::LinkArgs;
-use crate::topology;
+use aerolink_lab::topology::Topology;
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -40,8 +40,8 @@ pub struct RunArgs {
     pub report: Option<PathBuf>,
     /// How long to wait for the server to open a socket before starting
     /// the client anyway (with --ready-port: before giving up).
-    #[arg(long, default_value = "10s", value_name = "DURATION")]
-    pub ready_timeout: String,
+    #[arg(long, default_value = "10s", value_name = "DURATION", value_parser = aerolink_work::cli::duration_arg)]
+    pub ready_timeout: aerolink_link::Duration,
     /// Start the client only once the server listens on all of these ports
     /// (comma-separated or repeated; `5201` or `tcp:5201`, `udp:443`).
     /// Without it the client starts when the server opens its first socket.
@@ -54,12 +54,14 @@ pub struct RunArgs {
     pub pep: PepSpec,
 }
 
-/// PEP flags (need the gateway chain, e.g. `--topology ifc`).
-/// The PEP flags (`--pep`, `--pep-at`, `--tunnel-cc`, …), checked.
+/// The PEP flags (`--pep`, `--pep-at`, `--tunnel-cc`, …; they need the
+/// gateway chain, e.g. `--topology ifc`), checked.
 pub fn pep_spec(p: &PepSpec) -> anyhow::Result<PepSpec> {
-    // The spec names its keys as in experiment files (tunnel_rate); as
-    // flags they are --tunnel-rate.
-    p.validate().map_err(|m| user(format!("--{}", m.replace('_', "-"))))?;
+    match p.validate() {
+        Err(aerolink_lab::gateways::GatewayError::RateWithoutRate) => Err(user("--tunnel-cc rate: needs --tunnel-rate (e.g. 2Mbit/s, at or below the space link's rate)")),
+        Err(e) => Err(e.into()),
+        Ok(()) => Ok(()),
+    }?;
     Ok(p.clone())
 }
 
@@ -102,8 +104,7 @@ pub fn run_id() -> String {
     format!("{:06x}", (nanos ^ (std::process::id() << 8)) & 0xff_ffff)
 }
 
-/// The gateway chain preset: client ↔ airgw ↔ groundgw ↔ server.
-pub const IFC_PRESET: &str = "ifc";
+pub use aerolink_lab::topology::IFC_PRESET;
 
 /// The lab a set of link flags asks for.
 pub fn lab_spec(link: &LinkArgs, run: String) -> anyhow::Result<(LabSpec, String)> {
@@ -113,17 +114,15 @@ pub fn lab_spec(link: &LinkArgs, run: String) -> anyhow::Result<(LabSpec, String
     let (hosts, hops, label) = match &link.topology {
         Some(preset) if preset == IFC_PRESET && !std::path::Path::new(preset).exists() => {
             let space = crate::linkargs::load_profile(link.space.as_deref().unwrap_or("mss"), &link.overrides())?;
-            let (hosts, hops) = aerolink_lab::gateways::ifc(space);
-            let label = format!("ifc (cabin-wifi | {} | terrestrial)", hops[1].name);
-            (hosts, hops, label)
+            let t = Topology::ifc(space);
+            (t.hosts.clone(), t.hops.clone(), t.label())
         }
         Some(file) => {
             if !link.overrides().is_empty() {
                 return Err(user("--topology: link flags (--rate, --loss, …) apply to single-hop runs; put per-hop values in the topology file"));
             }
-            let t = topology::load(file)?;
-            let label = format!("{} ({})", t.name, t.hops.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(" | "));
-            (t.hosts, t.hops, label)
+            let t = Topology::load(file)?;
+            (t.hosts.clone(), t.hops.clone(), t.label())
         }
         None => {
             let p: Profile = link.profile()?;
@@ -156,27 +155,18 @@ pub fn kill_group(child: &mut Child) {
 /// Waits for the server to open a socket (all of `ports` when given), or to
 /// exit, or for the timeout.
 fn wait_ready(server: &mut Child, ports: &[aerolink_net::procs::Port], timeout: Duration, signals: &Signals, quiet: bool) -> anyhow::Result<()> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(st) = server.try_wait()? {
-            return Err(user(format!("the server command exited ({st}) before the client started")));
-        }
-        let open = aerolink_net::procs::sockets(server.id());
-        let ready = if ports.is_empty() { open.any() } else { open.has_all(ports) };
-        if ready || signals.received().is_some() {
-            return Ok(());
-        }
-        if Instant::now() >= deadline {
-            if !ports.is_empty() {
-                let missing: Vec<String> = ports.iter().filter(|p| !open.has_all(&[**p])).map(|p| p.to_string()).collect();
-                anyhow::bail!("the server did not open {} within {timeout:?} (--ready-port)", missing.join(", "));
-            }
+    use aerolink_net::procs::WaitError;
+    match aerolink_net::procs::wait_listening(server, ports, timeout, || signals.received().is_some()) {
+        Ok(()) | Err(WaitError::Stopped) => Ok(()),
+        Err(WaitError::Exited(st)) => Err(user(format!("the server command exited ({st}) before the client started"))),
+        Err(e @ WaitError::NotOpen { .. }) if !ports.is_empty() => Err(anyhow::anyhow!("{e} (--ready-port)")),
+        Err(WaitError::NotOpen { .. }) => {
             if !quiet {
                 eprintln!("aerolink: the server opened no socket within {timeout:?}; starting the client anyway");
             }
-            return Ok(());
+            Ok(())
         }
-        std::thread::sleep(Duration::from_millis(5));
+        Err(e) => Err(e.into()),
     }
 }
 
@@ -222,7 +212,7 @@ pub fn print_report(rep: &LabReport, hosts: &[String]) {
 }
 
 pub fn run(args: RunArgs) -> anyhow::Result<i32> {
-    let timeout = aerolink_link::units::parse_duration(&args.ready_timeout).map_err(|m| user(format!("--ready-timeout: expected {m}")))?;
+    let timeout = args.ready_timeout;
     let pep = pep_spec(&args.pep)?;
     let (spec, label) = lab_spec(&args.link, run_id())?;
     if pep.mode != PepMode::None && !spec.hosts.iter().any(|h| h == "airgw") {
@@ -230,14 +220,14 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     }
     let log = open_log(&args.log)?;
     let signals = Signals::install()?;
-    let lab = Lab::build(&spec, log).map_err(from_net)?;
+    let lab = Lab::build(&spec, log)?;
     if !args.quiet {
         let c = &lab.hosts[0];
         let s = lab.hosts.last().expect("at least two hosts");
         eprintln!("aerolink: {label}, seed {}: client {} / {} ↔ server {} / {}", spec.seed, c.ipv4, c.ipv6, s.ipv4, s.ipv6);
     }
     let pep_dir = std::env::temp_dir().join(format!("aerolink-pep-{}", spec.run));
-    let mut gateways = aerolink_lab::gateways::Gateways::start(&lab, &std::env::current_exe()?, &pep, &pep_dir, false).map_err(|m| if m.starts_with("the PEP modes need") { user(m) } else { anyhow::anyhow!(m) })?;
+    let mut gateways = aerolink_lab::gateways::Gateways::start(&lab, &std::env::current_exe()?, &pep, &pep_dir, false)?;
     let env = gateways.env(&lab);
     let server_host = spec.hosts.last().expect("two hosts").clone();
     let mut server = match &args.server {
@@ -292,10 +282,10 @@ pub fn shell(args: ShellArgs) -> anyhow::Result<i32> {
     let (spec, label) = lab_spec(&args.link, run_id())?;
     let log = open_log(&args.log)?;
     let signals = Signals::install()?;
-    let lab = Lab::build(&spec, log).map_err(from_net)?;
+    let lab = Lab::build(&spec, log)?;
     let server_host = spec.hosts.last().expect("two hosts").clone();
     let mut server = match &args.server {
-        Some(cmd) => Some(lab.command(&server_host, cmd).map_err(from_net)?.spawn().context("starting the server command")?),
+        Some(cmd) => Some(lab.command(&server_host, cmd)?.spawn().context("starting the server command")?),
         None => None,
     };
     let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into());

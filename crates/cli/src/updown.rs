@@ -17,7 +17,7 @@ use anyhow::Context;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{from_net, user};
+use crate::error::user;
 use crate::linkargs::LinkArgs;
 use crate::run::{lab_spec, print_report, Signals};
 
@@ -90,7 +90,7 @@ pub fn up(args: UpArgs, raw_args: Vec<String>) -> anyhow::Result<i32> {
     }
     // Validate everything here, where errors reach the user's terminal.
     lab_spec(&args.link, args.name.clone())?;
-    aerolink_net::sys::check_preconditions().map_err(from_net)?;
+    aerolink_net::sys::check_preconditions()?;
     std::fs::create_dir_all(STATE_DIR).context("creating /run/aerolink")?;
     let logfile = PathBuf::from(STATE_DIR).join(format!("{}.log", args.name));
     let out = std::fs::File::create(&logfile).with_context(|| format!("creating {}", logfile.display()))?;
@@ -134,7 +134,7 @@ pub fn hold(args: UpArgs) -> anyhow::Result<i32> {
         None => None,
     };
     let signals = Signals::install()?;
-    let lab = Lab::build(&spec, log).map_err(from_net)?;
+    let lab = Lab::build(&spec, log)?;
     let state = State {
         name: args.name.clone(),
         pid: std::process::id(),

@@ -49,6 +49,8 @@ use serde::Serialize;
 use sha2::Digest;
 
 use crate::gateways::PepSpec;
+use crate::profiles::load_profile_near;
+use crate::topology::{Topology, IFC_PRESET};
 use crate::workload::{Knobs, Workload};
 
 /// An experiment file that cannot be used: where, which key, what is allowed.
@@ -60,9 +62,37 @@ pub struct SpecError {
     pub message: String,
 }
 
-/// Loads a profile by built-in name or file, with overrides; the caller
-/// knows where files live.
-pub type ProfileResolver<'a> = &'a dyn Fn(&str, &[Override]) -> Result<Profile, String>;
+/// What each run's lab is: one hop, the `ifc` gateway chain, or a
+/// topology file — with the run's profile on the space hop.
+#[derive(Clone, Debug)]
+pub enum Chain {
+    /// client ↔ server over the profile.
+    Direct,
+    /// client ↔ airgw ↔ groundgw ↔ server; the profile is the space hop.
+    Ifc,
+    /// A topology file; the profile replaces its space hop.
+    File(Topology),
+}
+
+impl Chain {
+    /// The hosts and hops of a run over `profile`.
+    pub fn build(&self, profile: &Profile) -> Topology {
+        match self {
+            Chain::Direct => Topology::direct(profile.clone()),
+            Chain::Ifc => Topology::ifc(profile.clone()),
+            Chain::File(t) => t.with_space(profile.clone()).unwrap_or_else(|| t.clone()),
+        }
+    }
+
+    /// Whether the PEP modes can run on it.
+    pub fn has_gateways(&self) -> bool {
+        match self {
+            Chain::Direct => false,
+            Chain::Ifc => true,
+            Chain::File(t) => t.has_gateways(),
+        }
+    }
+}
 
 #[derive(Clone, Debug, Serialize)]
 pub struct Case {
@@ -82,6 +112,7 @@ pub struct Experiment {
     pub baseline: Option<String>,
     pub profiles: Vec<Profile>,
     pub cases: Vec<Case>,
+    pub chain: Chain,
 }
 
 #[derive(Clone, Debug)]
@@ -112,12 +143,17 @@ fn values(v: &toml::Value) -> Vec<toml::Value> {
     }
 }
 
-pub fn run_key(exp: &str, profile: &Profile, case: &Case, rep: u32) -> String {
-    let text = serde_json::json!({
+pub fn run_key(exp: &str, chain: &Chain, profile: &Profile, case: &Case, rep: u32) -> String {
+    let mut v = serde_json::json!({
         "experiment": exp, "profile": profile.name, "link": profile.canonical(),
         "workload": case.workload, "knobs": case.knobs, "rep": rep,
-    })
-    .to_string();
+    });
+    // Direct and ifc runs are told apart by their knobs (`pep`), as they
+    // always were; a topology file adds its chain.
+    if let Chain::File(t) = chain {
+        v["topology"] = t.build_key(profile).into();
+    }
+    let text = v.to_string();
     let h = sha2::Sha256::digest(text.as_bytes());
     h.iter().take(10).map(|b| format!("{b:02x}")).collect()
 }
@@ -128,8 +164,19 @@ pub fn profile_hash(p: &Profile) -> String {
 }
 
 impl Experiment {
-    pub fn parse(text: &str, file: &str, resolve: ProfileResolver<'_>) -> Result<Experiment, SpecError> {
+    /// Reads and parses an experiment file; profiles and topology files it
+    /// names are looked up next to it.
+    pub fn load(file: &str) -> Result<Experiment, SpecError> {
+        let text = std::fs::read_to_string(file).map_err(|e| SpecError { file: file.to_string(), key: "(file)".into(), message: format!("cannot read: {e}") })?;
+        Experiment::parse(&text, file)
+    }
+
+    /// Parses an experiment file's text; `file` names it in errors and is
+    /// where relative paths start.
+    pub fn parse(text: &str, file: &str) -> Result<Experiment, SpecError> {
         let err = |key: &str, m: String| SpecError { file: file.to_string(), key: key.to_string(), message: m };
+        let dir = std::path::Path::new(file).parent().map(std::path::Path::to_path_buf).unwrap_or_default();
+        let resolve = |name: &str, ov: &[Override]| load_profile_near(&dir, name, ov).map_err(|e| e.to_string());
         let t: toml::Table = text.parse().map_err(|e: toml::de::Error| err("(syntax)", format!("not valid TOML: {}", e.message())))?;
         for k in t.keys() {
             if !TOP.contains(&k.as_str()) {
@@ -158,11 +205,17 @@ impl Experiment {
             }
         };
         let baseline = t.get("baseline").and_then(|v| v.as_str()).map(str::to_string);
-        let gateways = match t.get("topology") {
-            None => false,
-            Some(toml::Value::String(s)) if s == "ifc" => true,
-            Some(_) => return Err(err("topology", "expected \"ifc\" (client ↔ airgw ↔ groundgw ↔ server; each profile is the space hop)".into())),
+        let chain = match t.get("topology") {
+            None => Chain::Direct,
+            Some(toml::Value::String(s)) if s == IFC_PRESET && !dir.join(s).exists() => Chain::Ifc,
+            Some(toml::Value::String(s)) => {
+                let path = dir.join(s);
+                let t = Topology::load(&path.to_string_lossy()).map_err(|e| err("topology", e.to_string()))?;
+                Chain::File(t)
+            }
+            Some(_) => return Err(err("topology", "expected \"ifc\" (client ↔ airgw ↔ groundgw ↔ server; each profile is the space hop) or a topology file".into())),
         };
+        let gateways = chain.has_gateways();
         // Variants first: `profiles` may name them.
         let mut variants: BTreeMap<String, Profile> = BTreeMap::new();
         if let Some(v) = t.get("variant") {
@@ -191,11 +244,23 @@ impl Experiment {
                 variants.insert(vname.to_string(), p);
             }
         }
-        let names = t.get("profiles").and_then(strings).ok_or_else(|| err("profiles", "expected a list of profile names or files".into()))?;
-        if names.is_empty() {
+        let names = match (t.get("profiles"), &chain) {
+            (Some(v), Chain::File(topo)) if topo.space.is_none() => {
+                let _ = v;
+                return Err(err("profiles", format!("{} marks no space hop to put them on: add space = true to one [[hop]], or leave profiles out to run the topology as it is", topo.file)));
+            }
+            (Some(v), _) => strings(v).ok_or_else(|| err("profiles", "expected a list of profile names or files".into()))?,
+            (None, Chain::File(_)) => Vec::new(),
+            (None, _) => return Err(err("profiles", "expected a list of profile names or files".into())),
+        };
+        if names.is_empty() && !matches!(chain, Chain::File(_)) {
             return Err(err("profiles", "expected at least one profile".into()));
         }
         let mut profiles = Vec::new();
+        if let (true, Chain::File(topo)) = (names.is_empty(), &chain) {
+            // The topology as it is: its own space hop (or first hop) names the runs.
+            profiles.push(topo.hops[topo.measured_hop()].clone());
+        }
         for n in &names {
             match variants.get(n) {
                 Some(p) => profiles.push(p.clone()),
@@ -210,12 +275,12 @@ impl Experiment {
             let ws = expand_workload(wt).map_err(|(k, m)| err(&format!("{key}.{k}"), m))?;
             if !gateways {
                 if let Some(k) = PEP_KEYS.iter().find(|k| wt.contains_key(**k)) {
-                    return Err(err(&format!("{key}.{k}"), "PEP settings need the gateway chain: add topology = \"ifc\" at the top".into()));
+                    return Err(err(&format!("{key}.{k}"), "PEP settings need the gateway chain: add topology = \"ifc\" at the top, or a topology file with hosts airgw and groundgw".into()));
                 }
             }
             let ks = expand_knobs(wt, gateways).map_err(|(k, m)| err(&format!("{key}.{k}"), m))?;
             for w in &ws {
-                w.validate("workload").map_err(|m| err(&key, m))?;
+                w.validate().map_err(|e| err(&key, e.to_string()))?;
                 for k in &ks {
                     cases.push(Case { workload: w.clone(), knobs: k.clone() });
                 }
@@ -224,7 +289,7 @@ impl Experiment {
         if cases.is_empty() {
             return Err(err("workload", "no runs: give at least one workload".into()));
         }
-        Ok(Experiment { name, description, file: file.to_string(), source: text.to_string(), seed, repetitions, timeout, baseline, profiles, cases })
+        Ok(Experiment { name, description, file: file.to_string(), source: text.to_string(), seed, repetitions, timeout, baseline, profiles, cases, chain })
     }
 
     /// Every run, in a random order drawn from the experiment's seed.
@@ -233,7 +298,7 @@ impl Experiment {
         for (pi, p) in self.profiles.iter().enumerate() {
             for (ci, c) in self.cases.iter().enumerate() {
                 for rep in 0..self.repetitions {
-                    v.push(PlannedRun { key: run_key(&self.name, p, c, rep), profile: pi, case: ci, rep, seed: self.seed + rep as u64 });
+                    v.push(PlannedRun { key: run_key(&self.name, &self.chain, p, c, rep), profile: pi, case: ci, rep, seed: self.seed + rep as u64 });
                 }
             }
         }
@@ -437,7 +502,7 @@ fn expand_knobs(t: &toml::Table, gateways: bool) -> Result<Vec<Knobs>, KeyErr> {
             out = sweep(out, &values(v), |k, x| {
                 let mut p = k.pep.clone().unwrap_or_default();
                 set_pep(&mut p, key, x)?;
-                p.validate().map_err(|m| err(key, m))?;
+                p.validate().map_err(|e| err(key, e.to_string()))?;
                 k.pep = Some(p);
                 Ok(())
             })?;

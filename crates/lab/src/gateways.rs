@@ -10,26 +10,14 @@ use std::process::{Child, Stdio};
 use std::time::Duration;
 
 use aerolink_link::units::Rate;
-use aerolink_link::Profile;
 use aerolink_net::lab::netns_command;
 use aerolink_net::Lab;
-use aerolink_pep::cli::{tunnel_addr, vpn_addr, AirArgs, GroundArgs, Half, Intercept, PepAt, PepCmd, PepMode, SplitTcpArgs, TuningArgs, VpnArgs};
+use aerolink_pep::cli::{AirArgs, GroundArgs, Half, Intercept, PepAt, PepCmd, PepMode, SplitTcpArgs, TuningArgs, VpnArgs};
 use aerolink_pep::quic_tunnel::{ProbeCap, TunnelCc};
 use aerolink_work::cli::rate_arg;
 use aerolink_work::quic::Preset;
 use aerolink_work::sock::TcpCc;
 use serde::{Deserialize, Serialize};
-
-pub const HOSTS: [&str; 4] = ["client", "airgw", "groundgw", "server"];
-
-/// The `ifc` chain around a space-hop profile.
-pub fn ifc(space: Profile) -> (Vec<String>, Vec<Profile>) {
-    let builtin = |name: &str| {
-        let text = aerolink_link::builtin::get(name).expect("a built-in profile");
-        Profile::parse(text, name, &[], &mut |_| Err("built-ins have no trace files".into())).expect("built-in profiles parse")
-    };
-    (HOSTS.iter().map(|s| s.to_string()).collect(), vec![builtin("cabin-wifi"), space, builtin("terrestrial")])
-}
 
 /// Which PEP, where, and how it is tuned: the `--pep*` and `--tunnel-*`
 /// flags of `run` and `bench`, and the `pep*` and `tunnel_*` keys of
@@ -42,18 +30,18 @@ pub struct PepSpec {
     /// airgw and groundgw), or vpn (client↔server IP-in-UDP, with split-TCP
     /// proxies in the gateways that it leaves nothing to act on; programs
     /// reach the server at 198.19.0.2 via $AEROLINK_SERVER).
-    #[arg(long = "pep", default_value = "none", value_name = "MODE")]
+    #[arg(id = "pep", long = "pep", default_value = "none", value_name = "MODE")]
     pub mode: PepMode,
     /// split-tcp: where it runs — air (airgw), ground (groundgw) or both. A
     /// download crosses the space hop from the ground side, so only a
     /// ground-side proxy sends it with its own congestion control.
-    #[arg(long = "pep-at", default_value = "both", value_name = "WHERE")]
+    #[arg(id = "pep_at", long = "pep-at", default_value = "both", value_name = "WHERE")]
     pub at: PepAt,
     /// Congestion control of the proxies' onward TCP connections.
-    #[arg(long = "pep-cc", default_value = "cubic", value_name = "CC")]
+    #[arg(id = "pep_cc", long = "pep-cc", default_value = "cubic", value_name = "CC")]
     pub tcp_cc: TcpCc,
     /// Initial window (segments) of the proxies' onward TCP connections.
-    #[arg(long = "pep-initcwnd", value_name = "SEGMENTS", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(id = "pep_initcwnd", long = "pep-initcwnd", value_name = "SEGMENTS", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub initcwnd: Option<u32>,
     /// quic-tunnel: congestion control (rate holds --tunnel-rate through
     /// random loss).
@@ -109,11 +97,38 @@ impl Default for PepSpec {
     }
 }
 
+/// Why the gateways of a run could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum GatewayError {
+    /// The lab lacks a host the PEP mode runs on (the user's topology).
+    #[error("the PEP modes need a host named {0} (use the ifc topology: --topology ifc)")]
+    NeedsHost(String),
+    /// The `rate` controller was chosen without a rate (the user's).
+    #[error("tunnel_cc \"rate\": needs tunnel_rate (e.g. \"2Mbit/s\", at or below the space link's rate)")]
+    RateWithoutRate,
+    /// A file of the run (key, log) could not be written.
+    #[error("{path}: {source}")]
+    File { path: String, source: std::io::Error },
+    /// A proxy could not be started.
+    #[error("starting the proxy in {host}: {source}")]
+    Spawn { host: String, source: std::io::Error },
+    /// A proxy started but did not report ready.
+    #[error("the proxy in {host} did not start: {why}")]
+    NotReady { host: String, why: String },
+}
+
+impl GatewayError {
+    /// Whether the user must change the topology or the settings.
+    pub fn is_user(&self) -> bool {
+        matches!(self, GatewayError::NeedsHost(_) | GatewayError::RateWithoutRate)
+    }
+}
+
 impl PepSpec {
     /// Checks what the types do not: the `rate` controller needs a rate.
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), GatewayError> {
         if self.tunnel_cc == TunnelCc::Rate && self.tunnel_rate.is_none() {
-            return Err("tunnel_cc \"rate\": needs tunnel_rate (e.g. \"2Mbit/s\", at or below the space link's rate)".into());
+            return Err(GatewayError::RateWithoutRate);
         }
         Ok(())
     }
@@ -148,7 +163,7 @@ impl PepSpec {
     /// What runs where for this spec: `(host, command)`, in start order.
     /// `psk` is the tunnel's key file; `ground` and the VPN ends' addresses
     /// come from the lab.
-    pub fn commands(&self, lab: &Lab, psk: &Path) -> Result<Vec<(String, PepCmd)>, String> {
+    pub fn commands(&self, lab: &Lab, psk: &Path) -> Result<Vec<(String, PepCmd)>, GatewayError> {
         let mut out = Vec::new();
         match self.mode {
             PepMode::None => {}
@@ -160,17 +175,16 @@ impl PepSpec {
                 }
                 if self.mode == PepMode::Vpn {
                     let (_, c) = host(lab, "client")?;
-                    let s = lab.hosts.last().ok_or("the lab has no hosts")?;
-                    let addr = |ip: &str| -> Result<std::net::SocketAddr, String> { vpn_addr(ip) };
-                    out.push((s.name.clone(), PepCmd::Vpn(VpnArgs { end: 2, peer: addr(&c.ipv4)?, port: aerolink_pep::vpn::DEFAULT_PORT })));
-                    out.push(("client".to_string(), PepCmd::Vpn(VpnArgs { end: 1, peer: addr(&s.ipv4)?, port: aerolink_pep::vpn::DEFAULT_PORT })));
+                    let s = lab.hosts.last().ok_or_else(|| GatewayError::NeedsHost("server".into()))?;
+                    out.push((s.name.clone(), PepCmd::Vpn(VpnArgs { end: 2, peer: lab_addr(&c.ipv4, aerolink_pep::vpn::DEFAULT_PORT), port: aerolink_pep::vpn::DEFAULT_PORT })));
+                    out.push(("client".to_string(), PepCmd::Vpn(VpnArgs { end: 1, peer: lab_addr(&s.ipv4, aerolink_pep::vpn::DEFAULT_PORT), port: aerolink_pep::vpn::DEFAULT_PORT })));
                 }
             }
             PepMode::QuicTunnel => {
-                let ground = GroundArgs { listen: tunnel_addr("[::]")?, tcp_cc: self.tcp_cc, initcwnd: self.initcwnd, tuning: self.tuning(psk), json: false };
+                let ground = GroundArgs { listen: std::net::SocketAddr::from(([0u16; 8], aerolink_pep::quic_tunnel::DEFAULT_PORT)), tcp_cc: self.tcp_cc, initcwnd: self.initcwnd, tuning: self.tuning(psk), json: false };
                 out.push(("groundgw".to_string(), PepCmd::QuicTunnel { half: Half::Ground(ground) }));
                 let (_, gw) = host(lab, "groundgw")?;
-                let air = AirArgs { intercept: Intercept::default(), ground: tunnel_addr(&gw.ipv4)?, tuning: self.tuning(psk), json: false };
+                let air = AirArgs { intercept: Intercept::default(), ground: lab_addr(&gw.ipv4, aerolink_pep::quic_tunnel::DEFAULT_PORT), tuning: self.tuning(psk), json: false };
                 out.push(("airgw".to_string(), PepCmd::QuicTunnel { half: Half::Air(air) }));
             }
         }
@@ -187,22 +201,28 @@ pub struct Gateways {
     pub server_override: Option<(String, String)>,
 }
 
-fn host<'a>(lab: &'a Lab, name: &str) -> Result<(usize, &'a aerolink_net::lab::HostInfo), String> {
-    lab.hosts.iter().enumerate().find(|(_, h)| h.name == name).ok_or_else(|| format!("the PEP modes need a host named {name} (use the ifc topology: --topology ifc)"))
+fn host<'a>(lab: &'a Lab, name: &str) -> Result<(usize, &'a aerolink_net::lab::HostInfo), GatewayError> {
+    lab.hosts.iter().enumerate().find(|(_, h)| h.name == name).ok_or_else(|| GatewayError::NeedsHost(name.into()))
+}
+
+/// A lab host's address (the lab gives every host a valid one) and a port.
+fn lab_addr(ip: &str, port: u16) -> std::net::SocketAddr {
+    // The lab assigns addresses from 198.18.0.0/15 it formats itself.
+    std::net::SocketAddr::new(ip.parse().expect("a lab address"), port)
 }
 
 impl Gateways {
     /// Starts what `spec` asks for in `lab` and waits until each part is
     /// ready (its rules in, its tunnel up). `dir` holds the tunnel's key
     /// and, with `quiet`, the proxies' messages (`gateways.log`).
-    pub fn start(lab: &Lab, exe: &Path, spec: &PepSpec, dir: &Path, quiet: bool) -> Result<Gateways, String> {
+    pub fn start(lab: &Lab, exe: &Path, spec: &PepSpec, dir: &Path, quiet: bool) -> Result<Gateways, GatewayError> {
         spec.validate()?;
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir).map_err(|source| GatewayError::File { path: dir.display().to_string(), source })?;
         let log = dir.join("gateways.log");
         let mut g = Gateways { children: Vec::new(), dir: None, server_override: None };
         let exe = exe.to_string_lossy().to_string();
         let env = lab.env();
-        let mut start = |name: &str, cmd: PepCmd| -> Result<(), String> {
+        let mut start = |name: &str, cmd: PepCmd| -> Result<(), GatewayError> {
             let (_, h) = host(lab, name)?;
             let mut argv = vec![exe.clone(), "pep".to_string()];
             argv.extend(cmd.to_args());
@@ -210,10 +230,10 @@ impl Gateways {
             let mut cmd = netns_command(&h.netns, &refs, &env);
             cmd.stdout(Stdio::piped());
             if quiet {
-                let f = std::fs::OpenOptions::new().create(true).append(true).open(&log).map_err(|e| format!("{}: {e}", log.display()))?;
+                let f = std::fs::OpenOptions::new().create(true).append(true).open(&log).map_err(|source| GatewayError::File { path: log.display().to_string(), source })?;
                 cmd.stderr(f);
             }
-            let mut child = cmd.spawn().map_err(|e| format!("starting the proxy in {name}: {e}"))?;
+            let mut child = cmd.spawn().map_err(|source| GatewayError::Spawn { host: name.into(), source })?;
             let mut line = String::new();
             let out = child.stdout.take().expect("piped stdout");
             let _ = std::io::BufReader::new(out).read_line(&mut line);
@@ -223,13 +243,13 @@ impl Gateways {
                 Ok(())
             } else {
                 let why = if quiet { std::fs::read_to_string(&log).ok().and_then(|t| t.lines().last().map(str::to_string)).unwrap_or_default() } else { "see its message above".into() };
-                Err(format!("the proxy in {name} did not start: {why}"))
+                Err(GatewayError::NotReady { host: name.into(), why })
             }
         };
-        let r = (|| -> Result<(), String> {
+        let r = (|| -> Result<(), GatewayError> {
             let psk = dir.join("tunnel.psk");
             if spec.mode == PepMode::QuicTunnel {
-                write_private(&psk, &aerolink_pep::quic_tunnel::Psk::generate()).map_err(|e| format!("{}: {e}", psk.display()))?;
+                write_private(&psk, &aerolink_pep::quic_tunnel::Psk::generate()).map_err(|source| GatewayError::File { path: psk.display().to_string(), source })?;
             }
             for (name, cmd) in spec.commands(lab, &psk)? {
                 start(&name, cmd)?;

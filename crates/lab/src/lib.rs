@@ -2,16 +2,20 @@
 //!
 //! It owns what a run is ([`workload`]), how one is executed in its own
 //! namespaces ([`runner`]), experiment files and their expansion into runs
-//! ([`experiment`]), the gateway chain and its PEP modes ([`gateways`]),
-//! the SQLite result store ([`store`]) and the
-//! self-contained HTML report ([`report`]).
+//! ([`experiment`]), profiles and topology files found by name or path
+//! ([`profiles`], [`topology`]), the gateway chain's PEP modes
+//! ([`gateways`]), the SQLite result store and the rows it keeps
+//! ([`store`]), and the self-contained HTML report ([`report`]).
 
 pub mod experiment;
 pub mod gateways;
 pub mod pool;
+pub mod profiles;
+pub mod record;
 pub mod report;
 pub mod runner;
 pub mod stats;
 pub mod store;
 pub mod svg;
+pub mod topology;
 pub mod workload;

@@ -38,6 +38,7 @@ pub fn start(e: Arc<Experiment>, plan: impl IntoIterator<Item = PlannedRun>, par
                         exe: exe.clone(),
                         run_name: format!("{base}w{w}r{k}"),
                         profile: e.profiles[p.profile].clone(),
+                        chain: e.chain.clone(),
                         seed: p.seed,
                         workload: e.cases[p.case].workload.clone(),
                         knobs: e.cases[p.case].knobs.clone(),

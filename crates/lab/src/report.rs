@@ -64,26 +64,36 @@ pub fn knob_label(knobs_json: &str) -> String {
     serde_json::from_str::<Knobs>(knobs_json).map(|k| k.label()).unwrap_or_default()
 }
 
-fn fmt_value(metric: &str, v: f64) -> String {
+/// A metric's value as people read it, by its name: `…_ms` as ms (or s
+/// from 1000 ms), `…_rtt…` in round trips, `…bps…` as bit rates, counts
+/// as whole numbers. The one formatter of reports, benches and progress
+/// lines.
+pub fn fmt_metric(metric: &str, v: f64) -> String {
     if !v.is_finite() {
         return "–".into();
     }
     if metric.ends_with("_ms") || metric.contains("_ms_") {
         if v >= 1000.0 {
             format!("{:.2} s", v / 1e3)
-        } else {
+        } else if v >= 100.0 {
             format!("{v:.0} ms")
+        } else {
+            format!("{v:.1} ms")
         }
     } else if metric.contains("_rtt") {
         format!("{v:.2} RTT")
     } else if metric.contains("bps") {
-        if v >= 1e6 {
+        if v >= 1e9 {
+            format!("{:.2} Gbit/s", v / 1e9)
+        } else if v >= 1e6 {
             format!("{:.2} Mbit/s", v / 1e6)
         } else {
             format!("{:.2} kbit/s", v / 1e3)
         }
+    } else if v.fract() == 0.0 {
+        format!("{v:.0}")
     } else {
-        format!("{v:.1}")
+        format!("{v:.2}")
     }
 }
 
@@ -154,7 +164,7 @@ fn experiment_section(h: &mut String, e: &ExperimentRow, runs: &[&RunRow]) {
     }
     h.push_str("<table><tr><th>profile</th><th>what</th><th>down</th><th>up</th><th>RTT</th><th>loss per direction</th><th>source</th></tr>");
     for (name, p) in &profiles {
-        let rate = |k: &str| p[k].as_f64().map(|b| fmt_value("bps", b)).unwrap_or_else(|| "unlimited".into());
+        let rate = |k: &str| p[k].as_f64().map(|b| fmt_metric("bps", b)).unwrap_or_else(|| "unlimited".into());
         let _ = write!(h, "<tr><td>{}</td><td style=\"text-align:left;white-space:normal\">{}</td><td>{}</td><td>{}</td><td>{:.0} ms</td><td>{:.2}% / {:.2}%</td><td style=\"text-align:left;white-space:normal\" class=\"note\">{}</td></tr>",
             esc(name), esc(p["description"].as_str().unwrap_or("")), rate("down_bps"), rate("up_bps"), p["rtt_ms"].as_f64().unwrap_or(0.0),
             p["down_loss"].as_f64().unwrap_or(0.0) * 100.0, p["up_loss"].as_f64().unwrap_or(0.0) * 100.0, esc(p["source"].as_str().unwrap_or("")));
@@ -230,7 +240,7 @@ fn at_a_glance(h: &mut String, e: &ExperimentRow, settings: &BTreeMap<(String, u
                             Some(r) if s != baseline && (r - 1.0).abs() > 0.05 => "worse",
                             _ => "",
                         };
-                        let _ = write!(h, "<td class=\"{cls}\">{}{}</td>", fmt_value(metric, v), ratio.filter(|_| s != baseline).map(|r| format!(" ({r:.2}×)")).unwrap_or_default());
+                        let _ = write!(h, "<td class=\"{cls}\">{}{}</td>", fmt_metric(metric, v), ratio.filter(|_| s != baseline).map(|r| format!(" ({r:.2}×)")).unwrap_or_default());
                     }
                     None => h.push_str("<td>–</td>"),
                 }
@@ -333,10 +343,10 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
                 _ => "",
             };
             let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{cls}\">{}</td>",
-                esc(p), esc(s), sm.n, fmt_value(metric, sm.median), fmt_value(metric, sm.p5), fmt_value(metric, sm.p95), ratio.map(|r| format!("{r:.2}")).unwrap_or("–".into()));
+                esc(p), esc(s), sm.n, fmt_metric(metric, sm.median), fmt_metric(metric, sm.p5), fmt_metric(metric, sm.p95), ratio.map(|r| format!("{r:.2}")).unwrap_or("–".into()));
             for x in &extra {
                 let v = summarize(&values(p, s, x)).map(|q| q.median).unwrap_or(f64::NAN);
-                let _ = write!(h, "<td>{}</td>", fmt_value(x, v));
+                let _ = write!(h, "<td>{}</td>", fmt_metric(x, v));
             }
             let _ = write!(h, "<td class=\"{}\">{failed}</td></tr>", if failed > 0 { "fail" } else { "" });
         }

@@ -14,9 +14,11 @@ use std::time::{Duration, Instant};
 
 use aerolink_link::Profile;
 use aerolink_net::lab::netns_command;
+use aerolink_net::procs::{wait_listening, Port, WaitError};
 use aerolink_net::{Lab, LabReport, LabSpec};
 use serde::{Deserialize, Serialize};
 
+use crate::experiment::Chain;
 use crate::workload::{Knobs, Workload};
 
 pub struct RunRequest {
@@ -24,7 +26,10 @@ pub struct RunRequest {
     pub exe: PathBuf,
     /// Names the lab's namespaces (`al-<run>-…`); unique among parallel runs.
     pub run_name: String,
+    /// The link the run is about (the space hop of a chain).
     pub profile: Profile,
+    /// What the lab is around that link.
+    pub chain: Chain,
     pub seed: u64,
     pub workload: Workload,
     pub knobs: Knobs,
@@ -67,13 +72,10 @@ fn last_line(path: &Path) -> String {
 /// Runs one request. `stop` aborts it (Ctrl-C): the lab is still removed.
 pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     let t0 = Instant::now();
-    let (hosts, hops) = match &req.knobs.pep {
-        Some(_) => crate::gateways::ifc(req.profile.clone()),
-        None => (vec!["client".into(), "server".into()], vec![req.profile.clone()]),
-    };
+    let topo = req.chain.build(&req.profile);
     // The hop whose bytes and drops are reported: the profile's.
-    let measured_hop = if req.knobs.pep.is_some() { 1 } else { 0 };
-    let spec = LabSpec { run: req.run_name.clone(), hosts, hops, seed: req.seed, log_meta: vec![] };
+    let measured_hop = topo.measured_hop();
+    let spec = LabSpec { run: req.run_name.clone(), hosts: topo.hosts, hops: topo.hops, seed: req.seed, log_meta: vec![] };
     let lab = match Lab::build(&spec, None) {
         Ok(l) => l,
         Err(e) => return failed(format!("building the lab: {e}")),
@@ -106,18 +108,11 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
         Err(e) => return failed(format!("starting the server: {e}")),
     };
     let mut outcome = (|| {
-        let deadline = Instant::now() + Duration::from_secs(15);
-        while !{
-            let s = aerolink_net::procs::sockets(server.id());
-            s.listening_on(aerolink_work::server::HTTPS_PORT) && s.listening_on(aerolink_work::realtime::WS_PORT)
-        } {
-            if let Ok(Some(st)) = server.try_wait() {
-                return failed(format!("the workload server exited ({st}): {}", last_line(&server_err)));
-            }
-            if Instant::now() > deadline || stop.load(Ordering::SeqCst) {
-                return failed("the workload server did not start listening within 15 s");
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        let ports = [Port::Tcp(aerolink_work::server::HTTPS_PORT), Port::Tcp(aerolink_work::realtime::WS_PORT)];
+        match wait_listening(&mut server, &ports, Duration::from_secs(15), || stop.load(Ordering::SeqCst)) {
+            Ok(()) => {}
+            Err(WaitError::Exited(st)) => return failed(format!("the workload server exited ({st}): {}", last_line(&server_err))),
+            Err(_) => return failed("the workload server did not start listening within 15 s"),
         }
         let setup_ms = t0.elapsed().as_secs_f64() * 1e3;
         let (v4, v6) = match gateways.as_ref().and_then(|g| g.server_override.clone()) {

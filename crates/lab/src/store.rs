@@ -96,25 +96,26 @@ CREATE TABLE IF NOT EXISTS metrics (
 CREATE INDEX IF NOT EXISTS runs_by_experiment ON runs(experiment);
 ";
 
-/// Everything about one finished run, to be stored.
-pub struct NewRun<'a> {
-    pub run_key: &'a str,
-    pub experiment: &'a str,
-    pub profile: &'a str,
-    pub profile_hash: &'a str,
-    pub profile_json: &'a str,
-    pub workload: &'a str,
-    pub protocol: &'a str,
-    pub params: &'a str,
-    pub workload_json: &'a str,
-    pub knobs_json: &'a str,
+/// One run as the store keeps it (built by [`crate::record`]).
+#[derive(Clone, Debug)]
+pub struct RunRecord {
+    pub run_key: String,
+    pub experiment: String,
+    pub profile: String,
+    pub profile_hash: String,
+    pub profile_json: String,
+    pub workload: String,
+    pub protocol: String,
+    pub params: String,
+    pub workload_json: String,
+    pub knobs_json: String,
     pub seed: u64,
     pub rep: u32,
-    pub host: &'a str,
-    pub started_at: &'a str,
+    pub host: String,
+    pub started_at: String,
     pub duration_s: f64,
-    pub outcome: &'a crate::runner::RunOutcome,
-    pub metrics: &'a BTreeMap<String, f64>,
+    pub outcome: crate::runner::RunOutcome,
+    pub metrics: BTreeMap<String, f64>,
 }
 
 impl Store {
@@ -150,8 +151,8 @@ impl Store {
     }
 
     /// Stores a run, replacing an earlier failed attempt with the same key.
-    pub fn insert_run(&mut self, r: &NewRun<'_>) -> Result<i64, StoreError> {
-        let o = r.outcome;
+    pub fn insert_run(&mut self, r: &RunRecord) -> Result<i64, StoreError> {
+        let o = &r.outcome;
         let tx = self.conn.transaction().map_err(|e| StoreError::Sqlite { path: self.path.clone(), source: e })?;
         tx.execute("DELETE FROM runs WHERE run_key = ?1", params![r.run_key]).map_err(|e| StoreError::Sqlite { path: self.path.clone(), source: e })?;
         tx.execute(
@@ -168,7 +169,7 @@ impl Store {
         )
         .map_err(|e| StoreError::Sqlite { path: self.path.clone(), source: e })?;
         let id = tx.last_insert_rowid();
-        for (k, v) in r.metrics {
+        for (k, v) in &r.metrics {
             if v.is_finite() {
                 tx.execute("INSERT INTO metrics(run_id, name, value) VALUES (?1, ?2, ?3)", params![id, k, v]).map_err(|e| StoreError::Sqlite { path: self.path.clone(), source: e })?;
             }

@@ -16,6 +16,23 @@ use aerolink_work::web::{ObjectsMode, Protocol};
 use aerolink_work::Transport;
 use serde::{Deserialize, Serialize};
 
+/// A workload whose values cannot run. Always the user's to fix.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum WorkloadError {
+    #[error("page {page:?}: expected {why}")]
+    Page { page: String, why: String },
+    #[error("size must be more than 0")]
+    Empty,
+    #[error("{0}")]
+    Set(String),
+    #[error("count must be at least 1 and size at least 24 bytes")]
+    Realtime,
+    #[error("size {0}: messages need at least 12 bytes (timestamp + length)")]
+    MessageSize(u32),
+    #[error("rate and duration must be positive")]
+    MessagesRate,
+}
+
 /// What a run executes, typed. Its JSON form is stored with every result
 /// and is part of the run's key, so field names and value spellings stay.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -107,31 +124,30 @@ fn with_prefix(cmd: WorkloadCmd) -> Vec<String> {
 
 impl Workload {
     /// Checks what the types do not: sizes, counts, page and set names.
-    /// Names `origin` in the message.
-    pub fn validate(&self, origin: &str) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), WorkloadError> {
         match self {
             Workload::Web { page, depth, .. } => {
-                aerolink_work::page::Page::parse(page, *depth).map_err(|m| format!("{origin}: page {page:?}: expected {m}"))?;
+                aerolink_work::page::Page::parse(page, *depth).map_err(|why| WorkloadError::Page { page: page.clone(), why })?;
             }
             Workload::Bulk { bytes, .. } => {
                 if *bytes == 0 {
-                    return Err(format!("{origin}: size must be more than 0"));
+                    return Err(WorkloadError::Empty);
                 }
             }
             Workload::Objects { set, .. } => {
-                aerolink_work::page::object_set(set).map_err(|m| format!("{origin}: {m}"))?;
+                aerolink_work::page::object_set(set).map_err(WorkloadError::Set)?;
             }
             Workload::Realtime { count, size, .. } => {
                 if *count == 0 || *size < 24 {
-                    return Err(format!("{origin}: count must be at least 1 and size at least 24 bytes"));
+                    return Err(WorkloadError::Realtime);
                 }
             }
             Workload::Messages { size, rate_bps, duration_s, .. } => {
                 if *size < aerolink_work::messages::MIN_SIZE {
-                    return Err(format!("{origin}: size {size}: messages need at least 12 bytes (timestamp + length)"));
+                    return Err(WorkloadError::MessageSize(*size));
                 }
                 if *rate_bps <= 0.0 || *duration_s <= 0.0 {
-                    return Err(format!("{origin}: rate and duration must be positive"));
+                    return Err(WorkloadError::MessagesRate);
                 }
             }
         }

@@ -15,6 +15,14 @@ pub mod tun;
 
 pub use lab::{HostInfo, Lab, LabReport, LabSpec};
 
+impl NetError {
+    /// Whether the user must fix it (run as root, install a tool, change
+    /// the topology), rather than a failure of ours.
+    pub fn is_user(&self) -> bool {
+        matches!(self, NetError::Precondition(_) | NetError::Spec(_))
+    }
+}
+
 /// Everything that can go wrong building or running a lab.
 #[derive(Debug, thiserror::Error)]
 pub enum NetError {

@@ -62,6 +62,51 @@ impl std::fmt::Display for Port {
     }
 }
 
+/// Why a server was not ready.
+#[derive(Debug, thiserror::Error)]
+pub enum WaitError {
+    /// The server exited before it listened.
+    #[error("the server exited ({0}) before it listened")]
+    Exited(std::process::ExitStatus),
+    /// The ports (or, with none asked for, any socket) were not open in time.
+    #[error("the server did not open {missing} within {after:?}")]
+    NotOpen { missing: String, after: Duration },
+    /// `stop` said to give up.
+    #[error("interrupted while waiting for the server")]
+    Stopped,
+    /// The server's state could not be read.
+    #[error("waiting for the server: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// Waits until the program `server` (started in a lab namespace) has every
+/// one of `ports` open — or any socket at all when `ports` is empty —
+/// polling its namespace's sockets every 5 ms. Gives up after `timeout`,
+/// when the server exits, or as soon as `stop()` is true. The one way
+/// aerolink waits for a server, so a client never starts before it listens
+/// and no test or benchmark sleeps a fixed time instead.
+pub fn wait_listening(server: &mut Child, ports: &[Port], timeout: Duration, stop: impl Fn() -> bool) -> Result<(), WaitError> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(st) = server.try_wait()? {
+            return Err(WaitError::Exited(st));
+        }
+        let open = sockets(server.id());
+        if if ports.is_empty() { open.any() } else { open.has_all(ports) } {
+            return Ok(());
+        }
+        if stop() {
+            return Err(WaitError::Stopped);
+        }
+        if Instant::now() >= deadline {
+            let missing: Vec<String> = ports.iter().filter(|p| !open.has_all(&[**p])).map(|p| p.to_string()).collect();
+            let missing = if ports.is_empty() { "any socket".to_string() } else { missing.join(", ") };
+            return Err(WaitError::NotOpen { missing, after: timeout });
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
 /// Reads the sockets of `pid`'s namespace; empty if it is gone, or if it is
 /// still in our own namespace: lab programs are started with `ip netns exec`,
 /// which enters the lab's namespace only after it has started, and until then

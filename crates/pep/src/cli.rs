@@ -13,7 +13,7 @@ use clap::{Args, Parser, Subcommand};
 
 use aerolink_link::units::Rate;
 use aerolink_link::Duration;
-use aerolink_work::cli::{duration_arg, duration_text, rate_arg, rate_text};
+use aerolink_work::cli::{duration_arg, duration_text, flag, rate_arg, rate_text, switch};
 use aerolink_work::quic::Preset;
 use aerolink_work::sock::TcpCc;
 
@@ -203,17 +203,6 @@ fn positive_duration(s: &str) -> Result<Duration, String> {
 struct Line {
     #[command(subcommand)]
     cmd: PepCmd,
-}
-
-fn flag(a: &mut Vec<String>, name: &str, value: impl ToString) {
-    a.push(format!("--{name}"));
-    a.push(value.to_string());
-}
-
-fn switch(a: &mut Vec<String>, name: &str, on: bool) {
-    if on {
-        a.push(format!("--{name}"));
-    }
 }
 
 impl Intercept {

@@ -17,9 +17,12 @@
 //! the typed command lines the lab starts them with.
 
 pub mod cli;
+pub mod error;
 pub mod quic_tunnel;
 pub mod rate_cc;
 pub mod relay;
 pub mod split_tcp;
 pub mod steering;
 pub mod vpn;
+
+pub use error::PepError;

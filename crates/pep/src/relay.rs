@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
+use crate::error::{PepError, Result};
 
 /// Counters a proxy updates while it runs (bytes as they pass, not when a
 /// connection ends).
@@ -63,7 +64,7 @@ impl Counters {
 
 /// A listening socket with IP_TRANSPARENT, so it accepts connections
 /// addressed to anyone (what TPROXY delivers).
-pub fn transparent_listener(addr: SocketAddr) -> anyhow::Result<TcpListener> {
+pub fn transparent_listener(addr: SocketAddr) -> Result<TcpListener> {
     let sock = if addr.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
     let (level, opt) = if addr.is_ipv4() { (libc::SOL_IP, libc::IP_TRANSPARENT) } else { (libc::SOL_IPV6, libc::IPV6_TRANSPARENT) };
     let one: libc::c_int = 1;
@@ -71,7 +72,9 @@ pub fn transparent_listener(addr: SocketAddr) -> anyhow::Result<TcpListener> {
         // SAFETY: a valid socket and a c_int option value.
         unsafe { libc::setsockopt(sock.as_raw_fd(), l, o, (&one as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as libc::socklen_t) }
     };
-    anyhow::ensure!(set(level, opt) == 0, "IP_TRANSPARENT: {} (needs root in the gateway namespace)", std::io::Error::last_os_error());
+    if set(level, opt) != 0 {
+        return Err(PepError::Precondition(format!("IP_TRANSPARENT: {} (needs root in the gateway namespace)", std::io::Error::last_os_error())));
+    }
     if addr.is_ipv6() {
         set(libc::IPPROTO_IPV6, libc::IPV6_V6ONLY);
     }
@@ -85,7 +88,7 @@ pub fn transparent_listener(addr: SocketAddr) -> anyhow::Result<TcpListener> {
 pub struct Listeners(TcpListener, TcpListener);
 
 impl Listeners {
-    pub fn bind(port: u16) -> anyhow::Result<Listeners> {
+    pub fn bind(port: u16) -> Result<Listeners> {
         Ok(Listeners(transparent_listener(SocketAddr::from(([0, 0, 0, 0], port)))?, transparent_listener(SocketAddr::from(([0u16; 8], port)))?))
     }
 
@@ -114,10 +117,10 @@ impl Listeners {
 
 /// Opens the proxy's own TCP connection to `dest` with congestion control
 /// `cc`.
-pub async fn connect(dest: SocketAddr, cc: aerolink_work::sock::TcpCc, timeout: Duration) -> anyhow::Result<TcpStream> {
+pub async fn connect(dest: SocketAddr, cc: aerolink_work::sock::TcpCc, timeout: Duration) -> Result<TcpStream> {
     let sock = if dest.is_ipv4() { TcpSocket::new_v4()? } else { TcpSocket::new_v6()? };
-    aerolink_work::sock::set_congestion(&sock, cc).map_err(|e| anyhow::anyhow!("congestion control {cc}: {e}"))?;
-    let s = tokio::time::timeout(timeout, sock.connect(dest)).await.map_err(|_| anyhow::anyhow!("connecting to {dest}: no answer in {timeout:?}"))??;
+    aerolink_work::sock::set_congestion(&sock, cc).map_err(|source| PepError::Sys { what: format!("congestion control {cc}"), source })?;
+    let s = tokio::time::timeout(timeout, sock.connect(dest)).await.map_err(|_| PepError::ConnectTimeout { dest, after: timeout })??;
     s.set_nodelay(true)?;
     Ok(s)
 }

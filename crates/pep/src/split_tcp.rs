@@ -11,6 +11,7 @@ use tokio::net::TcpStream;
 use aerolink_work::sock::TcpCc;
 
 use crate::relay::{self, Counters, Stats};
+use crate::error::Result;
 
 #[derive(Clone, Debug)]
 pub struct Options {
@@ -23,7 +24,7 @@ pub struct Options {
     pub initcwnd: Option<u32>,
 }
 
-async fn relay_one(client: TcpStream, cc: TcpCc, counters: &Counters) -> anyhow::Result<()> {
+async fn relay_one(client: TcpStream, cc: TcpCc, counters: &Counters) -> Result<()> {
     // With TPROXY the accepted socket's local address is where the client
     // was going.
     let dest = client.local_addr()?;
@@ -48,7 +49,7 @@ async fn relay_one(client: TcpStream, cc: TcpCc, counters: &Counters) -> anyhow:
 }
 
 /// Installs the interception, serves until `stop` resolves, removes it.
-pub async fn run(opts: Options, stop: impl std::future::Future<Output = ()>, ready: impl FnOnce()) -> anyhow::Result<Stats> {
+pub async fn run(opts: Options, stop: impl std::future::Future<Output = ()>, ready: impl FnOnce()) -> Result<Stats> {
     let counters = Arc::new(Counters::default());
     let handle = {
         let counters = counters.clone();

@@ -4,30 +4,35 @@
 
 use std::io::Write;
 use std::process::{Command, Stdio};
+use crate::error::{PepError, Result};
 
 pub const TABLE: &str = "aerolink_pep";
 /// Firewall mark and routing table the interception uses.
 pub const MARK: u32 = 0x1a;
 pub const TABLE_ID: u32 = 126;
 
-fn run(cmd: &str, args: &[&str]) -> anyhow::Result<()> {
-    let out = Command::new(cmd).args(args).output().map_err(|e| anyhow::anyhow!("{cmd}: {e} (apt-get install nftables iproute2)"))?;
-    anyhow::ensure!(out.status.success(), "`{cmd} {}` failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim());
+fn run(cmd: &str, args: &[&str]) -> Result<()> {
+    let out = Command::new(cmd).args(args).output().map_err(|e| PepError::Precondition(format!("{cmd}: {e} (apt-get install nftables iproute2)")))?;
+    if !out.status.success() {
+        return Err(PepError::Command { cmd: format!("{cmd} {}", args.join(" ")), stderr: String::from_utf8_lossy(&out.stderr).trim().to_string() });
+    }
     Ok(())
 }
 
 /// Intercepts TCP arriving on `iface` and hands it to the transparent
 /// listener on `port` (IPv4 and IPv6). UDP — including QUIC — passes
 /// untouched.
-fn install(iface: &str, port: u16) -> anyhow::Result<()> {
+fn install(iface: &str, port: u16) -> Result<()> {
     remove();
     let rules = format!(
         "table inet {TABLE} {{\n  chain prerouting {{\n    type filter hook prerouting priority mangle; policy accept;\n    iifname \"{iface}\" meta nfproto ipv4 meta l4proto tcp tproxy ip to 127.0.0.1:{port} meta mark set {MARK} accept\n    iifname \"{iface}\" meta nfproto ipv6 meta l4proto tcp tproxy ip6 to [::1]:{port} meta mark set {MARK} accept\n  }}\n}}\n"
     );
-    let mut child = Command::new("nft").args(["-f", "-"]).stdin(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| anyhow::anyhow!("nft: {e} (apt-get install nftables)"))?;
+    let mut child = Command::new("nft").args(["-f", "-"]).stdin(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| PepError::Precondition(format!("nft: {e} (apt-get install nftables)")))?;
     child.stdin.take().expect("piped stdin").write_all(rules.as_bytes())?;
     let out = child.wait_with_output()?;
-    anyhow::ensure!(out.status.success(), "nft: {}", String::from_utf8_lossy(&out.stderr).trim());
+    if !out.status.success() {
+        return Err(PepError::Command { cmd: "nft -f -".into(), stderr: String::from_utf8_lossy(&out.stderr).trim().to_string() });
+    }
     let mark = format!("{MARK:#x}");
     let table = TABLE_ID.to_string();
     for fam in ["-4", "-6"] {
@@ -59,7 +64,7 @@ impl Interception {
     /// Installs the rules for `iface` → `port`; with `initcwnd`, the routes
     /// onward get that initial window (see [`InitialWindow`]). On failure
     /// nothing is left behind.
-    pub fn install(iface: &str, port: u16, initcwnd: Option<u32>) -> anyhow::Result<Interception> {
+    pub fn install(iface: &str, port: u16, initcwnd: Option<u32>) -> Result<Interception> {
         let mut me = Interception { _initcwnd: None };
         install(iface, port)?;
         if let Some(n) = initcwnd {
@@ -88,7 +93,7 @@ pub struct InitialWindow {
 struct Route(&'static str, Vec<String>);
 
 impl InitialWindow {
-    pub fn set(except_iface: &str, segments: u32) -> anyhow::Result<InitialWindow> {
+    pub fn set(except_iface: &str, segments: u32) -> Result<InitialWindow> {
         let mut me = InitialWindow { routes: Vec::new() };
         let n = segments.to_string();
         for r in onward_routes(except_iface)? {
@@ -114,7 +119,7 @@ impl Drop for InitialWindow {
 /// The unicast routes in this namespace that do not leave through `iface`,
 /// with the attributes `ip route change` needs to find them again (the
 /// metric, notably, for IPv6).
-fn onward_routes(iface: &str) -> anyhow::Result<Vec<Route>> {
+fn onward_routes(iface: &str) -> Result<Vec<Route>> {
     let mut out = Vec::new();
     for fam in ["-4", "-6"] {
         let o = Command::new("ip").args([fam, "route", "show"]).output()?;

@@ -21,6 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use aerolink_net::tun::Tun;
 use serde::Serialize;
+use crate::error::{PepError, Result};
 
 pub const DEVICE: &str = "vpn0";
 pub const MTU: u32 = 1400;
@@ -49,22 +50,26 @@ pub struct Options {
     pub port: u16,
 }
 
-fn ip(args: &[&str]) -> anyhow::Result<()> {
-    let o = Command::new("ip").args(args).output().map_err(|e| anyhow::anyhow!("ip: {e} (apt-get install iproute2)"))?;
-    anyhow::ensure!(o.status.success(), "`ip {}` failed: {}", args.join(" "), String::from_utf8_lossy(&o.stderr).trim());
+fn ip(args: &[&str]) -> Result<()> {
+    let o = Command::new("ip").args(args).output().map_err(|e| PepError::Precondition(format!("ip: {e} (apt-get install iproute2)")))?;
+    if !o.status.success() {
+        return Err(PepError::Command { cmd: format!("ip {}", args.join(" ")), stderr: String::from_utf8_lossy(&o.stderr).trim().to_string() });
+    }
     Ok(())
 }
 
 /// Brings the tunnel up, calls `ready`, and carries packets until `stop`
 /// is set. The device disappears with the process.
-pub fn run(opts: Options, stop: &AtomicBool, ready: impl FnOnce()) -> anyhow::Result<Stats> {
-    anyhow::ensure!(opts.end == 1 || opts.end == 2, "end must be 1 (client) or 2 (server)");
-    let tun = Tun::create(DEVICE, false).map_err(|e| anyhow::anyhow!("{e}"))?;
+pub fn run(opts: Options, stop: &AtomicBool, ready: impl FnOnce()) -> Result<Stats> {
+    if opts.end != 1 && opts.end != 2 {
+        return Err(PepError::Tuning("end must be 1 (client) or 2 (server)"));
+    }
+    let tun = Tun::create(DEVICE, false)?;
     ip(&["addr", "add", &format!("{}/24", inner_v4(opts.end)), "dev", DEVICE])?;
     ip(&["-6", "addr", "add", &format!("{}/64", inner_v6(opts.end)), "dev", DEVICE, "nodad"])?;
     ip(&["link", "set", DEVICE, "mtu", &MTU.to_string(), "multicast", "off", "up"])?;
     let bind: SocketAddr = if opts.peer.is_ipv4() { SocketAddr::from(([0, 0, 0, 0], opts.port)) } else { SocketAddr::from(([0u16; 8], opts.port)) };
-    let udp = UdpSocket::bind(bind).map_err(|e| anyhow::anyhow!("binding UDP {bind}: {e}"))?;
+    let udp = UdpSocket::bind(bind).map_err(|source| PepError::Sys { what: format!("binding UDP {bind}"), source })?;
     udp.set_nonblocking(true)?;
     ready();
     let mut st = Stats::default();

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
+use crate::error::{Result, WorkError};
 use crate::quic::QuicKnobs;
 use crate::sock::{self, TcpCc};
 
@@ -44,13 +45,15 @@ pub struct BulkResult {
 }
 
 /// Receives `size` bytes, counting them into 100 ms bins from `t0`.
-async fn receive<R: AsyncRead + Unpin>(r: &mut R, size: u64, t0: Instant) -> anyhow::Result<Vec<u64>> {
+async fn receive<R: AsyncRead + Unpin>(r: &mut R, size: u64, t0: Instant) -> Result<Vec<u64>> {
     let mut buf = vec![0u8; CHUNK];
     let mut bins: Vec<u64> = Vec::new();
     let mut got = 0u64;
     while got < size {
         let n = r.read(&mut buf).await?;
-        anyhow::ensure!(n > 0, "the connection closed after {got} of {size} bytes");
+        if n == 0 {
+            return Err(WorkError::ClosedEarly { got: got as u64, expected: size as u64 });
+        }
         got += n as u64;
         let bin = (t0.elapsed().as_millis() as u64 / BIN_MS) as usize;
         if bins.len() <= bin {
@@ -61,7 +64,7 @@ async fn receive<R: AsyncRead + Unpin>(r: &mut R, size: u64, t0: Instant) -> any
     Ok(bins)
 }
 
-async fn send<W: AsyncWrite + Unpin>(w: &mut W, size: u64) -> anyhow::Result<()> {
+async fn send<W: AsyncWrite + Unpin>(w: &mut W, size: u64) -> Result<()> {
     let buf = crate::page::filler(CHUNK);
     let mut left = size;
     while left > 0 {
@@ -72,7 +75,7 @@ async fn send<W: AsyncWrite + Unpin>(w: &mut W, size: u64) -> anyhow::Result<()>
     Ok(())
 }
 
-async fn write_bins<W: AsyncWrite + Unpin>(w: &mut W, bins: &[u64]) -> anyhow::Result<()> {
+async fn write_bins<W: AsyncWrite + Unpin>(w: &mut W, bins: &[u64]) -> Result<()> {
     w.write_u32_le(bins.len() as u32).await?;
     for b in bins {
         w.write_u64_le(*b).await?;
@@ -80,9 +83,11 @@ async fn write_bins<W: AsyncWrite + Unpin>(w: &mut W, bins: &[u64]) -> anyhow::R
     Ok(())
 }
 
-async fn read_bins<R: AsyncRead + Unpin>(r: &mut R) -> anyhow::Result<Vec<u64>> {
+async fn read_bins<R: AsyncRead + Unpin>(r: &mut R) -> Result<Vec<u64>> {
     let n = r.read_u32_le().await? as usize;
-    anyhow::ensure!(n < 10_000_000, "bad bin count");
+    if n >= 10_000_000 {
+        return Err(WorkError::BadMessage("bin count"));
+    }
     let mut v = Vec::with_capacity(n);
     for _ in 0..n {
         v.push(r.read_u64_le().await?);
@@ -90,12 +95,12 @@ async fn read_bins<R: AsyncRead + Unpin>(r: &mut R) -> anyhow::Result<Vec<u64>> 
     Ok(v)
 }
 
-pub async fn serve_tcp(listener: TcpListener, nagle: bool) -> anyhow::Result<()> {
+pub async fn serve_tcp(listener: TcpListener, nagle: bool) -> Result<()> {
     loop {
         let (mut s, _) = listener.accept().await?;
         let _ = s.set_nodelay(!nagle);
         tokio::spawn(async move {
-            let r: anyhow::Result<()> = async {
+            let r: Result<()> = async {
                 let dir = s.read_u8().await?;
                 let size = s.read_u64_le().await?;
                 if dir == 0 {
@@ -120,10 +125,10 @@ pub async fn serve_tcp(listener: TcpListener, nagle: bool) -> anyhow::Result<()>
     }
 }
 
-pub async fn serve_quic(ep: quinn::Endpoint) -> anyhow::Result<()> {
+pub async fn serve_quic(ep: quinn::Endpoint) -> Result<()> {
     while let Some(incoming) = ep.accept().await {
         tokio::spawn(async move {
-            let r: anyhow::Result<()> = async {
+            let r: Result<()> = async {
                 let conn = incoming.await?;
                 let (mut tx, mut rx) = conn.accept_bi().await?;
                 let dir = rx.read_u8().await?;
@@ -167,10 +172,10 @@ fn result(transport: &str, direction: Direction, bytes: u64, t0: Instant, bins: 
 
 /// Transfers `bytes` over kernel TCP. `cc` sets the client socket's
 /// congestion control (it matters for uploads).
-pub async fn tcp(server: SocketAddr, direction: Direction, bytes: u64, cc: TcpCc) -> anyhow::Result<BulkResult> {
+pub async fn tcp(server: SocketAddr, direction: Direction, bytes: u64, cc: TcpCc) -> Result<BulkResult> {
     let t0 = Instant::now();
     let sock = if server.is_ipv6() { tokio::net::TcpSocket::new_v6()? } else { tokio::net::TcpSocket::new_v4()? };
-    sock::set_congestion(&sock, cc).map_err(|e| anyhow::anyhow!("TCP congestion control {cc}: {e}"))?;
+    sock::set_congestion(&sock, cc).map_err(|source| WorkError::Sys { what: format!("TCP congestion control {cc}"), source })?;
     let mut s: TcpStream = sock.connect(server).await?;
     s.write_u8(if direction == Direction::Down { 0 } else { 1 }).await?;
     s.write_u64_le(bytes).await?;
@@ -196,7 +201,7 @@ pub async fn tcp(server: SocketAddr, direction: Direction, bytes: u64, cc: TcpCc
 }
 
 /// Transfers `bytes` over one QUIC stream with `knobs` on both ends.
-pub async fn quic(server: SocketAddr, direction: Direction, bytes: u64, knobs: &QuicKnobs) -> anyhow::Result<BulkResult> {
+pub async fn quic(server: SocketAddr, direction: Direction, bytes: u64, knobs: &QuicKnobs) -> Result<BulkResult> {
     let t0 = Instant::now();
     let ep = crate::quic::client_endpoint(server, knobs, &[ALPN])?;
     let conn = ep.connect(server, crate::tls::SERVER_NAME)?.await?;
@@ -244,7 +249,7 @@ pub struct ConcurrentResult {
 /// at once, then has each download `bytes` — a test of whatever sits on
 /// the path (a proxy must carry them all). The downloads start together
 /// once every connection is open; each must finish within `timeout`.
-pub async fn concurrent(server: SocketAddr, count: u32, bytes: u64, timeout: std::time::Duration) -> anyhow::Result<ConcurrentResult> {
+pub async fn concurrent(server: SocketAddr, count: u32, bytes: u64, timeout: std::time::Duration) -> Result<ConcurrentResult> {
     let t0 = Instant::now();
     let go = std::sync::Arc::new(tokio::sync::Barrier::new(count as usize + 1));
     let mut tasks = Vec::new();
@@ -260,10 +265,10 @@ pub async fn concurrent(server: SocketAddr, count: u32, bytes: u64, timeout: std
                 s.write_u8(0).await?;
                 s.write_u64_le(bytes).await?;
                 receive(&mut s, bytes, Instant::now()).await?;
-                anyhow::Ok(())
+                Ok::<(), WorkError>(())
             })
             .await
-            .map_err(|_| anyhow::anyhow!("no complete answer within {timeout:?}"))?
+            .map_err(|_| WorkError::Timeout { what: "complete answer", after: timeout })?
         }));
     }
     go.wait().await;

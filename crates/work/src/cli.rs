@@ -64,9 +64,11 @@ pub enum WorkloadCmd {
     Messages(MessagesArgs),
 }
 
+/// The server's settings: also what every workload benchmark takes.
 #[derive(Args, Debug, Clone, PartialEq)]
 pub struct ServeArgs {
-    /// Kernel TCP congestion control of the server's sockets.
+    /// Kernel TCP congestion control of the server's sockets (and of the
+    /// client's for uploads).
     #[arg(long, default_value = "cubic")]
     pub cc: TcpCc,
     /// Initial congestion window of the server's routes, segments.
@@ -230,12 +232,14 @@ struct Line {
     cmd: WorkloadCmd,
 }
 
-fn flag(a: &mut Vec<String>, name: &str, value: impl ToString) {
+/// Appends `--name value` (for `to_args` of typed commands).
+pub fn flag(a: &mut Vec<String>, name: &str, value: impl ToString) {
     a.push(format!("--{name}"));
     a.push(value.to_string());
 }
 
-fn switch(a: &mut Vec<String>, name: &str, on: bool) {
+/// Appends `--name` when `on`.
+pub fn switch(a: &mut Vec<String>, name: &str, on: bool) {
     if on {
         a.push(format!("--{name}"));
     }

@@ -11,6 +11,7 @@ pub mod bulk;
 pub mod choice;
 pub mod cli;
 pub mod clock;
+pub mod error;
 pub mod messages;
 pub mod page;
 pub mod quic;
@@ -21,3 +22,4 @@ pub mod tls;
 pub mod web;
 
 pub use choice::{Transport, UnknownChoice};
+pub use error::WorkError;

@@ -22,6 +22,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
+use crate::error::{Result, WorkError};
 use crate::quic::QuicKnobs;
 use crate::Transport;
 
@@ -122,7 +123,7 @@ async fn collect(rx: &mut mpsc::UnboundedReceiver<Seen>, until: Instant) -> Rece
 
 /// Offers messages at `rate_bps` until `until`, then writes the end mark.
 /// Returns how many were offered and the writer.
-async fn generate<W: AsyncWrite + Unpin>(mut w: W, size: u32, rate_bps: f64, until: Instant) -> anyhow::Result<(u64, W)> {
+async fn generate<W: AsyncWrite + Unpin>(mut w: W, size: u32, rate_bps: f64, until: Instant) -> Result<(u64, W)> {
     let interval = Duration::from_secs_f64(size as f64 * 8.0 / rate_bps);
     let payload = crate::page::filler(size as usize);
     let start = Instant::now();
@@ -166,7 +167,7 @@ async fn write_report<W: AsyncWrite + Unpin>(w: &mut W, rec: &Received) -> std::
 }
 
 /// The server side of one session, on any byte stream.
-async fn session<R, W>(mut r: R, w: W) -> anyhow::Result<()>
+async fn session<R, W>(mut r: R, w: W) -> Result<()>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -175,7 +176,9 @@ where
     let size = r.read_u32_le().await?;
     let rate = r.read_f64_le().await?;
     let dur = Duration::from_millis(r.read_u32_le().await? as u64);
-    anyhow::ensure!(size >= MIN_SIZE && rate > 0.0, "bad request");
+    if size < MIN_SIZE || rate <= 0.0 {
+        return Err(WorkError::BadMessage("messages request"));
+    }
     let until = Instant::now() + dur;
     let mut rx = spawn_reader(r, false);
     let sender = tokio::spawn(async move {
@@ -197,7 +200,7 @@ where
     Ok(())
 }
 
-pub async fn serve(listener: TcpListener, nagle: bool) -> anyhow::Result<()> {
+pub async fn serve(listener: TcpListener, nagle: bool) -> Result<()> {
     loop {
         let (s, _) = listener.accept().await?;
         let _ = s.set_nodelay(!nagle);
@@ -208,10 +211,10 @@ pub async fn serve(listener: TcpListener, nagle: bool) -> anyhow::Result<()> {
     }
 }
 
-pub async fn serve_quic(ep: quinn::Endpoint) -> anyhow::Result<()> {
+pub async fn serve_quic(ep: quinn::Endpoint) -> Result<()> {
     while let Some(incoming) = ep.accept().await {
         tokio::spawn(async move {
-            let r: anyhow::Result<()> = async {
+            let r: Result<()> = async {
                 let conn = incoming.await?;
                 let (w, r) = conn.accept_bi().await?;
                 session(r, w).await?;
@@ -232,9 +235,13 @@ crate::choice! {
 
 /// Runs the generator against `server` over `transport`.
 #[allow(clippy::too_many_arguments)]
-pub async fn run(server: SocketAddr, transport: Transport, direction: Direction, size: u32, rate_bps: f64, duration: Duration, nagle: bool, quic: &QuicKnobs) -> anyhow::Result<MessagesResult> {
-    anyhow::ensure!(size >= MIN_SIZE, "messages must be at least {MIN_SIZE} bytes (timestamp + length)");
-    anyhow::ensure!(rate_bps > 0.0, "the offered rate must be positive");
+pub async fn run(server: SocketAddr, transport: Transport, direction: Direction, size: u32, rate_bps: f64, duration: Duration, nagle: bool, quic: &QuicKnobs) -> Result<MessagesResult> {
+    if size < MIN_SIZE {
+        return Err(WorkError::Param("messages must be at least 12 bytes (timestamp + length)"));
+    }
+    if rate_bps <= 0.0 {
+        return Err(WorkError::Param("the offered rate must be positive"));
+    }
     let dir: u8 = match direction {
         Direction::Down => 0,
         Direction::Up => 1,
@@ -266,7 +273,7 @@ pub async fn run(server: SocketAddr, transport: Transport, direction: Direction,
     Ok(MessagesResult { transport: transport.to_string(), size_bytes: size, offered_bps: rate_bps, duration_s: duration.as_secs_f64(), direction: direction.to_string(), offered_messages: offered, down, up })
 }
 
-async fn client<R, W>(r: R, w: W, dir: u8, size: u32, rate_bps: f64, duration: Duration) -> anyhow::Result<(u64, Option<Received>, Option<Received>)>
+async fn client<R, W>(r: R, w: W, dir: u8, size: u32, rate_bps: f64, duration: Duration) -> Result<(u64, Option<Received>, Option<Received>)>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -300,7 +307,7 @@ where
         None
     })
     .await
-    .map_err(|_| anyhow::anyhow!("no report from the server within 300 s"))?
-    .ok_or_else(|| anyhow::anyhow!("the server closed without a report"))?;
+    .map_err(|_| WorkError::Timeout { what: "report from the server", after: Duration::from_secs(300) })?
+    .ok_or(WorkError::Closed("the connection without a report"))?;
     Ok((offered, down, (dir != 0).then_some(report)))
 }

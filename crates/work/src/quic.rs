@@ -19,6 +19,8 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Result, WorkError};
+
 /// Bytes per packet when a window is given in packets (quic-go's initial
 /// packet size).
 pub const PACKET_BYTES: u64 = 1252;
@@ -91,7 +93,7 @@ impl QuicKnobs {
         QuicArgs::from(self).to_args()
     }
 
-    pub fn transport(&self) -> Result<quinn::TransportConfig, String> {
+    pub fn transport(&self) -> Result<quinn::TransportConfig> {
         let mut t = quinn::TransportConfig::default();
         let iw = self.initial_window_packets.map(|p| p * PACKET_BYTES);
         match self.cc {
@@ -117,7 +119,7 @@ impl QuicKnobs {
                 t.congestion_controller_factory(Arc::new(c));
             }
         }
-        let varint = |v: u64| quinn::VarInt::from_u64(v).map_err(|_| format!("window {v} is too large"));
+        let varint = |v: u64| quinn::VarInt::from_u64(v).map_err(|_| WorkError::QuicConfig(format!("window {v} is too large")));
         if let Some(w) = self.stream_window_bytes {
             t.stream_receive_window(varint(w)?);
         }
@@ -126,31 +128,31 @@ impl QuicKnobs {
             t.send_window(w);
         }
         // Long enough to ride out the longest outages the profiles model.
-        t.max_idle_timeout(Some(Duration::from_secs(120).try_into().map_err(|_| "idle timeout".to_string())?));
+        t.max_idle_timeout(Some(Duration::from_secs(120).try_into().map_err(|_| WorkError::QuicConfig("idle timeout".into()))?));
         t.max_concurrent_bidi_streams(varint(1024)?);
         Ok(t)
     }
 }
 
-pub fn server_endpoint(addr: std::net::SocketAddr, knobs: &QuicKnobs, alpn: &[&[u8]]) -> anyhow::Result<quinn::Endpoint> {
+pub fn server_endpoint(addr: std::net::SocketAddr, knobs: &QuicKnobs, alpn: &[&[u8]]) -> Result<quinn::Endpoint> {
     Ok(quinn::Endpoint::server(server_config(knobs, alpn)?, addr)?)
 }
 
 /// A server's QUIC configuration (a fresh self-signed certificate).
-pub fn server_config(knobs: &QuicKnobs, alpn: &[&[u8]]) -> anyhow::Result<quinn::ServerConfig> {
+pub fn server_config(knobs: &QuicKnobs, alpn: &[&[u8]]) -> Result<quinn::ServerConfig> {
     let tls = crate::tls::server_config(alpn)?;
     let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls)?;
     let mut cfg = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-    cfg.transport_config(Arc::new(knobs.transport().map_err(anyhow::Error::msg)?));
+    cfg.transport_config(Arc::new(knobs.transport()?));
     Ok(cfg)
 }
 
-pub fn client_endpoint(server: std::net::SocketAddr, knobs: &QuicKnobs, alpn: &[&[u8]]) -> anyhow::Result<quinn::Endpoint> {
+pub fn client_endpoint(server: std::net::SocketAddr, knobs: &QuicKnobs, alpn: &[&[u8]]) -> Result<quinn::Endpoint> {
     let tls = crate::tls::client_config(alpn)?;
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)?;
     let mut cfg = quinn::ClientConfig::new(Arc::new(crypto));
-    cfg.transport_config(Arc::new(knobs.transport().map_err(anyhow::Error::msg)?));
-    let bind: std::net::SocketAddr = if server.is_ipv6() { "[::]:0".parse()? } else { "0.0.0.0:0".parse()? };
+    cfg.transport_config(Arc::new(knobs.transport()?));
+    let bind = if server.is_ipv6() { std::net::SocketAddr::from(([0u16; 8], 0)) } else { std::net::SocketAddr::from(([0u8; 4], 0)) };
     let mut ep = quinn::Endpoint::client(bind)?;
     ep.set_default_client_config(cfg);
     Ok(ep)

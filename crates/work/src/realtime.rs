@@ -41,6 +41,7 @@ crate::choice! {
     pub enum Scenario { ServerUpdate = "server-update", ClientUpdate = "client-update", Chat = "chat" }
 }
 
+use crate::error::{Result, WorkError};
 use crate::clock::now_ns;
 
 /// A message: `seq sent_ns` and padding to `size` bytes.
@@ -203,14 +204,14 @@ async fn server_updates(sessions: &Sessions, id: &str, p: &Params) {
     }
 }
 
-async fn serve_ws_conn(tcp: TcpStream) -> anyhow::Result<()> {
+async fn serve_ws_conn(tcp: TcpStream) -> Result<()> {
     let mut params = None;
     let cb = |req: &tokio_tungstenite::tungstenite::handshake::server::Request, resp| {
         params = req.uri().query().and_then(Params::from_query);
         Ok(resp)
     };
     let ws = tokio_tungstenite::accept_hdr_async(tcp, cb).await?;
-    let p = params.ok_or_else(|| anyhow::anyhow!("bad parameters"))?;
+    let p = params.ok_or(WorkError::BadMessage("real-time parameters"))?;
     let (mut tx, mut rx) = ws.split();
     let mut received = Vec::new();
     match p.scenario {
@@ -245,7 +246,7 @@ async fn serve_ws_conn(tcp: TcpStream) -> anyhow::Result<()> {
 }
 
 /// Serves all three mechanisms until killed.
-pub async fn serve(http: TcpListener, ws: TcpListener, nagle: bool) -> anyhow::Result<()> {
+pub async fn serve(http: TcpListener, ws: TcpListener, nagle: bool) -> Result<()> {
     let sessions: Sessions = Arc::default();
     let ws_task = async move {
         loop {
@@ -256,7 +257,7 @@ pub async fn serve(http: TcpListener, ws: TcpListener, nagle: bool) -> anyhow::R
             });
         }
         #[allow(unreachable_code)]
-        Ok::<(), anyhow::Error>(())
+        Ok::<(), WorkError>(())
     };
     let http_task = async move {
         loop {
@@ -269,7 +270,7 @@ pub async fn serve(http: TcpListener, ws: TcpListener, nagle: bool) -> anyhow::R
             });
         }
         #[allow(unreachable_code)]
-        Ok::<(), anyhow::Error>(())
+        Ok::<(), WorkError>(())
     };
     tokio::try_join!(ws_task, http_task)?;
     Ok(())
@@ -279,7 +280,7 @@ pub async fn serve(http: TcpListener, ws: TcpListener, nagle: bool) -> anyhow::R
 
 type H1 = hyper::client::conn::http1::SendRequest<Full<Bytes>>;
 
-async fn h1(addr: SocketAddr, nagle: bool) -> anyhow::Result<H1> {
+async fn h1(addr: SocketAddr, nagle: bool) -> Result<H1> {
     let tcp = TcpStream::connect(addr).await?;
     tcp.set_nodelay(!nagle)?;
     let (send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tcp)).await?;
@@ -287,17 +288,21 @@ async fn h1(addr: SocketAddr, nagle: bool) -> anyhow::Result<H1> {
     Ok(send)
 }
 
-async fn request(c: &mut H1, method: &str, path: String, body: String) -> anyhow::Result<String> {
+async fn request(c: &mut H1, method: &str, path: String, body: String) -> Result<String> {
     c.ready().await?;
     let req = Request::builder().method(method).uri(path).header("host", "aerolink.test").body(Full::new(Bytes::from(body)))?;
     let resp = c.send_request(req).await?;
-    anyhow::ensure!(resp.status().is_success(), "HTTP {}", resp.status());
+    if !resp.status().is_success() {
+        return Err(WorkError::Status(resp.status()));
+    }
     Ok(String::from_utf8_lossy(&resp.into_body().collect().await?.to_bytes()).to_string())
 }
 
 /// Runs one scenario over one mechanism against `server` (an IP address).
-pub async fn run(server: std::net::IpAddr, mechanism: Mechanism, p: &Params, nagle: bool) -> anyhow::Result<RealtimeResult> {
-    anyhow::ensure!(p.size >= 24, "messages need at least 24 bytes (sequence and timestamp)");
+pub async fn run(server: std::net::IpAddr, mechanism: Mechanism, p: &Params, nagle: bool) -> Result<RealtimeResult> {
+    if p.size < 24 {
+        return Err(WorkError::Param("messages need at least 24 bytes (sequence and timestamp)"));
+    }
     let t0 = std::time::Instant::now();
     let (s2c, c2s) = match mechanism {
         Mechanism::Ws => ws_client(SocketAddr::new(server, WS_PORT), p, nagle).await?,
@@ -306,7 +311,7 @@ pub async fn run(server: std::net::IpAddr, mechanism: Mechanism, p: &Params, nag
     Ok(RealtimeResult { mechanism: mechanism.to_string(), scenario: p.scenario.to_string(), nagle, count: p.count, server_to_client_ms: s2c, client_to_server_ms: c2s, total_ms: t0.elapsed().as_secs_f64() * 1e3 })
 }
 
-async fn ws_client(addr: SocketAddr, p: &Params, nagle: bool) -> anyhow::Result<(Vec<f64>, Vec<f64>)> {
+async fn ws_client(addr: SocketAddr, p: &Params, nagle: bool) -> Result<(Vec<f64>, Vec<f64>)> {
     let tcp = TcpStream::connect(addr).await?;
     tcp.set_nodelay(!nagle)?;
     let url = format!("ws://{addr}/rt?{}", p.query());
@@ -331,7 +336,7 @@ async fn ws_client(addr: SocketAddr, p: &Params, nagle: bool) -> anyhow::Result<
                 if scenario == Scenario::Chat {
                     // Wait for the answer before the next message.
                     loop {
-                        let Some(m) = rx.next().await else { anyhow::bail!("the server closed the WebSocket") };
+                        let Some(m) = rx.next().await else { return Err(WorkError::Closed("the WebSocket")) };
                         if let Message::Text(t) = m? {
                             if let Some((_, lat)) = parse(t.as_str()) {
                                 s2c.push(lat);
@@ -358,7 +363,7 @@ async fn ws_client(addr: SocketAddr, p: &Params, nagle: bool) -> anyhow::Result<
     Ok((s2c, c2s))
 }
 
-async fn http_client(addr: SocketAddr, mechanism: Mechanism, p: &Params, nagle: bool) -> anyhow::Result<(Vec<f64>, Vec<f64>)> {
+async fn http_client(addr: SocketAddr, mechanism: Mechanism, p: &Params, nagle: bool) -> Result<(Vec<f64>, Vec<f64>)> {
     let session = format!("{:x}", now_ns());
     let q = format!("{}&session={session}", p.query());
     let (msg_tx, mut msg_rx) = mpsc::unbounded_channel::<String>();
@@ -406,8 +411,8 @@ async fn http_client(addr: SocketAddr, mechanism: Mechanism, p: &Params, nagle: 
     let session = crate::page::query(&q).into_iter().find(|(k, _)| k == "session").map(|(_, v)| v).unwrap_or_default();
     let mut up = h1(addr, nagle).await?;
     let (mut s2c, mut c2s) = (Vec::new(), Vec::new());
-    let recv = |s2c: &mut Vec<f64>, m: Option<String>| -> anyhow::Result<()> {
-        let m = m.ok_or_else(|| anyhow::anyhow!("the server → client channel closed"))?;
+    let recv = |s2c: &mut Vec<f64>, m: Option<String>| -> Result<()> {
+        let m = m.ok_or(WorkError::Closed("the server → client channel"))?;
         if let Some((_, lat)) = parse(&m) {
             s2c.push(lat);
         }

@@ -25,6 +25,7 @@ use hyper::{Request, Response};
 use serde::{Deserialize, Serialize};
 use tokio::net::{TcpListener, TcpSocket};
 
+use crate::error::{Result, WorkError};
 use crate::quic::QuicKnobs;
 use crate::sock::{self, TcpCc};
 
@@ -44,10 +45,10 @@ pub struct ServerOpts {
     pub nagle: bool,
 }
 
-pub fn tcp_listener(port: u16, cc: TcpCc) -> anyhow::Result<TcpListener> {
+pub fn tcp_listener(port: u16, cc: TcpCc) -> Result<TcpListener> {
     let s = TcpSocket::new_v6()?;
     s.set_reuseaddr(true)?;
-    sock::set_congestion(&s, cc).map_err(|e| anyhow::anyhow!("TCP congestion control {cc}: {e}"))?;
+    sock::set_congestion(&s, cc).map_err(|source| WorkError::Sys { what: format!("TCP congestion control {cc}"), source })?;
     s.bind(SocketAddr::from(([0u16; 8], port)))?;
     Ok(s.listen(1024)?)
 }
@@ -60,7 +61,7 @@ async fn handle(req: Request<hyper::body::Incoming>) -> Result<Response<Full<Byt
     })
 }
 
-async fn serve_https(listener: tokio::net::TcpListener, tls: tokio_rustls::TlsAcceptor, opts: Arc<ServerOpts>) -> anyhow::Result<()> {
+async fn serve_https(listener: tokio::net::TcpListener, tls: tokio_rustls::TlsAcceptor, opts: Arc<ServerOpts>) -> Result<()> {
     loop {
         let (tcp, _) = listener.accept().await?;
         let _ = tcp.set_nodelay(!opts.nagle);
@@ -75,7 +76,7 @@ async fn serve_https(listener: tokio::net::TcpListener, tls: tokio_rustls::TlsAc
     }
 }
 
-async fn serve_h3(ep: quinn::Endpoint) -> anyhow::Result<()> {
+async fn serve_h3(ep: quinn::Endpoint) -> Result<()> {
     while let Some(incoming) = ep.accept().await {
         tokio::spawn(async move {
             let Ok(conn) = incoming.await else { return };
@@ -107,7 +108,7 @@ async fn serve_h3(ep: quinn::Endpoint) -> anyhow::Result<()> {
 }
 
 /// Runs every workload server until killed.
-pub async fn serve(opts: ServerOpts) -> anyhow::Result<()> {
+pub async fn serve(opts: ServerOpts) -> Result<()> {
     if let Some(n) = opts.initcwnd {
         sock::set_route_initcwnd(n)?;
     }

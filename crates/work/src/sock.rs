@@ -5,6 +5,8 @@ use std::os::fd::AsRawFd;
 
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Result, WorkError};
+
 crate::choice! {
     /// Kernel TCP congestion controls this machine offers (set per socket).
     pub enum TcpCc { Reno = "reno", Cubic = "cubic", Bbr = "bbr" }
@@ -68,15 +70,17 @@ pub fn counters(sock: &impl AsRawFd) -> TcpCounters {
 
 /// Sets the initial congestion window (segments) on the routes toward the
 /// lab's addresses in this namespace, as `ip route … initcwnd N` does.
-pub fn set_route_initcwnd(segments: u32) -> anyhow::Result<()> {
+pub fn set_route_initcwnd(segments: u32) -> Result<()> {
     for (fam, prefix) in [("-4", "198.18.0.0/15"), ("-6", "2001:2::/48")] {
         let out = std::process::Command::new("ip").args([fam, "route", "show", prefix]).output()?;
         let text = String::from_utf8_lossy(&out.stdout);
-        let line = text.lines().next().ok_or_else(|| anyhow::anyhow!("no route to {prefix} in this namespace"))?;
-        let dev = line.split_whitespace().skip_while(|w| *w != "dev").nth(1).ok_or_else(|| anyhow::anyhow!("route {line:?} has no device"))?;
+        let line = text.lines().next().ok_or_else(|| WorkError::Route(format!("no route to {prefix} in this namespace")))?;
+        let dev = line.split_whitespace().skip_while(|w| *w != "dev").nth(1).ok_or_else(|| WorkError::Route(format!("route {line:?} has no device")))?;
         let n = segments.to_string();
         let st = std::process::Command::new("ip").args([fam, "route", "change", prefix, "dev", dev, "initcwnd", &n, "initrwnd", &n]).status()?;
-        anyhow::ensure!(st.success(), "ip route change {prefix} initcwnd {n} failed");
+        if !st.success() {
+            return Err(WorkError::Route(format!("ip route change {prefix} initcwnd {n} failed")));
+        }
     }
     Ok(())
 }

@@ -12,6 +12,8 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 
+use crate::error::Result;
+
 pub const SERVER_NAME: &str = "aerolink.test";
 
 fn provider() -> Arc<rustls::crypto::CryptoProvider> {
@@ -19,7 +21,7 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
 }
 
 /// A server config for `alpn` protocols with a fresh self-signed certificate.
-pub fn server_config(alpn: &[&[u8]]) -> anyhow::Result<rustls::ServerConfig> {
+pub fn server_config(alpn: &[&[u8]]) -> Result<rustls::ServerConfig> {
     let cert = rcgen::generate_simple_self_signed(vec![SERVER_NAME.to_string()])?;
     let der = CertificateDer::from(cert.cert.der().to_vec());
     let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.signing_key.serialize_der()));
@@ -35,7 +37,7 @@ pub fn server_config(alpn: &[&[u8]]) -> anyhow::Result<rustls::ServerConfig> {
 }
 
 /// A client config that offers `alpn` and accepts the server's certificate.
-pub fn client_config(alpn: &[&[u8]]) -> anyhow::Result<rustls::ClientConfig> {
+pub fn client_config(alpn: &[&[u8]]) -> Result<rustls::ClientConfig> {
     let mut cfg = rustls::ClientConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])?
         .dangerous()

@@ -21,6 +21,7 @@ use tokio::net::TcpStream;
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
 
+use crate::error::Result;
 use crate::page::{references, Page};
 use crate::quic::QuicKnobs;
 use crate::sock::{self, TcpCounters};
@@ -100,13 +101,13 @@ struct Tcp {
 }
 
 impl Tcp {
-    fn new(addr: SocketAddr, alpn: &[u8]) -> anyhow::Result<Self> {
+    fn new(addr: SocketAddr, alpn: &[u8]) -> Result<Self> {
         let cfg = crate::tls::client_config(&[alpn])?;
         Ok(Tcp { addr, tls: tokio_rustls::TlsConnector::from(Arc::new(cfg)), opened: Mutex::new(Vec::new()), counters: Mutex::default(), alpn: Mutex::default() })
     }
 
     /// Opens a TLS connection; returns its stream and index.
-    async fn connect(&self) -> anyhow::Result<(tokio_rustls::client::TlsStream<TcpStream>, usize)> {
+    async fn connect(&self) -> Result<(tokio_rustls::client::TlsStream<TcpStream>, usize)> {
         let tcp = TcpStream::connect(self.addr).await?;
         tcp.set_nodelay(true)?;
         let fd = tcp.as_raw_fd();
@@ -139,7 +140,7 @@ impl Tcp {
     }
 }
 
-async fn read_hyper_body(mut body: hyper::body::Incoming) -> anyhow::Result<Bytes> {
+async fn read_hyper_body(mut body: hyper::body::Incoming) -> Result<Bytes> {
     let mut out = Vec::new();
     while let Some(frame) = body.frame().await {
         if let Ok(d) = frame?.into_data() {
@@ -149,7 +150,7 @@ async fn read_hyper_body(mut body: hyper::body::Incoming) -> anyhow::Result<Byte
     Ok(Bytes::from(out))
 }
 
-fn request(path: &str, close: bool) -> anyhow::Result<http::Request<Empty<Bytes>>> {
+fn request(path: &str, close: bool) -> Result<http::Request<Empty<Bytes>>> {
     let mut b = http::Request::get(format!("https://{}{path}", crate::tls::SERVER_NAME)).header("user-agent", "aerolink");
     if close {
         b = b.header("connection", "close");
@@ -165,7 +166,7 @@ enum Transport {
 }
 
 impl Transport {
-    async fn open(protocol: Protocol, addr: SocketAddr, quic: &QuicKnobs) -> anyhow::Result<Transport> {
+    async fn open(protocol: Protocol, addr: SocketAddr, quic: &QuicKnobs) -> Result<Transport> {
         Ok(match protocol {
             Protocol::H1 => Transport::H1 { tcp: Tcp::new(addr, b"http/1.1")?, idle: Mutex::new(Vec::new()), slots: Semaphore::new(H1_MAX_CONNECTIONS) },
             Protocol::H1Close => Transport::H1Close { tcp: Tcp::new(addr, b"http/1.1")?, slots: Semaphore::new(H1_MAX_CONNECTIONS) },
@@ -208,7 +209,7 @@ impl Transport {
         }
     }
 
-    async fn fetch(&self, path: String, t0: Instant) -> anyhow::Result<Fetched> {
+    async fn fetch(&self, path: String, t0: Instant) -> Result<Fetched> {
         let start_ms = ms(t0);
         let (conn, resp_ms, ct, body) = match self {
             Transport::H1 { tcp, idle, slots } => {
@@ -284,7 +285,7 @@ fn content_type(h: &http::HeaderMap) -> String {
 }
 
 /// Loads `page` from `server` over `protocol`.
-pub async fn load(protocol: Protocol, server: SocketAddr, page: &Page, quic: &QuicKnobs) -> anyhow::Result<WebResult> {
+pub async fn load(protocol: Protocol, server: SocketAddr, page: &Page, quic: &QuicKnobs) -> Result<WebResult> {
     let t0 = Instant::now();
     let transport = Arc::new(Transport::open(protocol, server, quic).await?);
     let mut set = JoinSet::new();
@@ -342,7 +343,7 @@ pub struct ObjectsResult {
 
 /// Seed 003's object sets: fetches `sizes` one after another or all at once
 /// over one connection (`h2` or `h3`; `h1` for comparison).
-pub async fn objects(protocol: Protocol, server: SocketAddr, set: &str, sizes: &[u64], parallel: bool, quic: &QuicKnobs) -> anyhow::Result<ObjectsResult> {
+pub async fn objects(protocol: Protocol, server: SocketAddr, set: &str, sizes: &[u64], parallel: bool, quic: &QuicKnobs) -> Result<ObjectsResult> {
     let t0 = Instant::now();
     let transport = Arc::new(Transport::open(protocol, server, quic).await?);
     let paths: Vec<String> = sizes.iter().enumerate().map(|(i, s)| format!("/obj/{i}.bin?size={s}")).collect();

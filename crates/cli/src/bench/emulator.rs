@@ -11,7 +11,6 @@ use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 
-use crate::error::{from_net, user};
 use crate::run::run_id;
 use super::*;
 
@@ -62,7 +61,7 @@ pub struct EmulatorResult {
 
 fn through_lab(profile: Profile, seconds: u32) -> anyhow::Result<(f64, LabReport)> {
     let spec = LabSpec { run: run_id(), hosts: vec!["client".into(), "server".into()], hops: vec![profile], seed: 1, log_meta: vec![] };
-    let lab = Lab::build(&spec, None).map_err(from_net)?;
+    let lab = Lab::build(&spec, None)?;
     let (c, s) = (lab.hosts[0].netns.clone(), lab.hosts[1].netns.clone());
     let bps = iperf(&s, &c, &lab.hosts[1].ipv4.clone(), &lab.env(), seconds);
     let rep = lab.shutdown();
@@ -73,14 +72,14 @@ fn through_veth(seconds: u32) -> anyhow::Result<f64> {
     let id = run_id();
     let (a, b) = (format!("{NS_PREFIX}{id}-vetha"), format!("{NS_PREFIX}{id}-vethb"));
     let result = (|| -> anyhow::Result<f64> {
-        ip(&["netns", "add", &a]).map_err(from_net)?;
-        ip(&["netns", "add", &b]).map_err(from_net)?;
-        ip(&["-n", &a, "link", "add", "va", "type", "veth", "peer", "name", "vb", "netns", &b]).map_err(from_net)?;
-        ip(&["-n", &a, "addr", "add", "198.19.0.1/24", "dev", "va"]).map_err(from_net)?;
-        ip(&["-n", &b, "addr", "add", "198.19.0.2/24", "dev", "vb"]).map_err(from_net)?;
+        ip(&["netns", "add", &a])?;
+        ip(&["netns", "add", &b])?;
+        ip(&["-n", &a, "link", "add", "va", "type", "veth", "peer", "name", "vb", "netns", &b])?;
+        ip(&["-n", &a, "addr", "add", "198.19.0.1/24", "dev", "va"])?;
+        ip(&["-n", &b, "addr", "add", "198.19.0.2/24", "dev", "vb"])?;
         for (ns, d) in [(&a, "va"), (&b, "vb")] {
-            ip(&["-n", ns, "link", "set", d, "up"]).map_err(from_net)?;
-            ip(&["-n", ns, "link", "set", "lo", "up"]).map_err(from_net)?;
+            ip(&["-n", ns, "link", "set", d, "up"])?;
+            ip(&["-n", ns, "link", "set", "lo", "up"])?;
         }
         iperf(&b, &a, "198.19.0.2", &[], seconds)
     })();
@@ -92,18 +91,18 @@ fn through_veth(seconds: u32) -> anyhow::Result<f64> {
 
 pub fn run(a: EmulatorArgs) -> anyhow::Result<i32> {
     need("iperf3")?;
-    aerolink_net::sys::check_preconditions().map_err(from_net)?;
+    aerolink_net::sys::check_preconditions()?;
     let load = &mut |_: &str| Err::<String, String>("no files".into());
     eprintln!("bench 1/4: TCP through aerolink, no rate limit, no delay ({} s)…", a.seconds);
-    let open = Profile::from_overrides(&flags(&[("rate", "unlimited")]), load).map_err(|e| user(e.to_string()))?;
+    let open = Profile::from_overrides(&flags(&[("rate", "unlimited")]), load)?;
     let (pass_bps, pass_rep) = through_lab(open, a.seconds)?;
     eprintln!("bench 2/4: TCP over a plain veth pair ({} s)…", a.seconds);
     let veth_bps = through_veth(a.seconds)?;
     eprintln!("bench 3/4: TCP through aerolink packet by packet, 10 Gbit/s cap ({} s)…", a.seconds);
-    let capped = Profile::from_overrides(&flags(&[("rate", "10 Gbit/s")]), load).map_err(|e| user(e.to_string()))?;
+    let capped = Profile::from_overrides(&flags(&[("rate", "10 Gbit/s")]), load)?;
     let (pp_bps, pp_rep) = through_lab(capped, a.seconds)?;
     eprintln!("bench 4/4: TCP at 100 Mbit/s, 50 ms one way ({} s)…", a.seconds);
-    let slow = Profile::from_overrides(&flags(&[("rate", "100 Mbit/s"), ("delay", "50 ms")]), load).map_err(|e| user(e.to_string()))?;
+    let slow = Profile::from_overrides(&flags(&[("rate", "100 Mbit/s"), ("delay", "50 ms")]), load)?;
     let (slow_bps, slow_rep) = through_lab(slow, a.seconds)?;
     let cpu: f64 = pass_rep.directions.iter().map(|d| d.cpu_s).sum();
     let gbps = pass_bps / 1e9;

@@ -42,14 +42,13 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::{from_net, user};
+use crate::error::user;
 use crate::run::run_id;
+use aerolink_lab::report::fmt_metric;
 use aerolink_link::units::Rate;
 use aerolink_pep::cli::PepMode;
 use aerolink_work::bulk::Direction as BulkDirection;
-use aerolink_work::cli::{duration_arg, rate_arg, MessagesParams, ObjectsParams, RealtimeParams, WebParams};
-use aerolink_work::quic::QuicArgs;
-use aerolink_work::sock::TcpCc;
+use aerolink_work::cli::{duration_arg, rate_arg, MessagesParams, ObjectsParams, RealtimeParams, ServeArgs, WebParams};
 use aerolink_work::web::ObjectsMode;
 use aerolink_work::Transport;
 #[derive(Subcommand, Debug)]
@@ -130,18 +129,9 @@ pub struct RunCommon {
     /// Reach the server over IPv6.
     #[arg(long)]
     pub ipv6: bool,
-    /// Kernel TCP congestion control (cubic, as most of the Internet, by
-    /// default).
-    #[arg(long, default_value = "cubic")]
-    pub cc: TcpCc,
-    /// Server routes' initial congestion window, segments (kernel default 10).
-    #[arg(long)]
-    pub initcwnd: Option<u32>,
-    /// Leave Nagle's algorithm on.
-    #[arg(long)]
-    pub nagle: bool,
+    /// The workload server's settings (the same flags as `workload serve`).
     #[command(flatten)]
-    pub quic: QuicArgs,
+    pub server: ServeArgs,
 }
 
 
@@ -159,14 +149,14 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
         }
         BenchCmd::Objects { common, params: ObjectsParams { protocol, set, mode } } => (common, Workload::Objects { protocol, set, parallel: mode == ObjectsMode::Par }),
         BenchCmd::Realtime { mut common, params: RealtimeParams { mechanism, scenario, count, interval_ms, size, no_nagle } } => {
-            common.nagle = !no_nagle;
+            common.server.nagle = !no_nagle;
             (common, Workload::Realtime { mechanism, scenario, count, interval_ms, size })
         }
         BenchCmd::Messages { common, params: MessagesParams { transport, direction, size, duration }, offered } => {
             (common, Workload::Messages { transport, direction, size, rate_bps: offered.bits_per_sec, duration_s: duration.as_secs_f64() })
         }
     };
-    workload.validate("command line").map_err(user)?;
+    workload.validate().map_err(|e| user(format!("command line: {e}")))?;
     workload_bench(common, workload)
 }
 
@@ -182,8 +172,9 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
         None => c.link.profile()?,
     };
     let timeout = c.timeout;
-    let knobs = aerolink_lab::workload::Knobs { tcp_cc: c.cc, initcwnd: c.initcwnd, quic: c.quic.knobs(), nagle: c.nagle, pep: c.link.topology.is_some().then_some(pep) };
-    aerolink_net::sys::check_preconditions().map_err(from_net)?;
+    let s = &c.server;
+    let knobs = aerolink_lab::workload::Knobs { tcp_cc: s.cc, initcwnd: s.initcwnd, quic: s.quic.knobs(), nagle: s.nagle, pep: c.link.topology.is_some().then_some(pep) };
+    aerolink_net::sys::check_preconditions()?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
         signal_hook::flag::register(sig, stop.clone())?;
@@ -197,6 +188,7 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
             exe: exe.clone(),
             run_name: run_id(),
             profile: profile.clone(),
+            chain: if c.link.topology.is_some() { aerolink_lab::experiment::Chain::Ifc } else { aerolink_lab::experiment::Chain::Direct },
             seed,
             workload: workload.clone(),
             knobs: knobs.clone(),
@@ -248,18 +240,6 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
 }
 
 
-pub fn fmt_metric(k: &str, v: f64) -> String {
-    if k.ends_with("_ms") || k.contains("_ms_") {
-        if v >= 1000.0 { format!("{:.2} s", v / 1e3) } else { format!("{v:.1} ms") }
-    } else if k.contains("bps") {
-        if v >= 1e6 { format!("{:.2} Mbit/s", v / 1e6) } else { format!("{:.1} kbit/s", v / 1e3) }
-    } else if v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.3}")
-    }
-}
-
 fn need(tool: &str) -> anyhow::Result<()> {
     if std::process::Command::new(tool).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_err() {
         return Err(user(format!("{tool} is needed for this benchmark: apt-get install {tool}")));
@@ -275,14 +255,8 @@ fn flags(pairs: &[(&str, &str)]) -> Vec<Override> {
 /// Runs iperf3 between two namespaces and returns received goodput (bit/s).
 fn iperf(server_ns: &str, client_ns: &str, server_ip: &str, env: &[(String, String)], seconds: u32) -> anyhow::Result<f64> {
     let mut server = netns_command(server_ns, &["iperf3", "-s", "-1", "-B", server_ip], env).stdout(Stdio::null()).stderr(Stdio::null()).spawn()?;
-    // Wait until it listens, without sleeping blindly.
-    let pid = server.id();
-    for _ in 0..500 {
-        if !aerolink_net::procs::sockets(pid).tcp_listening.is_empty() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    // If it never listens, the client's error says so.
+    let _ = aerolink_net::procs::wait_listening(&mut server, &[], std::time::Duration::from_secs(5), || false);
     let secs = seconds.to_string();
     let out = netns_command(client_ns, &["iperf3", "-c", server_ip, "-t", &secs, "-J", "-C", "cubic"], env).output()?;
     crate::run::kill_group(&mut server);

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use crate::error::{from_net, user};
+use crate::error::user;
 use crate::run::run_id;
 use super::*;
 
@@ -34,7 +34,7 @@ pub fn run(a: OrchestrationArgs) -> anyhow::Result<i32> {
     use std::sync::Arc;
     let levels: Vec<usize> = a.parallel.split(',').map(|x| x.trim().parse::<usize>().ok().filter(|n| (1..=64).contains(n))).collect::<Option<_>>().ok_or_else(|| user(format!("--parallel {}: expected numbers like 1,2,4", a.parallel)))?;
     let e = Arc::new(crate::experiment::load(&a.experiment)?);
-    aerolink_net::sys::check_preconditions().map_err(from_net)?;
+    aerolink_net::sys::check_preconditions()?;
     let plan: Vec<_> = e.plan().into_iter().take(a.runs).collect();
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {

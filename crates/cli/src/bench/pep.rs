@@ -9,7 +9,6 @@ use anyhow::bail;
 use clap::Args;
 use serde::Serialize;
 
-use crate::error::{from_net, user};
 use crate::run::run_id;
 use super::*;
 use aerolink_work::web::Protocol;
@@ -73,6 +72,7 @@ fn pep_plt(a: &PepBenchArgs, stop: &std::sync::atomic::AtomicBool) -> anyhow::Re
                     exe: exe.clone(),
                     run_name: run_id(),
                     profile: space.clone(),
+                    chain: aerolink_lab::experiment::Chain::Ifc,
                     seed: 1 + rep as u64,
                     workload: Workload::Web { protocol, page: "10x100KB".into(), depth: 1 },
                     knobs: Knobs { pep: Some(aerolink_lab::gateways::PepSpec { mode, ..Default::default() }), ..Knobs::default() },
@@ -102,25 +102,25 @@ fn pep_plt(a: &PepBenchArgs, stop: &std::sync::atomic::AtomicBool) -> anyhow::Re
 
 pub fn run(a: PepBenchArgs) -> anyhow::Result<i32> {
     need("iperf3")?;
-    aerolink_net::sys::check_preconditions().map_err(from_net)?;
+    aerolink_net::sys::check_preconditions()?;
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
         signal_hook::flag::register(sig, stop.clone())?;
     }
     let (floor_ms, plt) = if a.repeat > 0 { pep_plt(&a, &stop)? } else { (0.0, Vec::new()) };
     let load = &mut |_: &str| Err::<String, String>("no files".into());
-    let open = Profile::from_overrides(&flags(&[("rate", "unlimited")]), load).map_err(|e| user(e.to_string()))?;
+    let open = Profile::from_overrides(&flags(&[("rate", "unlimited")]), load)?;
     let exe = std::env::current_exe()?;
     let mut rows = Vec::new();
     for (i, mode) in [PepMode::None, PepMode::SplitTcp, PepMode::QuicTunnel].into_iter().enumerate() {
         eprintln!("bench {}/3: TCP download through the gateway chain, every hop unlimited, pep {mode} ({} s)…", i + 1, a.seconds);
-        let hosts = aerolink_lab::gateways::HOSTS.iter().map(|s| s.to_string()).collect();
+        let hosts = aerolink_lab::topology::IFC_HOSTS.iter().map(|s| s.to_string()).collect();
         let spec = LabSpec { run: run_id(), hosts, hops: vec![open.clone(); 3], seed: 1, log_meta: vec![] };
-        let lab = Lab::build(&spec, None).map_err(from_net)?;
+        let lab = Lab::build(&spec, None)?;
         let pep = aerolink_lab::gateways::PepSpec { mode, ..Default::default() };
         let dir = std::env::temp_dir().join(format!("aerolink-{}", spec.run));
         let r = (|| -> anyhow::Result<PepBenchRow> {
-            let gw = aerolink_lab::gateways::Gateways::start(&lab, &exe, &pep, &dir, true).map_err(anyhow::Error::msg)?;
+            let gw = aerolink_lab::gateways::Gateways::start(&lab, &exe, &pep, &dir, true)?;
             let pids: Vec<u32> = gw.processes().into_iter().map(|(_, p)| p).collect();
             let before: f64 = pids.iter().map(|p| cpu_seconds(*p)).sum();
             let (c, s) = (lab.hosts[0].netns.clone(), lab.hosts[3].netns.clone());

@@ -12,6 +12,7 @@ use super::*;
 use crate::relay::{self, Counters, Stats};
 use super::screening::endpoint;
 use super::wire::encode_dest;
+use crate::error::{PepError, Result};
 
 pub struct AirOptions {
     /// The interface facing the clients.
@@ -34,14 +35,14 @@ struct Air {
 impl Air {
     /// The tunnel, opened (and authenticated) if there is none or the last
     /// one ended.
-    async fn tunnel(&self) -> anyhow::Result<quinn::Connection> {
+    async fn tunnel(&self) -> Result<quinn::Connection> {
         let mut g = self.conn.lock().await;
         if let Some(c) = g.as_ref() {
             if c.close_reason().is_none() {
                 return Ok(c.clone());
             }
         }
-        let c = tokio::time::timeout(Duration::from_secs(10), self.open()).await.map_err(|_| anyhow::anyhow!("no answer from the ground gateway {} within 10 s", self.ground))??;
+        let c = tokio::time::timeout(Duration::from_secs(10), self.open()).await.map_err(|_| PepError::GroundSilent(self.ground))??;
         self.counters.tunnels.fetch_add(1, Ordering::Relaxed);
         log(format!("tunnel to {} up", self.ground));
         let (watch, ground) = (c.clone(), self.ground);
@@ -53,27 +54,27 @@ impl Air {
         Ok(c)
     }
 
-    async fn open(&self) -> anyhow::Result<quinn::Connection> {
-        let conn = self.ep.connect(self.ground, aerolink_work::tls::SERVER_NAME)?.await.map_err(|e| anyhow::anyhow!("connecting to the ground gateway {}: {e}", self.ground))?;
+    async fn open(&self) -> Result<quinn::Connection> {
+        let conn = self.ep.connect(self.ground, aerolink_work::tls::SERVER_NAME)?.await.map_err(|source| PepError::GroundUnreachable { ground: self.ground, source })?;
         let (mut send, mut recv) = conn.open_bi().await?;
         send.write_all(self.psk.proof(b"air", &conn)?.as_ref()).await?;
         send.finish()?;
         let mut tag = [0u8; 32];
-        recv.read_exact(&mut tag).await.map_err(|e| anyhow::anyhow!("the ground gateway {} refused the tunnel: {e}", self.ground))?;
+        recv.read_exact(&mut tag).await.map_err(|source| PepError::GroundRefused { ground: self.ground, source })?;
         if !self.psk.verify(b"ground", &conn, &tag) {
             conn.close(quinn::VarInt::from_u32(CLOSE_UNAUTHENTICATED), b"unauthenticated");
-            anyhow::bail!("the ground gateway {} did not prove the key: refusing it", self.ground);
+            return Err(PepError::GroundUnproven(self.ground));
         }
         Ok(conn)
     }
 
-    async fn carry(&self, client: TcpStream) -> anyhow::Result<()> {
+    async fn carry(&self, client: TcpStream) -> Result<()> {
         let dest = client.local_addr()?;
         let opened = async {
             let conn = self.tunnel().await?;
             let (mut send, recv) = conn.open_bi().await?;
             send.write_all(&encode_dest(dest)).await?;
-            anyhow::Ok((send, recv))
+            Ok::<_, PepError>((send, recv))
         };
         let (mut send, mut recv) = match opened.await {
             Ok(s) => s,
@@ -112,11 +113,11 @@ impl Air {
 
 /// Installs the interception, opens the tunnel, serves until `stop`
 /// resolves, removes the interception.
-pub async fn air(opts: AirOptions, stop: impl std::future::Future<Output = ()>, ready: impl FnOnce()) -> anyhow::Result<Stats> {
+pub async fn air(opts: AirOptions, stop: impl std::future::Future<Output = ()>, ready: impl FnOnce()) -> Result<Stats> {
     let tls = aerolink_work::tls::client_config(&[ALPN])?;
-    let mut client = quinn::ClientConfig::new(Arc::new(quinn::crypto::rustls::QuicClientConfig::try_from(tls)?));
+    let mut client = quinn::ClientConfig::new(Arc::new(quinn::crypto::rustls::QuicClientConfig::try_from(tls).map_err(aerolink_work::WorkError::from)?));
     client.transport_config(Arc::new(opts.tuning.transport()?));
-    let bind: SocketAddr = if opts.ground.is_ipv6() { "[::]:0".parse()? } else { "0.0.0.0:0".parse()? };
+    let bind = if opts.ground.is_ipv6() { SocketAddr::from(([0u16; 8], 0)) } else { SocketAddr::from(([0u8; 4], 0)) };
     let sock = std::net::UdpSocket::bind(bind)?;
     let counters = Arc::new(Counters::default());
     let mut ep = endpoint(&opts.psk, None, sock, counters.clone())?;

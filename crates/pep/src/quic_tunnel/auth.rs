@@ -7,6 +7,7 @@ use std::sync::Arc;
 use ring::hmac;
 
 use super::EXPORT_LABEL;
+use crate::error::{PepError, Result};
 
 /// A pre-shared key: at least 16 bytes, written as hex in a file.
 #[derive(Clone)]
@@ -43,8 +44,8 @@ impl Psk {
         Some([who, &e].concat())
     }
 
-    pub(crate) fn proof(&self, who: &[u8], conn: &quinn::Connection) -> anyhow::Result<hmac::Tag> {
-        let msg = Self::message(who, conn).ok_or_else(|| anyhow::anyhow!("exporting keying material"))?;
+    pub(crate) fn proof(&self, who: &[u8], conn: &quinn::Connection) -> Result<hmac::Tag> {
+        let msg = Self::message(who, conn).ok_or(PepError::Export)?;
         Ok(hmac::sign(&self.key(b"auth"), &msg))
     }
 

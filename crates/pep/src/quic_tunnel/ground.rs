@@ -13,6 +13,7 @@ use aerolink_work::sock::TcpCc;
 
 use super::screening::endpoint;
 use super::wire::read_dest;
+use crate::error::{PepError, Result};
 
 pub struct GroundOptions {
     pub listen: SocketAddr,
@@ -24,11 +25,11 @@ pub struct GroundOptions {
 }
 
 /// Serves air gateways until `stop` resolves.
-pub async fn ground(opts: GroundOptions, stop: impl std::future::Future<Output = ()>, ready: impl FnOnce()) -> anyhow::Result<Stats> {
+pub async fn ground(opts: GroundOptions, stop: impl std::future::Future<Output = ()>, ready: impl FnOnce()) -> Result<Stats> {
     let tls = aerolink_work::tls::server_config(&[ALPN])?;
-    let mut server = quinn::ServerConfig::with_crypto(Arc::new(quinn::crypto::rustls::QuicServerConfig::try_from(tls)?));
+    let mut server = quinn::ServerConfig::with_crypto(Arc::new(quinn::crypto::rustls::QuicServerConfig::try_from(tls).map_err(aerolink_work::WorkError::from)?));
     server.transport_config(Arc::new(opts.tuning.transport()?));
-    let sock = std::net::UdpSocket::bind(opts.listen).map_err(|e| anyhow::anyhow!("binding {}: {e}", opts.listen))?;
+    let sock = std::net::UdpSocket::bind(opts.listen).map_err(|source| PepError::Sys { what: format!("binding {}", opts.listen), source })?;
     let counters = Arc::new(Counters::default());
     let ep = endpoint(&opts.psk, Some(server), sock, counters.clone())?;
     let routes = match opts.initcwnd {
@@ -70,7 +71,9 @@ async fn serve_air(conn: quinn::Connection, psk: &Psk, cc: TcpCc, counters: &Arc
         let (mut send, mut recv) = conn.accept_bi().await?;
         let mut tag = [0u8; 32];
         recv.read_exact(&mut tag).await?;
-        anyhow::ensure!(psk.verify(b"air", &conn, &tag), "wrong key");
+        if !psk.verify(b"air", &conn, &tag) {
+            return Err(PepError::WrongKey);
+        }
         send.write_all(psk.proof(b"ground", &conn)?.as_ref()).await?;
         send.finish()?;
         Ok(())
@@ -105,7 +108,7 @@ fn refuse(conn: &quinn::Connection, counters: &Counters, msg: String) {
     conn.close(quinn::VarInt::from_u32(CLOSE_UNAUTHENTICATED), b"unauthenticated");
 }
 
-async fn ground_stream(mut send: quinn::SendStream, mut recv: quinn::RecvStream, cc: TcpCc, counters: &Counters) -> anyhow::Result<()> {
+async fn ground_stream(mut send: quinn::SendStream, mut recv: quinn::RecvStream, cc: TcpCc, counters: &Counters) -> Result<()> {
     let dest = read_dest(&mut recv).await?;
     let tcp = match relay::connect(dest, cc, Duration::from_secs(10)).await {
         Ok(t) => t,

@@ -43,6 +43,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use aerolink_work::quic::{Preset, QuicCc, QuicKnobs};
+use crate::error::{PepError, Result};
 
 pub use air::{air, AirOptions};
 pub use auth::Psk;
@@ -85,20 +86,20 @@ pub struct Tuning {
 }
 
 impl Tuning {
-    fn transport(&self) -> anyhow::Result<quinn::TransportConfig> {
+    fn transport(&self) -> Result<quinn::TransportConfig> {
         let mut k = QuicKnobs::preset(self.preset);
         k.cc = match self.cc {
             TunnelCc::Cubic | TunnelCc::Rate => QuicCc::Cubic,
             TunnelCc::NewReno => QuicCc::NewReno,
             TunnelCc::Bbr => QuicCc::Bbr,
         };
-        let mut t = k.transport().map_err(anyhow::Error::msg)?;
+        let mut t = k.transport()?;
         if self.cc == TunnelCc::Rate {
-            let rate_bps = self.rate_bps.ok_or_else(|| anyhow::anyhow!("the rate controller needs a rate (--rate)"))?;
+            let rate_bps = self.rate_bps.ok_or(PepError::Tuning("the rate controller needs a rate (--rate)"))?;
             t.congestion_controller_factory(Arc::new(crate::rate_cc::RateConfig { rate_bps }));
         }
         t.max_probe_timeout(self.max_probe_timeout.0);
-        t.max_idle_timeout(Some(self.idle_timeout.try_into().map_err(|_| anyhow::anyhow!("idle timeout {:?} is too long", self.idle_timeout))?));
+        t.max_idle_timeout(Some(self.idle_timeout.try_into().map_err(|_| PepError::Tuning("the idle timeout is too long"))?));
         // Keep the tunnel warm (and NAT-proof) while no one uses it.
         t.keep_alive_interval(Some((self.idle_timeout / 4).min(Duration::from_secs(10))));
         t.max_concurrent_bidi_streams(quinn::VarInt::from_u32(8192));

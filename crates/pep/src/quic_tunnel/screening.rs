@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::{log, Psk};
 use crate::relay::Counters;
+use crate::error::Result;
 
 /// The tunnel's UDP socket, screened: datagrams that cannot be QUIC v1 from
 /// our peers (fixed bit clear — we turned greasing off —, an unknown
@@ -100,7 +101,7 @@ impl quinn::AsyncUdpSocket for Screened {
 }
 
 /// A quinn endpoint on `sock` whose received datagrams are screened.
-pub(crate) fn endpoint(psk: &Psk, server: Option<quinn::ServerConfig>, sock: std::net::UdpSocket, counters: Arc<Counters>) -> anyhow::Result<quinn::Endpoint> {
+pub(crate) fn endpoint(psk: &Psk, server: Option<quinn::ServerConfig>, sock: std::net::UdpSocket, counters: Arc<Counters>) -> Result<quinn::Endpoint> {
     use quinn::Runtime;
     let rt = Arc::new(quinn::TokioRuntime);
     let inner = rt.wrap_udp_socket(sock)?;

@@ -2,6 +2,7 @@
 //! to (`[1][family 4|6][address][port, big-endian]`).
 
 use std::net::{IpAddr, SocketAddr};
+use crate::error::{PepError, Result};
 
 pub(crate) fn encode_dest(d: SocketAddr) -> Vec<u8> {
     let mut v = vec![1u8];
@@ -19,10 +20,12 @@ pub(crate) fn encode_dest(d: SocketAddr) -> Vec<u8> {
     v
 }
 
-pub(crate) async fn read_dest(r: &mut quinn::RecvStream) -> anyhow::Result<SocketAddr> {
+pub(crate) async fn read_dest(r: &mut quinn::RecvStream) -> Result<SocketAddr> {
     let mut head = [0u8; 2];
     r.read_exact(&mut head).await?;
-    anyhow::ensure!(head[0] == 1, "unknown stream header version {}", head[0]);
+    if head[0] != 1 {
+        return Err(PepError::Header("unknown version"));
+    }
     let ip = match head[1] {
         4 => {
             let mut a = [0u8; 4];
@@ -34,7 +37,7 @@ pub(crate) async fn read_dest(r: &mut quinn::RecvStream) -> anyhow::Result<Socke
             r.read_exact(&mut a).await?;
             IpAddr::from(a)
         }
-        f => anyhow::bail!("unknown address family {f}"),
+        _ => return Err(PepError::Header("unknown address family")),
     };
     let mut p = [0u8; 2];
     r.read_exact(&mut p).await?;

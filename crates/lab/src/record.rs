@@ -1,0 +1,43 @@
+//! What the store keeps of a finished run: the row, its metrics, and the
+//! labels reports group by — built here, once, for every command that
+//! stores runs.
+
+use std::time::SystemTime;
+
+use crate::experiment::{profile_hash, Experiment};
+use crate::pool::Finished;
+use crate::store::RunRecord;
+use crate::workload::add_rtt_metrics;
+
+/// The time as stored: RFC 3339, seconds.
+pub fn rfc3339(t: SystemTime) -> String {
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+/// The row of a finished run of `e`, measured on `host`.
+pub fn record(e: &Experiment, f: &Finished, host: &str) -> RunRecord {
+    let p = &e.profiles[f.planned.profile];
+    let c = &e.cases[f.planned.case];
+    let mut metrics = if f.outcome.ok { c.workload.metrics(&f.outcome.result) } else { Default::default() };
+    add_rtt_metrics(&mut metrics, p.base_rtt().as_millis_f64());
+    RunRecord {
+        run_key: f.planned.key.clone(),
+        experiment: e.name.clone(),
+        profile: p.name.clone(),
+        profile_hash: profile_hash(p),
+        profile_json: crate::report::profile_summary(p).to_string(),
+        workload: c.workload.name().to_string(),
+        protocol: c.workload.protocol(),
+        params: c.workload.params_label(),
+        // Serialising plain data with string keys cannot fail.
+        workload_json: serde_json::to_string(&c.workload).expect("a workload serialises"),
+        knobs_json: serde_json::to_string(&c.knobs).expect("knobs serialise"),
+        seed: f.planned.seed,
+        rep: f.planned.rep,
+        host: host.to_string(),
+        started_at: rfc3339(f.started),
+        duration_s: f.seconds,
+        outcome: f.outcome.clone(),
+        metrics,
+    }
+}

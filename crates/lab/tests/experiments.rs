@@ -1,0 +1,109 @@
+//! Experiment files parsed and planned without root: every shipped file,
+//! the run keys a result store depends on, topology files, and what a bad
+//! file is told.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use aerolink_lab::experiment::{Chain, Experiment};
+use aerolink_pep::cli::PepMode;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn shipped() -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(root().join("experiments")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn every_shipped_experiment_plans_with_the_run_keys_stores_hold() {
+    let files = shipped();
+    assert!(files.len() >= 8);
+    for f in files {
+        let e = Experiment::load(&f.to_string_lossy()).unwrap_or_else(|err| panic!("{err}"));
+        let plan = e.plan();
+        assert_eq!(plan.len(), e.profiles.len() * e.cases.len() * e.repetitions as usize);
+        let keys: BTreeSet<String> = plan.iter().map(|p| p.key.clone()).collect();
+        assert_eq!(keys.len(), plan.len(), "{}: two runs share a key", e.name);
+        // Keys are what lets `experiment run` resume a store; they must not
+        // change when the code does (fixtures written by the version that
+        // made today's stores).
+        let fixture = root().join(format!("crates/lab/tests/run_keys/{}.keys", f.file_stem().unwrap().to_string_lossy()));
+        let want: BTreeSet<String> = std::fs::read_to_string(&fixture).unwrap().lines().map(str::to_string).collect();
+        assert_eq!(keys, want, "{}: run keys changed", e.name);
+    }
+}
+
+#[test]
+fn the_plan_is_shuffled_by_the_seed_and_nothing_else() {
+    let f = root().join("experiments/ifc-web.toml");
+    let a = Experiment::load(&f.to_string_lossy()).unwrap().plan();
+    let b = Experiment::load(&f.to_string_lossy()).unwrap().plan();
+    assert_eq!(a.iter().map(|p| &p.key).collect::<Vec<_>>(), b.iter().map(|p| &p.key).collect::<Vec<_>>());
+    let text = std::fs::read_to_string(&f).unwrap().replace("seed = 1", "seed = 2");
+    let c = Experiment::parse(&text, &f.to_string_lossy()).unwrap().plan();
+    assert_ne!(a.iter().map(|p| &p.key).collect::<Vec<_>>(), c.iter().map(|p| &p.key).collect::<Vec<_>>());
+    // Repetition r runs with seed + r.
+    assert!(c.iter().all(|p| p.seed == 2 + p.rep as u64));
+}
+
+fn write(dir: &Path, name: &str, text: &str) -> String {
+    std::fs::create_dir_all(dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p.to_string_lossy().to_string()
+}
+
+fn scratch(name: &str) -> PathBuf {
+    std::env::temp_dir().join(format!("aerolink-lab-{name}-{}", std::process::id()))
+}
+
+#[test]
+fn an_experiment_may_name_a_topology_file() {
+    let d = scratch("topology");
+    write(&d, "chain.toml", "name = \"chain\"\nhosts = [\"client\", \"airgw\", \"groundgw\", \"server\"]\n[[hop]]\nprofile = \"cabin-wifi\"\n[[hop]]\nprofile = \"mss\"\nspace = true\n[[hop]]\nprofile = \"terrestrial\"\n");
+    let f = write(&d, "e.toml", "name = \"t\"\ntopology = \"chain.toml\"\nprofiles = [\"mss\", \"da2gc\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x10KB\"]\npep = [\"none\", \"split-tcp\"]\n");
+    let e = Experiment::load(&f).unwrap();
+    let Chain::File(t) = &e.chain else { panic!("not a topology file") };
+    assert_eq!(t.name, "chain");
+    assert_eq!(e.cases.len(), 2);
+    assert_eq!(e.cases.iter().map(|c| c.knobs.pep.as_ref().unwrap().mode).collect::<Vec<_>>(), [PepMode::None, PepMode::SplitTcp]);
+    // Each profile goes on the space hop.
+    let built = e.chain.build(&e.profiles[1]);
+    assert_eq!(built.hops.iter().map(|h| h.name.as_str()).collect::<Vec<_>>(), ["cabin-wifi", "da2gc", "terrestrial"]);
+    assert_eq!(built.measured_hop(), 1);
+    // The same chain as the preset, but told apart in the store.
+    let ifc = Experiment::parse(&std::fs::read_to_string(&f).unwrap().replace("chain.toml", "ifc"), &f).unwrap();
+    assert!(matches!(ifc.chain, Chain::Ifc));
+    assert_ne!(ifc.plan()[0].key, e.plan()[0].key);
+    // Without `profiles`, the topology runs as it is.
+    let f2 = write(&d, "e2.toml", "name = \"t2\"\ntopology = \"chain.toml\"\n[[workload]]\ntype = \"bulk\"\nsizes = [\"100KB\"]\n");
+    let e2 = Experiment::load(&f2).unwrap();
+    assert_eq!(e2.profiles.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["mss"]);
+    let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn bad_files_name_the_file_the_key_and_what_is_allowed() {
+    let d = scratch("bad");
+    let cases: &[(&str, &str)] = &[
+        ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\nprotocols = [\"h4\"]\npages = [\"1x1KB\"]\n", "workload[1].protocols: \"h4\": expected one of h1, h1-close, h2, h3"),
+        ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"bulk\"\ndirection = \"sideways\"\nsizes = [\"1MB\"]\n", "workload[1].direction: \"sideways\": expected one of down, up"),
+        ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\ntcp_cc = \"vegas\"\n", "workload[1].tcp_cc"),
+        ("name = \"x\"\nprofiles = [\"nope\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\n", "profiles: nope: no such built-in profile or file"),
+        ("name = \"x\"\ntopology = \"missing.toml\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\n", "topology: "),
+        ("name = \"x\"\ntopology = \"ifc\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\ntunnel_cc = \"rate\"\npep = \"quic-tunnel\"\n", "needs tunnel_rate"),
+        ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"objects\"\nsets = [\"short\"]\nmodes = [\"both\"]\n", "workload[1].modes: \"both\": expected one of seq, par"),
+    ];
+    for (i, (text, want)) in cases.iter().enumerate() {
+        let f = write(&d, &format!("bad{i}.toml"), text);
+        let e = Experiment::load(&f).unwrap_err().to_string();
+        assert!(e.starts_with(&f), "{e}");
+        assert!(e.contains(want), "{e}\nwant: {want}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -1,0 +1,117 @@
+//! The store and the report without root: runs recorded into a real SQLite
+//! file from fabricated outcomes (the report's input, not a run), read back,
+//! and rendered into one self-contained HTML page whose content is checked.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::{Duration, SystemTime};
+
+use aerolink_lab::experiment::Experiment;
+use aerolink_lab::pool::Finished;
+use aerolink_lab::record::record;
+use aerolink_lab::runner::RunOutcome;
+use aerolink_lab::store::Store;
+
+const SPEC: &str = "name = \"fixture\"\ndescription = \"a report fixture\"\nseed = 5\nrepetitions = 3\nbaseline = \"h1\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\nprotocols = [\"h1\", \"h2\"]\npages = [\"10x100KB\"]\n";
+
+fn outcome(plt_ms: f64, ok: bool) -> RunOutcome {
+    RunOutcome {
+        ok,
+        error: (!ok).then(|| "the client timed out".to_string()),
+        result: if ok { serde_json::json!({ "plt_ms": plt_ms, "ttfb_ms": 800.0, "connections": 6, "requests": 11, "body_bytes": 1_000_000, "client_retransmits": 3 }) } else { serde_json::Value::Null },
+        wire_bytes_down: 1_100_000,
+        wire_bytes_up: 40_000,
+        link_drops_loss: 2,
+        link_drops_queue: 0,
+        setup_ms: 70.0,
+        teardown_ms: 50.0,
+        client_ms: plt_ms,
+    }
+}
+
+fn db(name: &str) -> PathBuf {
+    let p = std::env::temp_dir().join(format!("aerolink-report-{name}-{}.db", std::process::id()));
+    let _ = std::fs::remove_file(&p);
+    p
+}
+
+/// Stores the fixture: h1 loads take 10, 11, 12 s; h2 loads 30, 33 s and
+/// one failure.
+fn fixture(path: &PathBuf) -> Experiment {
+    let e = Experiment::parse(SPEC, "fixture.toml").unwrap();
+    let mut store = Store::open(path).unwrap();
+    store.record_experiment(&e.name, &e.file, &e.description, e.baseline.as_deref(), &e.source, "2026-11-22T00:00:00Z").unwrap();
+    let times: BTreeMap<&str, Vec<Option<f64>>> = BTreeMap::from([("h1", vec![Some(10_000.0), Some(11_000.0), Some(12_000.0)]), ("h2", vec![Some(30_000.0), Some(33_000.0), None])]);
+    for p in e.plan() {
+        let proto = e.cases[p.case].workload.protocol();
+        let t = times[proto.as_str()][p.rep as usize];
+        let f = Finished { planned: p, outcome: outcome(t.unwrap_or(0.0), t.is_some()), started: SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_000_000), seconds: 12.5 };
+        store.insert_run(&record(&e, &f, "testhost")).unwrap();
+    }
+    e
+}
+
+#[test]
+fn records_round_trip_through_the_store() {
+    let path = db("store");
+    let e = fixture(&path);
+    let store = Store::open(&path).unwrap();
+    let runs = store.runs(Some(&e.name)).unwrap();
+    assert_eq!(runs.len(), 6);
+    assert_eq!(runs.iter().filter(|r| !r.ok).count(), 1);
+    let h1: Vec<f64> = runs.iter().filter(|r| r.protocol == "h1").map(|r| r.metrics["plt_ms"]).collect();
+    assert_eq!(h1.len(), 3);
+    let r = runs.iter().find(|r| r.ok).unwrap();
+    assert_eq!((r.profile.as_str(), r.workload.as_str(), r.params.as_str(), r.host.as_str()), ("mss", "web", "10x100KB", "testhost"));
+    assert_eq!(r.started_at, "2026-11-18T11:06:40Z");
+    // Latencies in round trips are added from the profile's RTT.
+    assert!(r.metrics.contains_key("requests"));
+    let failed = runs.iter().find(|r| !r.ok).unwrap();
+    assert_eq!(failed.error.as_deref(), Some("the client timed out"));
+    assert!(failed.metrics.is_empty());
+    // Storing a run again replaces it (resume after a failure).
+    let mut store = Store::open(&path).unwrap();
+    let p = e.plan().into_iter().find(|p| p.key == failed.run_key).unwrap();
+    let f = Finished { planned: p, outcome: outcome(31_000.0, true), started: SystemTime::UNIX_EPOCH, seconds: 1.0 };
+    store.insert_run(&record(&e, &f, "testhost")).unwrap();
+    let runs = store.runs(Some(&e.name)).unwrap();
+    assert_eq!(runs.len(), 6);
+    assert!(runs.iter().all(|r| r.ok));
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn the_report_is_one_self_contained_page_with_the_figures() {
+    let path = db("report");
+    fixture(&path);
+    let store = Store::open(&path).unwrap();
+    let html = aerolink_lab::report::render(&store.experiments().unwrap(), &store.runs(None).unwrap(), "fixture.db", "2026-11-22T00:00:00Z");
+    assert!(html.starts_with("<!doctype html>"));
+    assert!(html.contains("fixture") && html.contains("a report fixture"));
+    assert!(html.contains("6 runs (1 failed)"), "summary line");
+    // Medians: h1 11 s, h2 31.5 s, and h2's ratio to the h1 baseline.
+    assert!(html.contains("11.00 s"), "h1 median");
+    assert!(html.contains("31.50 s"), "h2 median");
+    assert!(html.contains("2.86"), "h2 / h1 ratio");
+    // Failures are listed with their reason.
+    assert!(html.contains("the client timed out"));
+    // Self-contained: inline SVG, no scripts, nothing fetched.
+    assert!(html.contains("<svg"));
+    for banned in ["<script", "src=\"http", "href=\"http", "@import", "url("] {
+        assert!(!html.contains(banned), "the report references {banned}");
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn one_formatter_for_every_metric() {
+    use aerolink_lab::report::fmt_metric;
+    assert_eq!(fmt_metric("plt_ms", 12_345.0), "12.35 s");
+    assert_eq!(fmt_metric("ttfb_ms", 250.4), "250 ms");
+    assert_eq!(fmt_metric("latency_ms_mean_up", 7.25), "7.2 ms");
+    assert_eq!(fmt_metric("latency_rtt_mean", 1.234), "1.23 RTT");
+    assert_eq!(fmt_metric("goodput_bps", 1_890_000.0), "1.89 Mbit/s");
+    assert_eq!(fmt_metric("goodput_bps", 34e9), "34.00 Gbit/s");
+    assert_eq!(fmt_metric("connections", 6.0), "6");
+    assert_eq!(fmt_metric("plt_ms", f64::NAN), "–");
+}
