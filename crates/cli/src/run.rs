@@ -199,13 +199,14 @@ pub fn print_report(rep: &LabReport, hosts: &[String]) {
             _ => (&hosts[d.hop as usize + 1], &hosts[d.hop as usize]),
         };
         eprintln!(
-            "aerolink:   {from} → {to}: {} packets in, {} out ({:.1} KB); dropped {} by loss, {} by queue, {} by outage{}",
+            "aerolink:   {from} → {to}: {} packets in, {} out ({:.1} KB); dropped {} by loss, {} by queue, {} by outage{}{}",
             d.packets_in,
             d.packets_out,
             d.bytes_out as f64 / 1e3,
             d.dropped_loss,
             d.dropped_queue,
             d.dropped_outage,
+            if d.dropped_arq > 0 { format!(", {} by ARQ giving up", d.dropped_arq) } else { String::new() },
             d.error.as_ref().map(|e| format!("; error: {e}")).unwrap_or_default()
         );
     }

@@ -177,7 +177,7 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
             Some(aerolink_net::log::Dir::Up) => outcome.wire_bytes_up += d.bytes_out,
             _ => outcome.wire_bytes_down += d.bytes_out,
         }
-        outcome.link_drops_loss += d.dropped_loss;
+        outcome.link_drops_loss += d.dropped_loss + d.dropped_arq;
         outcome.link_drops_queue += d.dropped_queue;
     }
     let _ = std::fs::remove_dir_all(&tmp);

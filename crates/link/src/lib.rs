@@ -19,6 +19,7 @@ pub mod bottleneck;
 pub mod builtin;
 pub mod delay;
 pub mod jitter;
+pub mod ldacs;
 pub mod loss;
 pub mod outage;
 pub mod packet;

@@ -47,6 +47,8 @@ pub enum DropReason {
     Loss,
     /// The link was in a drop-mode outage when the packet was due to start.
     Outage,
+    /// Link-layer ARQ gave up after its last retransmission.
+    Arq,
 }
 
 impl DropReason {
@@ -55,6 +57,7 @@ impl DropReason {
             DropReason::Queue => "queue",
             DropReason::Loss => "loss",
             DropReason::Outage => "outage",
+            DropReason::Arq => "arq",
         }
     }
     pub fn parse(s: &str) -> Option<Self> {
@@ -62,6 +65,7 @@ impl DropReason {
             "queue" => Some(DropReason::Queue),
             "loss" => Some(DropReason::Loss),
             "outage" => Some(DropReason::Outage),
+            "arq" => Some(DropReason::Arq),
             _ => None,
         }
     }

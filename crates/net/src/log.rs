@@ -99,7 +99,7 @@ pub fn parse_event(line: &str) -> Result<Event, String> {
     let kind = match f[3] {
         "arrive" => EventKind::Arrive,
         "depart" => EventKind::Depart { queue_ns: num(f[6], "queue_ns")?, delay_ns: num(f[7], "delay_ns")? },
-        "drop" => EventKind::Drop(DropReason::parse(f[8]).ok_or_else(|| format!("reason: expected queue, loss or outage, got {:?}", f[8]))?),
+        "drop" => EventKind::Drop(DropReason::parse(f[8]).ok_or_else(|| format!("reason: expected queue, loss, outage or arq, got {:?}", f[8]))?),
         x => return Err(format!("event: expected arrive, depart or drop, got {x:?}")),
     };
     Ok(Event {

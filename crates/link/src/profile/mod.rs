@@ -85,6 +85,8 @@ pub struct DirectionSpec {
     pub loss: LossSpec,
     pub queue: QueueSpec,
     pub outages: Vec<OutageWindow>,
+    /// L-DACS 1 medium access and ARQ (key `ldacs`), if the link is one.
+    pub ldacs: Option<crate::ldacs::LdacsSpec>,
     /// Each key as a person would write it, for `profiles show` and hashing.
     pub described: BTreeMap<String, String>,
 }
@@ -100,17 +102,24 @@ impl Default for DirectionSpec {
             loss: LossSpec::None,
             queue: QueueSpec::Bdp,
             outages: Vec::new(),
+            ldacs: None,
             described: BTreeMap::new(),
         }
     }
 }
 
 impl DirectionSpec {
+    /// The direction's capacity in bit/s: the rate stage's, or the
+    /// L-DACS user rate's if lower; `None` when nothing limits it.
     pub fn capacity_bps(&self) -> Option<f64> {
-        match &self.rate {
+        let rate = match &self.rate {
             RateSpec::Unlimited => None,
             RateSpec::Constant(r) => Some(r.bits_per_sec),
             RateSpec::Trace { trace, .. } => Some(trace.mean_bps()),
+        };
+        match (rate, self.ldacs.as_ref().map(|l| l.rate_bps)) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
     }
     pub fn build_server(&self) -> Box<dyn Server> {

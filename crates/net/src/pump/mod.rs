@@ -76,6 +76,8 @@ pub struct PumpReport {
     pub dropped_queue: u64,
     pub dropped_loss: u64,
     pub dropped_outage: u64,
+    /// Given up by link-layer ARQ after its last retransmission.
+    pub dropped_arq: u64,
     /// How late packets were written compared with their due time, µs.
     pub lateness_us_p50: f64,
     pub lateness_us_p99: f64,
@@ -231,6 +233,7 @@ impl<D: Device, T: Timer> Pump<D, T> {
                         aerolink_link::DropReason::Queue => rep.dropped_queue += 1,
                         aerolink_link::DropReason::Loss => rep.dropped_loss += 1,
                         aerolink_link::DropReason::Outage => rep.dropped_outage += 1,
+                        aerolink_link::DropReason::Arq => rep.dropped_arq += 1,
                     }
                     if logging {
                         events.push(Event { t: d.at, hop, dir: side.dir, id: d.meta.id, bytes: d.meta.len, kind: EventKind::Drop(d.reason) });
