@@ -47,10 +47,10 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                 print(&r)?;
                 Ok(if r.failed == 0 { 0 } else { 1 })
             }
-            WorkloadCmd::Bulk(BulkArgs { server, transport, direction, bytes, cc, quic }) => {
+            WorkloadCmd::Bulk(BulkArgs { server, transport, direction, bytes, cc, tcp, quic }) => {
                 let a = with_port(addr(&server)?, server::BULK_PORT);
                 match transport {
-                    Transport::Tcp => print(&bulk::tcp(a, direction, bytes, cc).await?),
+                    Transport::Tcp => print(&bulk::tcp(a, direction, bytes, bulk::TcpClient { cc, mss: tcp.mss, rcvbuf: tcp.rcvbuf, quickack: tcp.quickack }).await?),
                     Transport::Quic => print(&bulk::quic(a, direction, bytes, &quic.knobs()).await?),
                 }
             }

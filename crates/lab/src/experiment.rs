@@ -125,7 +125,7 @@ pub struct PlannedRun {
 }
 
 const TOP: &[&str] = &["name", "description", "seed", "repetitions", "timeout", "baseline", "profiles", "topology", "variant", "workload"];
-const KNOB_KEYS: &[&str] = &["tcp_cc", "initcwnd", "quic_preset", "quic_cc", "nagle", "pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate", "tunnel_max_probe"];
+const KNOB_KEYS: &[&str] = &["tcp_cc", "initcwnd", "quic_preset", "quic_cc", "nagle", "mss", "rcvbuf", "quickack", "pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate", "tunnel_max_probe"];
 const PEP_KEYS: &[&str] = &["pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate", "tunnel_max_probe"];
 
 fn strings(v: &toml::Value) -> Option<Vec<String>> {
@@ -533,6 +533,26 @@ fn expand_knobs(t: &toml::Table, gateways: bool) -> Result<Vec<Knobs>, KeyErr> {
         let ccs: Vec<QuicCc> = picks(t, &["quic_cc"], None).map_err(|_| err("quic_cc", format!("{v}: expected one of {}", QuicCc::allowed())))?;
         out = sweep(out, &ccs, |k, c| {
             k.quic.cc = *c;
+            Ok(())
+        })?;
+    }
+    for (key, lo, hi) in [("mss", 88, 65_535), ("rcvbuf", 1_024, 1 << 30)] {
+        if let Some(v) = t.get(key) {
+            let ns: Vec<u32> = values(v).iter().map(|x| x.as_integer().filter(|i| (lo..=hi).contains(i)).map(|i| i as u32)).collect::<Option<_>>().ok_or_else(|| err(key, format!("expected bytes from {lo} to {hi}")))?;
+            out = sweep(out, &ns, |k, n| {
+                if key == "mss" {
+                    k.tcp.mss = Some(*n);
+                } else {
+                    k.tcp.rcvbuf = Some(*n);
+                }
+                Ok(())
+            })?;
+        }
+    }
+    if let Some(v) = t.get("quickack") {
+        let bs: Vec<bool> = values(v).iter().map(|x| x.as_bool()).collect::<Option<_>>().ok_or_else(|| err("quickack", "expected true or false".into()))?;
+        out = sweep(out, &bs, |k, b| {
+            k.tcp.quickack = *b;
             Ok(())
         })?;
     }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use aerolink_link::units::Rate;
 use aerolink_link::Duration;
 use aerolink_work::bulk::Direction as BulkDirection;
-use aerolink_work::cli::{BulkArgs, MessagesArgs, MessagesParams, ObjectsArgs, ObjectsParams, RealtimeArgs, RealtimeParams, ServeArgs, WebArgs, WebParams, WorkloadCmd};
+use aerolink_work::cli::{TcpClientArgs, BulkArgs, MessagesArgs, MessagesParams, ObjectsArgs, ObjectsParams, RealtimeArgs, RealtimeParams, ServeArgs, WebArgs, WebParams, WorkloadCmd};
 use aerolink_work::messages::Direction as MessagesDirection;
 use aerolink_work::quic::{QuicArgs, QuicKnobs};
 use aerolink_work::realtime::{Mechanism, Scenario};
@@ -63,6 +63,9 @@ pub struct Knobs {
     pub quic: QuicKnobs,
     /// Nagle's algorithm on the server's and messages client's sockets.
     pub nagle: bool,
+    /// The bulk client's TCP socket: MSS, receive buffer, quick ACKs.
+    #[serde(default, skip_serializing_if = "TcpClientArgs::is_default")]
+    pub tcp: TcpClientArgs,
     /// Run over the `ifc` gateway chain (the profile is its space hop) with
     /// this PEP mode; `None` = one hop, client ↔ server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -75,7 +78,7 @@ fn tcp() -> Transport {
 
 impl Default for Knobs {
     fn default() -> Self {
-        Knobs { tcp_cc: TcpCc::Cubic, initcwnd: None, quic: QuicKnobs::default(), nagle: false, pep: None }
+        Knobs { tcp_cc: TcpCc::Cubic, initcwnd: None, quic: QuicKnobs::default(), nagle: false, tcp: TcpClientArgs::default(), pep: None }
     }
 }
 
@@ -103,6 +106,15 @@ impl Knobs {
         }
         if self.nagle {
             parts.push("nagle".into());
+        }
+        if let Some(m) = self.tcp.mss {
+            parts.push(format!("MSS{m}"));
+        }
+        if let Some(b) = self.tcp.rcvbuf {
+            parts.push(format!("rcvbuf{b}"));
+        }
+        if self.tcp.quickack {
+            parts.push("quickack".into());
         }
         if let Some(p) = self.pep.as_ref().filter(|p| p.mode != aerolink_pep::cli::PepMode::None) {
             parts.push(format!("{}{}", crate::report::PEP_MARK, p.label()));
@@ -190,7 +202,7 @@ impl Workload {
         let quic = QuicArgs::from(&knobs.quic);
         match self {
             Workload::Web { protocol, page, depth } => WorkloadCmd::Web(WebArgs { server, params: WebParams { protocol: *protocol, page: page.clone(), depth: *depth }, quic }),
-            Workload::Bulk { transport, direction, bytes } => WorkloadCmd::Bulk(BulkArgs { server, transport: *transport, direction: *direction, bytes: *bytes, cc: knobs.tcp_cc, quic }),
+            Workload::Bulk { transport, direction, bytes } => WorkloadCmd::Bulk(BulkArgs { server, transport: *transport, direction: *direction, bytes: *bytes, cc: knobs.tcp_cc, tcp: knobs.tcp, quic }),
             Workload::Objects { protocol, set, parallel } => {
                 let mode = if *parallel { ObjectsMode::Par } else { ObjectsMode::Seq };
                 WorkloadCmd::Objects(ObjectsArgs { server, params: ObjectsParams { protocol: *protocol, set: set.clone(), mode }, quic })
@@ -233,7 +245,7 @@ impl Workload {
                 }
             }
             Workload::Bulk { .. } => {
-                for k in ["completion_ms", "goodput_bps", "sender_retransmits"] {
+                for k in ["completion_ms", "goodput_bps", "sender_retransmits", "sender_srtt_ms_max"] {
                     put(k, f(k));
                 }
             }

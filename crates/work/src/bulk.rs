@@ -42,15 +42,39 @@ pub struct BulkResult {
     pub sender_retransmits: u64,
     /// Congestion control of the sender (kernel TCP: read from its socket).
     pub sender_cc: String,
+    /// The largest smoothed RTT the sender's kernel estimated during the
+    /// transfer (TCP, sampled every 100 ms), ms.
+    #[serde(default)]
+    pub sender_srtt_ms_max: f64,
 }
 
-/// Receives `size` bytes, counting them into 100 ms bins from `t0`.
-async fn receive<R: AsyncRead + Unpin>(r: &mut R, size: u64, t0: Instant) -> Result<Vec<u64>> {
+/// The client socket's TCP settings (seed 002's TCP: MSS 1024, a 6 or 16 kB
+/// receive window, no delayed ACKs).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct TcpClient {
+    /// Congestion control (matters for uploads).
+    pub cc: TcpCc,
+    /// Largest segment announced and sent (TCP_MAXSEG), bytes.
+    pub mss: Option<u32>,
+    /// Receive buffer (SO_RCVBUF; Linux doubles it and advertises about
+    /// half of that as the window), bytes.
+    pub rcvbuf: Option<u32>,
+    /// Acknowledge every segment at once (TCP_QUICKACK after every read).
+    pub quickack: bool,
+}
+
+/// Receives `size` bytes, counting them into 100 ms bins from `t0`; with
+/// `quickack`, re-arms TCP_QUICKACK on that socket after every read.
+async fn receive<R: AsyncRead + Unpin>(r: &mut R, size: u64, t0: Instant, quickack: Option<std::os::fd::RawFd>) -> Result<Vec<u64>> {
     let mut buf = vec![0u8; CHUNK];
     let mut bins: Vec<u64> = Vec::new();
     let mut got = 0u64;
     while got < size {
         let n = r.read(&mut buf).await?;
+        if let Some(fd) = quickack {
+            // SAFETY: the fd belongs to the socket `r` reads, alive here.
+            let _ = sock::quick_ack(&unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) });
+        }
         if n == 0 {
             return Err(WorkError::ClosedEarly { got: got as u64, expected: size as u64 });
         }
@@ -104,7 +128,22 @@ pub async fn serve_tcp(listener: TcpListener, nagle: bool) -> Result<()> {
                 let dir = s.read_u8().await?;
                 let size = s.read_u64_le().await?;
                 if dir == 0 {
-                    send(&mut s, size).await?;
+                    // Sample the kernel's RTT estimate while sending.
+                    let fd = std::os::fd::AsRawFd::as_raw_fd(&s);
+                    // SAFETY: `s` outlives every use of the borrowed fd below.
+                    let srtt = || sock::counters(&unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }).srtt_us;
+                    let mut max_srtt = 0u64;
+                    {
+                        let sending = send(&mut s, size);
+                        tokio::pin!(sending);
+                        let mut tick = tokio::time::interval(std::time::Duration::from_millis(100));
+                        loop {
+                            tokio::select! {
+                                r = &mut sending => { r?; break; }
+                                _ = tick.tick() => max_srtt = max_srtt.max(srtt()),
+                            }
+                        }
+                    }
                     s.read_u8().await?;
                     let c = sock::counters(&s);
                     s.write_u64_le(c.retransmits).await?;
@@ -112,8 +151,9 @@ pub async fn serve_tcp(listener: TcpListener, nagle: bool) -> Result<()> {
                     let cc = sock::congestion(&s);
                     s.write_u8(cc.len() as u8).await?;
                     s.write_all(cc.as_bytes()).await?;
+                    s.write_u64_le(max_srtt.max(c.srtt_us)).await?;
                 } else {
-                    let bins = receive(&mut s, size, Instant::now()).await?;
+                    let bins = receive(&mut s, size, Instant::now(), None).await?;
                     write_bins(&mut s, &bins).await?;
                 }
                 s.flush().await?;
@@ -141,7 +181,7 @@ pub async fn serve_quic(ep: quinn::Endpoint) -> Result<()> {
                     uni.write_u64_le(conn.stats().path.lost_packets).await?;
                     uni.finish()?;
                 } else {
-                    let bins = receive(&mut rx, size, Instant::now()).await?;
+                    let bins = receive(&mut rx, size, Instant::now(), None).await?;
                     write_bins(&mut tx, &bins).await?;
                     tx.finish()?;
                 }
@@ -167,21 +207,30 @@ fn result(transport: &str, direction: Direction, bytes: u64, t0: Instant, bins: 
         bins_bytes: bins,
         sender_retransmits: retrans,
         sender_cc: cc,
+        sender_srtt_ms_max: 0.0,
     }
 }
 
-/// Transfers `bytes` over kernel TCP. `cc` sets the client socket's
-/// congestion control (it matters for uploads).
-pub async fn tcp(server: SocketAddr, direction: Direction, bytes: u64, cc: TcpCc) -> Result<BulkResult> {
+/// Transfers `bytes` over kernel TCP with the client socket set up as
+/// `client` says.
+pub async fn tcp(server: SocketAddr, direction: Direction, bytes: u64, client: TcpClient) -> Result<BulkResult> {
     let t0 = Instant::now();
     let sock = if server.is_ipv6() { tokio::net::TcpSocket::new_v6()? } else { tokio::net::TcpSocket::new_v4()? };
+    let cc = client.cc;
     sock::set_congestion(&sock, cc).map_err(|source| WorkError::Sys { what: format!("TCP congestion control {cc}"), source })?;
+    if let Some(m) = client.mss {
+        sock::set_mss(&sock, m).map_err(|source| WorkError::Sys { what: format!("TCP_MAXSEG {m}"), source })?;
+    }
+    if let Some(b) = client.rcvbuf {
+        sock.set_recv_buffer_size(b).map_err(|source| WorkError::Sys { what: format!("SO_RCVBUF {b}"), source })?;
+    }
     let mut s: TcpStream = sock.connect(server).await?;
+    let quickack = client.quickack.then(|| std::os::fd::AsRawFd::as_raw_fd(&s));
     s.write_u8(if direction == Direction::Down { 0 } else { 1 }).await?;
     s.write_u64_le(bytes).await?;
     match direction {
         Direction::Down => {
-            let bins = receive(&mut s, bytes, t0).await?;
+            let bins = receive(&mut s, bytes, t0, quickack).await?;
             let r = result("tcp", direction, bytes, t0, bins, 0, String::new());
             s.write_u8(1).await?;
             let retrans = s.read_u64_le().await?;
@@ -189,13 +238,14 @@ pub async fn tcp(server: SocketAddr, direction: Direction, bytes: u64, cc: TcpCc
             let n = s.read_u8().await? as usize;
             let mut cc = vec![0u8; n];
             s.read_exact(&mut cc).await?;
-            Ok(BulkResult { sender_retransmits: retrans, sender_cc: String::from_utf8_lossy(&cc).to_string(), ..r })
+            let srtt_us = s.read_u64_le().await?;
+            Ok(BulkResult { sender_retransmits: retrans, sender_cc: String::from_utf8_lossy(&cc).to_string(), sender_srtt_ms_max: srtt_us as f64 / 1e3, ..r })
         }
         Direction::Up => {
             send(&mut s, bytes).await?;
             let bins = read_bins(&mut s).await?;
             let c = sock::counters(&s);
-            Ok(result("tcp", direction, bytes, t0, bins, c.retransmits, sock::congestion(&s)))
+            Ok(BulkResult { sender_srtt_ms_max: c.srtt_us as f64 / 1e3, ..result("tcp", direction, bytes, t0, bins, c.retransmits, sock::congestion(&s)) })
         }
     }
 }
@@ -210,7 +260,7 @@ pub async fn quic(server: SocketAddr, direction: Direction, bytes: u64, knobs: &
     tx.write_u64_le(bytes).await?;
     let r = match direction {
         Direction::Down => {
-            let bins = receive(&mut rx, bytes, t0).await?;
+            let bins = receive(&mut rx, bytes, t0, None).await?;
             let r = result("quic", direction, bytes, t0, bins, 0, knobs.cc.to_string());
             tx.write_u8(1).await?;
             tx.finish()?;
@@ -264,7 +314,7 @@ pub async fn concurrent(server: SocketAddr, count: u32, bytes: u64, timeout: std
             tokio::time::timeout(timeout, async {
                 s.write_u8(0).await?;
                 s.write_u64_le(bytes).await?;
-                receive(&mut s, bytes, Instant::now()).await?;
+                receive(&mut s, bytes, Instant::now(), None).await?;
                 Ok::<(), WorkError>(())
             })
             .await

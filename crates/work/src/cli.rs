@@ -134,7 +134,43 @@ pub struct BulkArgs {
     #[arg(long, default_value = "cubic")]
     pub cc: TcpCc,
     #[command(flatten)]
+    pub tcp: TcpClientArgs,
+    #[command(flatten)]
     pub quic: QuicArgs,
+}
+
+/// The TCP client socket's settings beyond its congestion control.
+#[derive(Args, Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct TcpClientArgs {
+    /// Largest TCP segment the client announces and sends (TCP_MAXSEG), bytes.
+    #[arg(long, value_name = "BYTES", help_heading = "TCP")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mss: Option<u32>,
+    /// The client's receive buffer (SO_RCVBUF), bytes: bounds the window a
+    /// download sees (Linux doubles it and advertises about half of that).
+    #[arg(long, value_name = "BYTES", help_heading = "TCP")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rcvbuf: Option<u32>,
+    /// Acknowledge every segment at once (no delayed ACKs, TCP_QUICKACK).
+    #[arg(long, help_heading = "TCP")]
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub quickack: bool,
+}
+
+impl TcpClientArgs {
+    /// Whether every setting is the kernel's default.
+    pub fn is_default(&self) -> bool {
+        *self == TcpClientArgs::default()
+    }
+    fn push(&self, a: &mut Vec<String>) {
+        if let Some(m) = self.mss {
+            flag(a, "mss", m);
+        }
+        if let Some(b) = self.rcvbuf {
+            flag(a, "rcvbuf", b);
+        }
+        switch(a, "quickack", self.quickack);
+    }
 }
 
 /// The objects workload's parameters, shared by `workload objects` and
@@ -291,6 +327,7 @@ impl WorkloadCmd {
                 flag(&mut a, "direction", b.direction);
                 flag(&mut a, "bytes", b.bytes);
                 flag(&mut a, "cc", b.cc);
+                b.tcp.push(&mut a);
                 a.extend(b.quic.to_args());
             }
             WorkloadCmd::Objects(o) => {
@@ -361,7 +398,8 @@ mod tests {
             }
             for transport in Transport::ALL {
                 for direction in BulkDirection::ALL {
-                    v.push(WorkloadCmd::Bulk(BulkArgs { server: server.clone(), transport: *transport, direction: *direction, bytes: 5_000_000, cc, quic: quic.clone() }));
+                    let tcp = TcpClientArgs { mss: (i % 2 == 0).then_some(1024), rcvbuf: (i % 3 == 0).then_some(16_000), quickack: i % 2 == 1 };
+                    v.push(WorkloadCmd::Bulk(BulkArgs { server: server.clone(), transport: *transport, direction: *direction, bytes: 5_000_000, cc, tcp, quic: quic.clone() }));
                 }
                 for direction in MessagesDirection::ALL {
                     let params = MessagesParams { transport: *transport, direction: *direction, size: 64, duration: Duration::from_millis(1500) };
@@ -396,7 +434,7 @@ mod tests {
             for cc in QuicCc::ALL {
                 let mut k = QuicKnobs::preset(*preset);
                 k.cc = *cc;
-                let cmd = WorkloadCmd::Bulk(BulkArgs { server: "198.18.0.2".into(), transport: Transport::Quic, direction: BulkDirection::Down, bytes: 1, cc: TcpCc::Cubic, quic: QuicArgs::from(&k) });
+                let cmd = WorkloadCmd::Bulk(BulkArgs { server: "198.18.0.2".into(), transport: Transport::Quic, direction: BulkDirection::Down, bytes: 1, cc: TcpCc::Cubic, tcp: TcpClientArgs::default(), quic: QuicArgs::from(&k) });
                 let WorkloadCmd::Bulk(b) = WorkloadCmd::from_args(cmd.to_args()).unwrap() else { panic!("not bulk") };
                 assert_eq!(b.quic.knobs(), k);
                 assert!(!k.is_custom());

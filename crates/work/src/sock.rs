@@ -12,6 +12,13 @@ crate::choice! {
     pub enum TcpCc { Reno = "reno", Cubic = "cubic", Bbr = "bbr" }
 }
 
+impl Default for TcpCc {
+    /// What most of the Internet runs.
+    fn default() -> Self {
+        TcpCc::Cubic
+    }
+}
+
 /// Sets TCP_CONGESTION on a socket (listening sockets pass it on).
 pub fn set_congestion(sock: &impl AsRawFd, cc: TcpCc) -> std::io::Result<()> {
     let cc = cc.as_str();
@@ -41,6 +48,9 @@ pub struct TcpCounters {
     pub retransmits: u64,
     pub bytes_sent: u64,
     pub bytes_received: u64,
+    /// Smoothed round-trip time the kernel estimates, µs.
+    #[serde(default)]
+    pub srtt_us: u64,
 }
 
 impl std::ops::AddAssign for TcpCounters {
@@ -48,12 +58,14 @@ impl std::ops::AddAssign for TcpCounters {
         self.retransmits += o.retransmits;
         self.bytes_sent += o.bytes_sent;
         self.bytes_received += o.bytes_received;
+        self.srtt_us = self.srtt_us.max(o.srtt_us);
     }
 }
 
 /// Reads TCP_INFO. Fields are at the kernel ABI's fixed offsets (they only
-/// ever grow at the end): tcpi_total_retrans at 100, tcpi_bytes_acked at
-/// 120, tcpi_bytes_received at 128, tcpi_bytes_sent at 192.
+/// ever grow at the end): tcpi_rtt at 68, tcpi_total_retrans at 100,
+/// tcpi_bytes_acked at 120, tcpi_bytes_received at 128, tcpi_bytes_sent at
+/// 192.
 pub fn counters(sock: &impl AsRawFd) -> TcpCounters {
     let mut buf = [0u8; 256];
     let mut len = buf.len() as libc::socklen_t;
@@ -65,7 +77,29 @@ pub fn counters(sock: &impl AsRawFd) -> TcpCounters {
     let len = len as usize;
     let u32_at = |o: usize| if o + 4 <= len { u32::from_ne_bytes(buf[o..o + 4].try_into().expect("4 bytes")) as u64 } else { 0 };
     let u64_at = |o: usize| if o + 8 <= len { u64::from_ne_bytes(buf[o..o + 8].try_into().expect("8 bytes")) } else { 0 };
-    TcpCounters { retransmits: u32_at(100), bytes_sent: u64_at(192), bytes_received: u64_at(128) }
+    TcpCounters { retransmits: u32_at(100), bytes_sent: u64_at(192), bytes_received: u64_at(128), srtt_us: u32_at(68) }
+}
+
+/// Sets an integer socket option at the TCP level.
+fn set_tcp_opt(sock: &impl AsRawFd, opt: libc::c_int, v: libc::c_int) -> std::io::Result<()> {
+    // SAFETY: a valid fd and a c_int with its size.
+    let r = unsafe { libc::setsockopt(sock.as_raw_fd(), libc::IPPROTO_TCP, opt, (&v as *const libc::c_int).cast(), std::mem::size_of::<libc::c_int>() as libc::socklen_t) };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Caps the segment size this socket announces and sends (TCP_MAXSEG; set
+/// before connecting).
+pub fn set_mss(sock: &impl AsRawFd, bytes: u32) -> std::io::Result<()> {
+    set_tcp_opt(sock, libc::TCP_MAXSEG, bytes as libc::c_int)
+}
+
+/// Acknowledges at once instead of delaying (TCP_QUICKACK; the kernel
+/// clears it again, so set it after every read).
+pub fn quick_ack(sock: &impl AsRawFd) -> std::io::Result<()> {
+    set_tcp_opt(sock, libc::TCP_QUICKACK, 1)
 }
 
 /// Sets the initial congestion window (segments) on the routes toward the

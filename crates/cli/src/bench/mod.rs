@@ -82,6 +82,8 @@ pub enum BenchCmd {
         /// Size, e.g. "1MB", "500KB".
         #[arg(long, default_value = "1MB")]
         size: String,
+        #[command(flatten)]
+        tcp: aerolink_work::cli::TcpClientArgs,
     },
     /// Seed 003's object sets over h3 or h2 across a link.
     Objects {
@@ -132,6 +134,9 @@ pub struct RunCommon {
     /// The workload server's settings (the same flags as `workload serve`).
     #[command(flatten)]
     pub server: ServeArgs,
+    /// The bulk client's TCP settings (`bench bulk` sets them).
+    #[arg(skip)]
+    pub tcp: aerolink_work::cli::TcpClientArgs,
 }
 
 
@@ -143,8 +148,9 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
         BenchCmd::Pep(a) => return pep::run(a),
         BenchCmd::Orchestration(a) => return orchestration::run(a),
         BenchCmd::Web { common, params: WebParams { protocol, page, depth } } => (common, Workload::Web { protocol, page, depth }),
-        BenchCmd::Bulk { common, transport, direction, size } => {
+        BenchCmd::Bulk { mut common, transport, direction, size, tcp } => {
             let bytes = parse_size(&size)?;
+            common.tcp = tcp;
             (common, Workload::Bulk { transport, direction, bytes })
         }
         BenchCmd::Objects { common, params: ObjectsParams { protocol, set, mode } } => (common, Workload::Objects { protocol, set, parallel: mode == ObjectsMode::Par }),
@@ -173,7 +179,7 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
     };
     let timeout = c.timeout;
     let s = &c.server;
-    let knobs = aerolink_lab::workload::Knobs { tcp_cc: s.cc, initcwnd: s.initcwnd, quic: s.quic.knobs(), nagle: s.nagle, pep: c.link.topology.is_some().then_some(pep) };
+    let knobs = aerolink_lab::workload::Knobs { tcp_cc: s.cc, initcwnd: s.initcwnd, quic: s.quic.knobs(), nagle: s.nagle, tcp: c.tcp, pep: c.link.topology.is_some().then_some(pep) };
     aerolink_net::sys::check_preconditions()?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
