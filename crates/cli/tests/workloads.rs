@@ -294,3 +294,22 @@ fn realtime_mechanisms_deliver_every_update_no_faster_than_the_link() {
         }
     }
 }
+
+#[test]
+fn the_bulk_clients_receive_buffer_bounds_the_window_and_the_sender_reports_its_rtt() {
+    // 2 Mbit/s, 200 ms: without a limit TCP fills the link; a 6 kB receive
+    // buffer (about a 6 kB window) allows about 6 kB per 200 ms = 240 kbit/s.
+    let link = ["bulk", "--rtt", "200ms", "--rate", "2Mbit/s", "--size", "300KB", "--quickack", "--mss", "1024"];
+    let free = bench(&link);
+    let mut small = link.to_vec();
+    small.extend(["--rcvbuf", "6000"]);
+    let small = bench(&small);
+    let (g_free, g_small) = (free["goodput_bps"].as_f64().unwrap(), small["goodput_bps"].as_f64().unwrap());
+    assert!(g_free > 1.0e6, "unlimited window: {g_free} bit/s");
+    assert!(g_small < 0.5e6, "6 kB window: {g_small} bit/s");
+    // The sender's smoothed RTT is at least the path's.
+    for r in [&free, &small] {
+        let srtt = r["sender_srtt_ms_max"].as_f64().unwrap();
+        assert!((199.0..5_000.0).contains(&srtt), "max SRTT {srtt} ms");
+    }
+}
