@@ -18,7 +18,12 @@ pub fn list(json_out: bool) -> anyhow::Result<i32> {
     }
     println!("{:<16} {:>14} {:>14} {:>9} {:>7}  description", "name", "down", "up", "RTT", "loss");
     for p in &rows {
-        let rate = |d: &aerolink_link::DirectionSpec| d.described.get("rate").cloned().unwrap_or_default();
+        // The capacity, whichever stage sets it (a rate, or L-DACS's user rate).
+        let rate = |d: &aerolink_link::DirectionSpec| match (&d.rate, d.capacity_bps()) {
+            (aerolink_link::profile::RateSpec::Trace { .. }, _) => d.described.get("rate").cloned().unwrap_or_default(),
+            (_, Some(bps)) => aerolink_link::units::Rate::from_bps(bps).to_string(),
+            (_, None) => "unlimited".to_string(),
+        };
         let loss = 1.0 - (1.0 - p.up.mean_loss()) * (1.0 - p.down.mean_loss());
         println!("{:<16} {:>14} {:>14} {:>9} {:>6.2}%  {}", p.name, rate(&p.down), rate(&p.up), p.base_rtt().to_string(), loss * 100.0, p.description);
     }

@@ -136,3 +136,36 @@ fn ldacs_pings_wait_for_grants_and_arq_hides_block_errors() {
     let median = s[s.len() / 2];
     assert!((100.0..1500.0).contains(&median), "median {median} ms: {s:?}");
 }
+
+#[test]
+fn starlink_pings_show_the_15_second_steps() {
+    // 32 s of pings cover the intervals [0, 12), [12, 27) and [27, 42) s.
+    let o = aerolink(&["run", "-q", "--profile", "starlink", "--seed", "4", "--client", "ping -c 155 -i 0.2 -D $AEROLINK_SERVER; true"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    // `-D` stamps each reply with the wall clock; seconds since the first.
+    let rows: Vec<(f64, f64)> = out
+        .lines()
+        .filter_map(|l| {
+            let ts: f64 = l.strip_prefix('[')?.split(']').next()?.parse().ok()?;
+            let rtt: f64 = l.split("time=").nth(1)?.split_whitespace().next()?.parse().ok()?;
+            Some((ts, rtt))
+        })
+        .collect();
+    assert!(rows.len() > 140, "{} replies", rows.len());
+    let t0 = rows[0].0;
+    let median = |lo: f64, hi: f64| {
+        let mut v: Vec<f64> = rows.iter().filter(|(t, _)| (lo..hi).contains(&(t - t0))).map(|r| r.1).collect();
+        v.sort_by(f64::total_cmp);
+        (v[v.len() / 2], v[v.len() / 4], v[3 * v.len() / 4])
+    };
+    // Away from the boundaries (the first ping comes ~0.1 s after the start).
+    let parts = [median(1.0, 11.0), median(13.0, 26.0), median(28.0, 30.5)];
+    for (m, q1, q3) in parts {
+        assert!((29.0..=62.0).contains(&m), "median RTT {m} ms: {parts:?}");
+        assert!(q3 - q1 < 6.0, "spread inside an interval {q1}–{q3} ms: {parts:?}");
+    }
+    // Seed 4 draws levels that differ by more than the noise.
+    let steps = [(parts[0].0 - parts[1].0).abs(), (parts[1].0 - parts[2].0).abs()];
+    assert!(steps.iter().any(|s| *s > 4.0), "no step between intervals: {parts:?}");
+}

@@ -17,6 +17,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("mss", include_str!("../../../profiles/mss.toml")),
     ("satcom-100", include_str!("../../../profiles/satcom-100.toml")),
     ("satcom-600", include_str!("../../../profiles/satcom-600.toml")),
+    ("starlink-aircraft", include_str!("../../../profiles/starlink-aircraft.toml")),
     ("starlink", include_str!("../../../profiles/starlink.toml")),
     ("terrestrial", include_str!("../../../profiles/terrestrial.toml")),
 ];

@@ -6,7 +6,10 @@
 //! delay + jitter, previous due)`). Reordering happens only when asked.
 
 use std::cmp::Reverse;
+
 use std::collections::{BinaryHeap, VecDeque};
+
+use rand::Rng;
 
 use crate::jitter::{Jitter, LinkRng};
 use crate::packet::{Drop, Meta};
@@ -25,12 +28,56 @@ pub enum BaseDelay {
     /// Points `(time, delay)` linearly interpolated and repeated with the
     /// period of the last point's time (held if there is a single point).
     Trace(Vec<(Duration, Duration)>),
+    /// A delay that jumps at reconfigurations — at `from`, then every
+    /// `every` — to a value drawn uniformly from `[min, max]` (LEO
+    /// constellations re-plan their paths on a global schedule; Starlink's
+    /// is 15 s). The values come from the run's seed when the stage is
+    /// built, the same for every direction and hop of a run, since the
+    /// schedule is global; until then `values` is empty.
+    Steps { from: Duration, every: Duration, min: Duration, max: Duration, values: Vec<Duration> },
 }
 
+/// How many reconfiguration intervals are drawn (a day of 15 s intervals);
+/// the sequence repeats after that.
+const STEP_VALUES: usize = 5760;
+
+/// The RNG stream of the step values: one for the whole run.
+const STEP_STREAM: u64 = u64::MAX - 1;
+
 impl BaseDelay {
+    /// The step delay's values drawn from the run's seed (other delays
+    /// unchanged).
+    pub fn resolved(&self, seed: u64) -> BaseDelay {
+        match self {
+            BaseDelay::Steps { from, every, min, max, .. } => {
+                let mut rng = crate::stage::stage_rng(seed, STEP_STREAM);
+                let span = max.0.saturating_sub(min.0);
+                let values = (0..STEP_VALUES).map(|_| Duration(min.0 + if span == 0 { 0 } else { rng.random_range(0..=span) })).collect();
+                BaseDelay::Steps { from: *from, every: *every, min: *min, max: *max, values }
+            }
+            other => other.clone(),
+        }
+    }
+
+    /// Which reconfiguration interval `t` falls in: 0 before `from`, then
+    /// 1, 2, …
+    pub fn step_index(from: Duration, every: Duration, t: Instant) -> u64 {
+        if t.0 < from.0 || every.0 == 0 {
+            0
+        } else {
+            1 + (t.0 - from.0) / every.0
+        }
+    }
+
     pub fn at(&self, t: Instant) -> Duration {
         match self {
             BaseDelay::Constant(d) => *d,
+            BaseDelay::Steps { from, every, min, values, .. } => {
+                if values.is_empty() {
+                    return *min;
+                }
+                values[(Self::step_index(*from, *every, t) % values.len() as u64) as usize]
+            }
             BaseDelay::Trace(points) => {
                 let period = points.last().map(|p| p.0 .0).unwrap_or(0);
                 if points.len() == 1 || period == 0 {
@@ -52,8 +99,36 @@ impl BaseDelay {
     pub fn mean_hint(&self) -> Duration {
         match self {
             BaseDelay::Constant(d) => *d,
+            BaseDelay::Steps { min, max, .. } => Duration((min.0 + max.0) / 2),
             BaseDelay::Trace(p) => Duration(p.iter().map(|x| x.1 .0).sum::<u64>() / p.len().max(1) as u64),
         }
+    }
+
+    /// Parses a series of one-way delays in ms, one per line, one every
+    /// `every` (LeoReplayer's `delay_N.txt`: one per 10 ms).
+    pub fn parse_series(text: &str, every: Duration) -> Result<Self, String> {
+        let mut points = Vec::new();
+        for (i, raw) in text.lines().enumerate() {
+            let t = raw.split('#').next().unwrap_or("").trim();
+            if t.is_empty() {
+                continue;
+            }
+            let v: f64 = t.parse().map_err(|_| format!("line {}: {t:?} is not a number of milliseconds", i + 1))?;
+            if !v.is_finite() || v < 0.0 {
+                return Err(format!("line {}: milliseconds must be finite and not negative", i + 1));
+            }
+            points.push((Duration(points.len() as u64 * every.0), Duration::from_secs_f64(v / 1e3)));
+        }
+        if points.is_empty() {
+            return Err("the series has no values".into());
+        }
+        // One more point, a step after the last, so the series loops with
+        // its full length.
+        if let Some(&(t, _)) = points.last() {
+            let first = points[0].1;
+            points.push((t + every, first));
+        }
+        Ok(BaseDelay::Trace(points))
     }
 
     /// Parses a delay trace: lines `time_ms delay_ms`, time increasing from 0.
@@ -201,15 +276,40 @@ impl StageKind for Kind {
         if let Some(r) = raw.get("delay") {
             d.delay = match &r.value {
                 toml::Value::String(s) => BaseDelay::Constant(units::parse_duration(s).map_err(|m| r.err(format!("expected {m}")))?),
+                toml::Value::Table(t) if t.contains_key("steps") => {
+                    only_keys(r, t, &["steps", "from", "min", "max"])?;
+                    let dur = |k: &str| -> Result<Duration, ProfileError> {
+                        let s = table_str(r, t, k, units::DURATION_HELP)?;
+                        units::parse_duration(&s).map_err(|m| r.err(format!("{k}: expected {m}")))
+                    };
+                    let (every, min, max) = (dur("steps")?, dur("min")?, dur("max")?);
+                    let from = if t.contains_key("from") { dur("from")? } else { Duration::ZERO };
+                    if every.0 == 0 || max < min {
+                        return Err(r.err("steps: expected an interval above 0 and min ≤ max"));
+                    }
+                    d.described.insert("delay_steps".into(), format!("uniform {min}–{max}, new every {every} from {from}"));
+                    BaseDelay::Steps { from, every, min, max, values: Vec::new() }
+                }
                 toml::Value::Table(t) => {
                     let path = table_str(r, t, "trace", "a delay trace file path")?;
-                    only_keys(r, t, &["trace"])?;
+                    only_keys(r, t, &["trace", "every"])?;
                     let text = load(&path).map_err(|m| r.err(format!("cannot read trace {path:?}: {m}")))?;
-                    let b = BaseDelay::parse_trace(&text).map_err(|m| r.err(format!("trace {path:?}: {m}")))?;
+                    let b = match t.get("every") {
+                        None => BaseDelay::parse_trace(&text),
+                        Some(toml::Value::String(e)) => {
+                            let every = units::parse_duration(e).map_err(|m| r.err(format!("every: expected {m}")))?;
+                            if every.0 == 0 {
+                                return Err(r.err("every: expected more than 0"));
+                            }
+                            BaseDelay::parse_series(&text, every)
+                        }
+                        Some(_) => return Err(r.err(format!("every: expected {} in quotes", units::DURATION_HELP))),
+                    }
+                    .map_err(|m| r.err(format!("trace {path:?}: {m}")))?;
                     d.described.insert("delay_trace".into(), path);
                     b
                 }
-                _ => return Err(r.err(format!("expected {} in quotes, or {{ trace = \"file\" }}", units::DURATION_HELP))),
+                _ => return Err(r.err(format!("expected {} in quotes, {{ trace = \"file\", every? = \"10 ms\" }} or {{ steps = \"15 s\", from = \"12 s\", min, max }}", units::DURATION_HELP))),
             };
         }
         d.described.insert("delay".into(), d.delay.mean_hint().to_string());
@@ -228,7 +328,7 @@ impl StageKind for Kind {
         Ok(())
     }
     fn build(&self, spec: &DirectionSpec, ctx: &StageContext) -> Option<Box<dyn Stage>> {
-        Some(Box::new(DelayLine::new(spec.delay.clone(), spec.jitter.clone(), spec.reorder, ctx.rng(RNG_SLOT))))
+        Some(Box::new(DelayLine::new(spec.delay.resolved(ctx.seed), spec.jitter.clone(), spec.reorder, ctx.rng(RNG_SLOT))))
     }
 }
 
