@@ -169,3 +169,24 @@ fn starlink_pings_show_the_15_second_steps() {
     let steps = [(parts[0].0 - parts[1].0).abs(), (parts[1].0 - parts[2].0).abs()];
     assert!(steps.iter().any(|s| *s > 4.0), "no step between intervals: {parts:?}");
 }
+
+#[test]
+fn on_demand_return_links_make_an_idle_terminal_wait() {
+    // Seed 001: a request/response after idle costs one satellite round
+    // trip with CRA, and a request cycle more with VBDC.
+    let rtts = |profile: &str| {
+        let o = aerolink(&["run", "-q", "--profile", profile, "--client", "ping -c 5 -i 1.5 -W 5 $AEROLINK_SERVER"]);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{profile}: {out}{err}");
+        ping_samples(&out)
+    };
+    let cra = rtts("geo-cra");
+    let vbdc = rtts("geo-vbdc");
+    assert!(cra.len() >= 4 && vbdc.len() >= 4, "{cra:?} {vbdc:?}");
+    // 600 ms of flight plus 84 B at 256 kbit/s.
+    assert!(cra.iter().all(|r| (602.0..615.0).contains(r)), "CRA {cra:?}");
+    // Up to a super-frame until the request goes, 2 × 300 ms → 23 + 2
+    // super-frames of request cycle (662.5 ms), and one to send: 26.5 ms.
+    let cra_max = cra.iter().cloned().fold(0.0, f64::max);
+    assert!(vbdc.iter().all(|r| *r > cra_max + 680.0 && *r < cra_max + 725.0), "VBDC {vbdc:?} vs CRA {cra:?}");
+}

@@ -17,6 +17,7 @@
 
 pub mod bottleneck;
 pub mod builtin;
+pub mod dama;
 pub mod delay;
 pub mod jitter;
 pub mod ldacs;

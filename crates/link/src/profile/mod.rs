@@ -87,6 +87,8 @@ pub struct DirectionSpec {
     pub outages: Vec<OutageWindow>,
     /// L-DACS 1 medium access and ARQ (key `ldacs`), if the link is one.
     pub ldacs: Option<crate::ldacs::LdacsSpec>,
+    /// DVB-RCS2 bandwidth on demand (key `dama`), on a GEO return link.
+    pub dama: Option<crate::dama::DamaSpec>,
     /// Each key as a person would write it, for `profiles show` and hashing.
     pub described: BTreeMap<String, String>,
 }
@@ -103,24 +105,23 @@ impl Default for DirectionSpec {
             queue: QueueSpec::Bdp,
             outages: Vec::new(),
             ldacs: None,
+            dama: None,
             described: BTreeMap::new(),
         }
     }
 }
 
 impl DirectionSpec {
-    /// The direction's capacity in bit/s: the rate stage's, or the
-    /// L-DACS user rate's if lower; `None` when nothing limits it.
+    /// The direction's capacity in bit/s: the lowest of the rate stage's,
+    /// the L-DACS user rate and the DVB-RCS2 carrier; `None` when nothing
+    /// limits it.
     pub fn capacity_bps(&self) -> Option<f64> {
         let rate = match &self.rate {
             RateSpec::Unlimited => None,
             RateSpec::Constant(r) => Some(r.bits_per_sec),
             RateSpec::Trace { trace, .. } => Some(trace.mean_bps()),
         };
-        match (rate, self.ldacs.as_ref().map(|l| l.rate_bps)) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [rate, self.ldacs.as_ref().map(|l| l.rate_bps), self.dama.as_ref().map(|d| d.carrier_bps)].into_iter().flatten().reduce(f64::min)
     }
     pub fn build_server(&self) -> Box<dyn Server> {
         match &self.rate {
