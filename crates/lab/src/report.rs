@@ -115,6 +115,7 @@ fn metric_title(m: &str) -> &str {
         "latency_ms_mean_c2s" => "client → server latency",
         "client_retransmits" => "client retransmits",
         "sender_retransmits" => "sender retransmits",
+        "sender_srtt_ms_max" => "largest smoothed RTT (sender)",
         "latency_ms_p50_up" => "median message latency (up)",
         "latency_ms_p50_down" => "median message latency (down)",
         _ => m,
@@ -312,7 +313,7 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
     let extra: Vec<&str> = match &w {
         Workload::Web { .. } => vec!["ttfb_ms", "connections", "client_retransmits"],
         Workload::Objects { .. } => vec!["connections", "client_retransmits"],
-        Workload::Bulk { .. } => vec!["goodput_bps", "sender_retransmits"],
+        Workload::Bulk { .. } => vec!["goodput_bps", "sender_retransmits", "sender_srtt_ms_max"],
         Workload::Realtime { .. } => vec!["latency_rtt_mean", "latency_ms_mean_s2c", "latency_ms_mean_c2s"],
         Workload::Messages { direction, .. } => {
             if *direction == aerolink_work::messages::Direction::Down {
