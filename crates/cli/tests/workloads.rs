@@ -313,3 +313,24 @@ fn the_bulk_clients_receive_buffer_bounds_the_window_and_the_sender_reports_its_
         assert!((199.0..5_000.0).contains(&srtt), "max SRTT {srtt} ms");
     }
 }
+
+#[test]
+fn a_tcp_download_survives_call_drops_on_a_bonded_link() {
+    // Three 24 kbit/s channels that drop every 3 s on average and redial
+    // in 2 s (Iridium's numbers sped up tenfold, so the test is short).
+    let d = tempdir("bonded");
+    let prof = d.join("bond.toml");
+    std::fs::write(&prof, "[link]\nbonded = { channels = 3, rate = \"24 kbit/s\", delay = \"100 ms\", drop_every = \"3 s\", redial = [\"2 s\", \"2 s\"], queue = \"8 KB\" }\n").unwrap();
+    let log = d.join("bond.log");
+    let (serve, client) = (format!("{} workload serve", bin()), format!("{} workload bulk --server $AEROLINK_SERVER --bytes 60000", bin()));
+    let o = aerolink(&["run", "-q", "--profile", prof.to_str().unwrap(), "--seed", "5", "--log", log.to_str().unwrap(), "--ready-port", "5201", "--server", &serve, "--client", &client]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    let r: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(r["bytes"], 60_000);
+    // The calls did drop under it: the log counts what they took.
+    let st = aerolink(&["stats", "--json", log.to_str().unwrap()]);
+    let s: Value = serde_json::from_slice(&st.stdout).unwrap();
+    let outage: u64 = s["directions"].as_array().unwrap().iter().map(|dir| dir["dropped"]["outage"].as_u64().unwrap_or(0)).sum();
+    assert!(outage > 0, "no call drop took a packet: {s}");
+}

@@ -89,6 +89,8 @@ pub struct DirectionSpec {
     pub ldacs: Option<crate::ldacs::LdacsSpec>,
     /// DVB-RCS2 bandwidth on demand (key `dama`), on a GEO return link.
     pub dama: Option<crate::dama::DamaSpec>,
+    /// Bonded channels that drop and redial (key `bonded`).
+    pub bonded: Option<crate::bonded::BondedSpec>,
     /// Each key as a person would write it, for `profiles show` and hashing.
     pub described: BTreeMap<String, String>,
 }
@@ -106,6 +108,7 @@ impl Default for DirectionSpec {
             outages: Vec::new(),
             ldacs: None,
             dama: None,
+            bonded: None,
             described: BTreeMap::new(),
         }
     }
@@ -121,7 +124,8 @@ impl DirectionSpec {
             RateSpec::Constant(r) => Some(r.bits_per_sec),
             RateSpec::Trace { trace, .. } => Some(trace.mean_bps()),
         };
-        [rate, self.ldacs.as_ref().map(|l| l.rate_bps), self.dama.as_ref().map(|d| d.carrier_bps)].into_iter().flatten().reduce(f64::min)
+        let bond = self.bonded.as_ref().map(|b| b.rate_bps * b.channels as f64);
+        [rate, self.ldacs.as_ref().map(|l| l.rate_bps), self.dama.as_ref().map(|d| d.carrier_bps), bond].into_iter().flatten().reduce(f64::min)
     }
     pub fn build_server(&self) -> Box<dyn Server> {
         match &self.rate {
@@ -168,7 +172,7 @@ impl DirectionSpec {
         self.build_loss().map(|l| l.mean_loss()).unwrap_or(0.0)
     }
     pub fn mean_delay(&self) -> Duration {
-        self.delay.mean_hint()
+        self.delay.mean_hint() + self.bonded.as_ref().map(|b| b.delay).unwrap_or(Duration::ZERO)
     }
 }
 
