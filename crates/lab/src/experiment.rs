@@ -502,10 +502,16 @@ fn expand_knobs(t: &toml::Table, gateways: bool) -> Result<Vec<Knobs>, KeyErr> {
             out = sweep(out, &values(v), |k, x| {
                 let mut p = k.pep.clone().unwrap_or_default();
                 set_pep(&mut p, key, x)?;
-                p.validate().map_err(|e| err(key, e.to_string()))?;
                 k.pep = Some(p);
                 Ok(())
             })?;
+        }
+    }
+    // Checked once every PEP key is in (tunnel_cc = "rate" needs tunnel_rate).
+    for k in &out {
+        if let Some(p) = &k.pep {
+            let key = if t.contains_key("tunnel_cc") { "tunnel_cc" } else { "pep" };
+            p.validate().map_err(|e| err(key, e.to_string()))?;
         }
     }
     if let Some(v) = t.get("tcp_cc") {

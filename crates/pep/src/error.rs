@@ -48,7 +48,7 @@ pub enum PepError {
     #[error("connecting to {dest}: no answer in {after:?}")]
     ConnectTimeout { dest: SocketAddr, after: Duration },
     /// The ground gateway did not answer in time.
-    #[error("no answer from the ground gateway {0} within 10 s")]
+    #[error("no answer from the ground gateway {0} within 60 s")]
     GroundSilent(SocketAddr),
     /// The ground gateway could not be reached.
     #[error("connecting to the ground gateway {ground}: {source}")]

@@ -32,6 +32,10 @@ struct Air {
     counters: Arc<Counters>,
 }
 
+/// How long opening the tunnel may take: its handshake (≈ 4 KB with the
+/// certificate) takes seconds on a 2.4 kbit/s Iridium channel.
+const OPEN_TIMEOUT: Duration = Duration::from_secs(60);
+
 impl Air {
     /// The tunnel, opened (and authenticated) if there is none or the last
     /// one ended.
@@ -42,7 +46,7 @@ impl Air {
                 return Ok(c.clone());
             }
         }
-        let c = tokio::time::timeout(Duration::from_secs(10), self.open()).await.map_err(|_| PepError::GroundSilent(self.ground))??;
+        let c = tokio::time::timeout(OPEN_TIMEOUT, self.open()).await.map_err(|_| PepError::GroundSilent(self.ground))??;
         self.counters.tunnels.fetch_add(1, Ordering::Relaxed);
         log(format!("tunnel to {} up", self.ground));
         let (watch, ground) = (c.clone(), self.ground);

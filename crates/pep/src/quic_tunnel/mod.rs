@@ -16,8 +16,9 @@
 //!   HMAC-SHA256(psk, "ground" ‖ E). Binding the proof to the session's
 //!   exporter means a proof can be neither replayed nor relayed by a man in
 //!   the middle (who would hold two different sessions). Until the proof
-//!   arrives (5 s), the ground half serves nothing; a wrong one closes the
-//!   connection with code 1 and is logged.
+//!   arrives (up to 60 s: on Iridium it takes seconds), the ground half
+//!   serves nothing; a wrong one closes the connection with code 1 and is
+//!   logged.
 //! - Every other stream is one TCP connection: the air half sends
 //!   `[1][family 4|6][address][port, big-endian]`, the ground half answers
 //!   one byte (0 connected, 1 failed) and then both relay until each side
@@ -52,7 +53,9 @@ pub use ground::{ground, GroundOptions};
 pub const ALPN: &[u8] = b"aerolink-tunnel/1";
 pub const DEFAULT_PORT: u16 = 4433;
 pub(crate) const EXPORT_LABEL: &[u8] = b"EXPORTER-aerolink-tunnel";
-pub(crate) const AUTH_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the ground waits for the air half's key proof: seconds on a
+/// 2.4 kbit/s channel (nothing is served before it).
+pub(crate) const AUTH_TIMEOUT: Duration = Duration::from_secs(60);
 /// Application close codes.
 pub(crate) const CLOSE_UNAUTHENTICATED: u32 = 1;
 pub(crate) const CLOSE_SHUTDOWN: u32 = 0;
