@@ -39,7 +39,7 @@ use crate::packet::{Drop, DropReason, Meta};
 use crate::profile::keys::{only_keys, RawKeys};
 use crate::profile::{DirectionSpec, Loader, ProfileError};
 use crate::registry::StageKind;
-use crate::stage::{Stage, StageContext};
+use crate::stage::{pop_due, Stage, StageContext};
 use crate::time::{Duration, Instant};
 use crate::units::{self, Size};
 
@@ -289,11 +289,7 @@ impl Stage for Ldacs {
 
     fn dequeue(&mut self, now: Instant, drops: &mut Vec<Drop>) -> Option<Meta> {
         self.advance(now, drops);
-        if self.out.front()?.due <= now {
-            self.out.pop_front()
-        } else {
-            None
-        }
+        pop_due(&mut self.out, now)
     }
 
     fn is_aggregate_safe(&self) -> bool {

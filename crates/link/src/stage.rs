@@ -45,6 +45,16 @@ pub trait Stage: Send {
     fn in_flight(&self) -> usize;
 }
 
+/// The front of a stage's output queue if it is due by `now` (the queue
+/// is in due order).
+pub fn pop_due(out: &mut std::collections::VecDeque<Meta>, now: Instant) -> Option<Meta> {
+    if out.front()?.due <= now {
+        out.pop_front()
+    } else {
+        None
+    }
+}
+
 /// What a stage is built with: the run's seed, the direction's stream and
 /// the link's round-trip time (for BDP-sized queues).
 #[derive(Clone, Copy, Debug)]

@@ -3,6 +3,9 @@
 //! (99 % intervals), in-order delivery behind a retransmission, and the
 //! latency a lightly loaded link shows.
 
+mod common;
+use common::binomial_ci;
+
 use aerolink_link::packet::DropReason;
 use aerolink_link::profile::Profile;
 use aerolink_link::{Instant, Pipeline};
@@ -40,14 +43,6 @@ fn drive(p: &mut Pipeline<()>, arrivals: &[(u64, u32)]) -> (Vec<(u64, Instant, I
     (out, drops)
 }
 
-fn binomial_ci(k: usize, n: usize, z: f64) -> (f64, f64) {
-    let (k, n) = (k as f64, n as f64);
-    let p = k / n;
-    let denom = 1.0 + z * z / n;
-    let centre = (p + z * z / (2.0 * n)) / denom;
-    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denom;
-    (centre - half, centre + half)
-}
 
 #[test]
 fn the_return_link_waits_a_request_cycle_and_the_forward_link_does_not() {

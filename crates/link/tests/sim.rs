@@ -2,6 +2,9 @@
 //! wake-up to the next, so departure times are checked exactly and random
 //! processes are checked against their formulas with confidence intervals.
 
+mod common;
+use common::binomial_ci;
+
 use aerolink_link::packet::DropReason;
 use aerolink_link::profile::{Override, Profile};
 use aerolink_link::{Duration, Instant, Pipeline};
@@ -140,14 +143,6 @@ fn jitter_preserves_order_unless_reordering_is_asked_for() {
 }
 
 /// Wilson score interval for a binomial proportion (z = 2.576 for 99 %).
-fn binomial_ci(k: usize, n: usize, z: f64) -> (f64, f64) {
-    let (k, n) = (k as f64, n as f64);
-    let p = k / n;
-    let denom = 1.0 + z * z / n;
-    let centre = (p + z * z / (2.0 * n)) / denom;
-    let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denom;
-    (centre - half, centre + half)
-}
 
 fn losses(prof: &Profile, seed: u64, n: usize) -> Vec<bool> {
     let mut p = Pipeline::new(&prof.up, prof.base_rtt(), seed, 0);

@@ -10,7 +10,7 @@ use crate::profile::describe::pct;
 use crate::profile::keys::{parse_loss, RawKeys};
 use crate::profile::{DirectionSpec, Loader, LossSpec, ProfileError};
 use crate::registry::StageKind;
-use crate::stage::{Stage, StageContext};
+use crate::stage::{pop_due, Stage, StageContext};
 use crate::time::Instant;
 
 pub struct LossStage {
@@ -41,11 +41,7 @@ impl Stage for LossStage {
         self.passed.front().map(|p| p.due)
     }
     fn dequeue(&mut self, now: Instant, _drops: &mut Vec<Drop>) -> Option<Meta> {
-        if self.next_wakeup()? <= now {
-            self.passed.pop_front()
-        } else {
-            None
-        }
+        pop_due(&mut self.passed, now)
     }
     fn is_aggregate_safe(&self) -> bool {
         false
