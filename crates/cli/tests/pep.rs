@@ -18,8 +18,12 @@ fn remote_seen(pep: &[&str], udp: bool) -> String {
     let d = tempdir(&format!("pep-{}-{udp}", pep.join("-")));
     let j = d.join("server.json");
     let server = format!("iperf3 -s -1 -J > {}", j.display());
-    let client = if udp { "iperf3 -c $AEROLINK_SERVER -u -b 1M -t 1 > /dev/null" } else { "iperf3 -c $AEROLINK_SERVER -n 200K > /dev/null" };
-    let mut args = vec!["run", "-q", "--topology", "ifc", "--space", "satcom-100", "--rate", "20Mbit/s", "--server", &server, "--client", client];
+    let iperf = if udp { "iperf3 -c $AEROLINK_SERVER -u -b 1M -t 1 > /dev/null" } else { "iperf3 -c $AEROLINK_SERVER -n 200K > /dev/null" };
+    // The run ends (and stops the server) when the client does; the server
+    // writes its report just after the client has its own, so the client
+    // waits until the report is there (the test's condition, not a time).
+    let client = format!("{iperf}; timeout 10 sh -c 'until grep -q \"end\" {} 2>/dev/null; do sleep 0.05; done'", j.display());
+    let mut args = vec!["run", "-q", "--topology", "ifc", "--space", "satcom-100", "--rate", "20Mbit/s", "--server", &server, "--client", &client];
     args.extend(pep);
     let o = aerolink(&args);
     assert!(o.status.success(), "{}", text(&o).1);
