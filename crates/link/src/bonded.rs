@@ -79,7 +79,7 @@ pub struct Bonded {
     rng: LinkRng,
     ch: Vec<Channel>,
     next_rr: usize,
-    /// Packets on the lines, by (tx end, channel): decided when they start.
+    /// Channel changes not yet taken.
     events: Vec<ChannelEvent>,
     out: VecDeque<Meta>,
 }

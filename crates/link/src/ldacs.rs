@@ -214,6 +214,9 @@ impl Ldacs {
     }
 
     fn finish(&mut self, seq: u64, end: Instant, lost: bool) {
+        // Sent again once the acknowledgement due at the next boundary
+        // has not come: from then on, access as for a new packet.
+        let again = self.access(boundary_after(end));
         let spec = &self.spec;
         let s = self.sent.get_mut(&seq).expect("a packet on the air is held");
         if !lost {
@@ -224,12 +227,6 @@ impl Ldacs {
         } else if s.attempts > spec.max_retx {
             s.fate = Fate::Dropped(end, DropReason::Arq);
         } else {
-            // The acknowledgement was due at the next boundary; without it
-            // the packet goes again.
-            let again = match spec.link {
-                LinkDir::Forward => boundary_after(end),
-                LinkDir::Return => boundary_after(boundary_after(end)),
-            };
             self.ready.insert((again, seq), ());
         }
     }

@@ -18,7 +18,6 @@ use crate::profile::DirectionSpec;
 use crate::stage::{Stage, StageContext};
 use crate::time::{Duration, Instant};
 
-pub use crate::stage::stage_rng;
 
 pub struct Pipeline<P> {
     stages: Vec<Box<dyn Stage>>,
@@ -44,11 +43,6 @@ impl<P> Pipeline<P> {
     pub fn from_stages(stages: Vec<Box<dyn Stage>>) -> Self {
         assert!(!stages.is_empty(), "a pipeline needs at least one stage");
         Pipeline { stages, payloads: VecDeque::new(), first_id: 0, next_id: 0, drops: Vec::new(), released: 0 }
-    }
-
-    /// The stages' names, in order.
-    pub fn stage_names(&self) -> Vec<&'static str> {
-        self.stages.iter().map(|s| s.name()).collect()
     }
 
     /// Whether the pipeline may treat a burst of segments as one packet

@@ -2,8 +2,10 @@
 //! idle terminal waits for under each capacity kind, RBDC catching up with
 //! a steady stream, and contention on the carrier.
 
+mod common;
+
 use aerolink_link::profile::Profile;
-use aerolink_link::{Instant, Pipeline};
+use aerolink_link::Pipeline;
 
 const MS: u64 = 1_000_000;
 const SF: u64 = 26_500_000;
@@ -16,26 +18,9 @@ fn up(dama: &str) -> Profile {
 /// Departures `(arrived, due)` of `(arrival ns, len)` packets.
 fn drive(prof: &Profile, arrivals: &[(u64, u32)]) -> Vec<(u64, u64)> {
     let mut p: Pipeline<()> = Pipeline::new(&prof.up, prof.base_rtt(), 1, 0);
-    let mut out = Vec::new();
-    let mut i = 0;
-    loop {
-        let now = match (arrivals.get(i).map(|a| Instant(a.0)), p.next_wakeup()) {
-            (Some(a), Some(w)) => a.min(w),
-            (a, w) => match a.or(w) {
-                Some(t) => t,
-                None => break,
-            },
-        };
-        while i < arrivals.len() && Instant(arrivals[i].0) <= now {
-            p.enqueue(now, arrivals[i].1, ());
-            i += 1;
-        }
-        while let Some(pkt) = p.dequeue(now) {
-            out.push((pkt.meta.arrived.0, pkt.meta.due.0));
-        }
-        assert_eq!(p.take_drops().count(), 0);
-    }
-    out
+    let (out, drops) = common::drive(&mut p, arrivals);
+    assert!(drops.is_empty());
+    out.iter().map(|m| (m.arrived.0, m.due.0)).collect()
 }
 
 #[test]

@@ -16,31 +16,11 @@ fn profile(toml: &str) -> Profile {
     Profile::parse(toml, "test.toml", &[], &mut |_| Err("no files".into())).unwrap_or_else(|e| panic!("{e}"))
 }
 
-/// Feeds `(arrival ns, len)` packets, waking exactly at each event.
-/// Returns departures `(id, arrived, due)` and drops `(id, reason, at)`.
+/// Departures `(id, arrived, due)` and drops `(id, reason, at)`.
 #[allow(clippy::type_complexity)]
 fn drive(p: &mut Pipeline<()>, arrivals: &[(u64, u32)]) -> (Vec<(u64, Instant, Instant)>, Vec<(u64, DropReason, Instant)>) {
-    let (mut out, mut drops) = (Vec::new(), Vec::new());
-    let mut i = 0;
-    loop {
-        let now = match (arrivals.get(i).map(|a| Instant(a.0)), p.next_wakeup()) {
-            (Some(a), Some(w)) => a.min(w),
-            (a, w) => match a.or(w) {
-                Some(t) => t,
-                None => break,
-            },
-        };
-        while i < arrivals.len() && Instant(arrivals[i].0) <= now {
-            p.enqueue(now, arrivals[i].1, ());
-            i += 1;
-        }
-        while let Some(pkt) = p.dequeue(now) {
-            assert!(pkt.meta.due <= now);
-            out.push((pkt.meta.id, pkt.meta.arrived, pkt.meta.due));
-        }
-        drops.extend(p.take_drops().map(|d| (d.meta.id, d.reason, d.at)));
-    }
-    (out, drops)
+    let (out, drops) = common::drive(p, arrivals);
+    (out.iter().map(|m| (m.id, m.arrived, m.due)).collect(), drops.iter().map(|d| (d.meta.id, d.reason, d.at)).collect())
 }
 
 

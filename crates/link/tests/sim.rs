@@ -22,28 +22,8 @@ fn profile(toml: &str) -> Profile {
 /// Feeds `(arrival, len)` packets and runs the clock to the end. Returns
 /// departures `(id, due)` and drops `(id, reason)`.
 fn drive(p: &mut Pipeline<()>, arrivals: &[(u64, u32)]) -> (Vec<(u64, Instant)>, Vec<(u64, DropReason)>) {
-    let mut out = Vec::new();
-    let mut drops = Vec::new();
-    let mut i = 0;
-    loop {
-        let next_arrival = arrivals.get(i).map(|a| Instant(a.0));
-        let now = match (next_arrival, p.next_wakeup()) {
-            (Some(a), Some(w)) => a.min(w),
-            (Some(a), None) => a,
-            (None, Some(w)) => w,
-            (None, None) => break,
-        };
-        while i < arrivals.len() && Instant(arrivals[i].0) <= now {
-            p.enqueue(now, arrivals[i].1, ());
-            i += 1;
-        }
-        while let Some(pkt) = p.dequeue(now) {
-            assert!(pkt.meta.due <= now, "a packet left before it was due");
-            out.push((pkt.meta.id, pkt.meta.due));
-        }
-        drops.extend(p.take_drops().map(|d| (d.meta.id, d.reason)));
-    }
-    (out, drops)
+    let (out, drops) = common::drive(p, arrivals);
+    (out.iter().map(|m| (m.id, m.due)).collect(), drops.iter().map(|d| (d.meta.id, d.reason)).collect())
 }
 
 const MS: u64 = 1_000_000;

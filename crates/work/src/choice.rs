@@ -50,7 +50,7 @@ macro_rules! choice {
         }
         impl ::std::fmt::Display for $name {
             fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                f.write_str(self.as_str())
+                f.pad(self.as_str())
             }
         }
         impl ::serde::Serialize for $name {

@@ -33,7 +33,7 @@ pub struct PepBenchArgs {
 
 #[derive(Serialize, Debug)]
 pub struct PepBenchRow {
-    pub mode: String,
+    pub mode: PepMode,
     pub gbps: f64,
     /// Proxy CPU (all proxy processes) per Gbit/s of goodput.
     pub pep_cores_per_gbps: f64,
@@ -42,8 +42,8 @@ pub struct PepBenchRow {
 
 #[derive(Serialize, Debug)]
 pub struct PltRow {
-    pub protocol: String,
-    pub mode: String,
+    pub protocol: Protocol,
+    pub mode: PepMode,
     pub plt_ms: Vec<f64>,
     pub median_ms: f64,
     /// Median over the median without a PEP (below 1 = faster).
@@ -93,8 +93,8 @@ fn pep_plt(a: &PepBenchArgs, stop: &std::sync::atomic::AtomicBool) -> anyhow::Re
             }
             v.sort_by(f64::total_cmp);
             let median = if v.is_empty() { f64::NAN } else { v[v.len() / 2] };
-            let none = rows.iter().find(|r| r.protocol == protocol.as_str() && r.mode == "none").map(|r| r.median_ms).unwrap_or(median);
-            rows.push(PltRow { protocol: protocol.to_string(), mode: mode.to_string(), plt_ms: v, median_ms: median, ratio_to_none: median / none, ratio_to_floor: median / floor_ms, failed });
+            let none = rows.iter().find(|r| r.protocol == protocol && r.mode == PepMode::None).map(|r| r.median_ms).unwrap_or(median);
+            rows.push(PltRow { protocol, mode, plt_ms: v, median_ms: median, ratio_to_none: median / none, ratio_to_floor: median / floor_ms, failed });
         }
     }
     Ok((floor_ms, rows))
@@ -127,7 +127,7 @@ pub fn run(a: PepBenchArgs) -> anyhow::Result<i32> {
             let bps = iperf(&s, &c, &lab.hosts[3].ipv4.clone(), &lab.env(), a.seconds)?;
             let cores = (pids.iter().map(|p| cpu_seconds(*p)).sum::<f64>() - before) / a.seconds as f64;
             let gbps = bps / 1e9;
-            Ok(PepBenchRow { mode: mode.to_string(), gbps, pep_cores: cores, pep_cores_per_gbps: if gbps > 0.0 && mode != PepMode::None { cores / gbps } else { 0.0 } })
+            Ok(PepBenchRow { mode, gbps, pep_cores: cores, pep_cores_per_gbps: if gbps > 0.0 && mode != PepMode::None { cores / gbps } else { 0.0 } })
         })();
         lab.shutdown();
         let _ = std::fs::remove_dir_all(&dir);
@@ -153,7 +153,7 @@ pub fn run(a: PepBenchArgs) -> anyhow::Result<i32> {
         }
         println!("aerolink PEP forwarding benchmark (every hop unlimited; iperf3 download, {} s each)", a.seconds);
         for r in &rows {
-            if r.mode == "none" {
+            if r.mode == PepMode::None {
                 println!("  {:<12} {:6.2} Gbit/s", r.mode, r.gbps);
             } else {
                 println!("  {:<12} {:6.2} Gbit/s  ({:.2}× none), proxies {:.2} cores = {:.2} cores per Gbit/s", r.mode, r.gbps, r.gbps / rows[0].gbps.max(1e-9), r.pep_cores, r.pep_cores_per_gbps);

@@ -2,6 +2,7 @@
 
 /// Wilson score interval for `k` successes in `n` trials at `z` standard
 /// deviations (2.576 for 99 %).
+#[allow(dead_code)]
 pub fn binomial_ci(k: usize, n: usize, z: f64) -> (f64, f64) {
     let (k, n) = (k as f64, n as f64);
     let p = k / n;
@@ -9,4 +10,34 @@ pub fn binomial_ci(k: usize, n: usize, z: f64) -> (f64, f64) {
     let centre = (p + z * z / (2.0 * n)) / denom;
     let half = z * (p * (1.0 - p) / n + z * z / (4.0 * n * n)).sqrt() / denom;
     (centre - half, centre + half)
+}
+
+use aerolink_link::{Drop, Instant, Meta, Pipeline};
+
+/// Feeds `(arrival ns, len)` packets to `p`, waking exactly at each event
+/// (an arrival or the pipeline's next wake-up) until nothing is left.
+/// Returns what left, in order, and what was dropped.
+#[allow(dead_code)]
+pub fn drive(p: &mut Pipeline<()>, arrivals: &[(u64, u32)]) -> (Vec<Meta>, Vec<Drop>) {
+    let (mut out, mut drops) = (Vec::new(), Vec::new());
+    let mut i = 0;
+    loop {
+        let now = match (arrivals.get(i).map(|a| Instant(a.0)), p.next_wakeup()) {
+            (Some(a), Some(w)) => a.min(w),
+            (a, w) => match a.or(w) {
+                Some(t) => t,
+                None => break,
+            },
+        };
+        while i < arrivals.len() && Instant(arrivals[i].0) <= now {
+            p.enqueue(now, arrivals[i].1, ());
+            i += 1;
+        }
+        while let Some(pkt) = p.dequeue(now) {
+            assert!(pkt.meta.due <= now, "a packet left before it was due");
+            out.push(pkt.meta);
+        }
+        drops.extend(p.take_drops());
+    }
+    (out, drops)
 }
