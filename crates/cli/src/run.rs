@@ -206,7 +206,7 @@ pub fn print_report(rep: &LabReport, hosts: &[String]) {
             d.dropped_loss,
             d.dropped_queue,
             d.dropped_outage,
-            if d.dropped_arq > 0 { format!(", {} by ARQ giving up", d.dropped_arq) } else { String::new() },
+            if d.dropped_arq > 0 || d.retransmissions > 0 { format!(", {} by ARQ giving up ({} retransmissions)", d.dropped_arq, d.retransmissions) } else { String::new() },
             d.error.as_ref().map(|e| format!("; error: {e}")).unwrap_or_default()
         );
     }

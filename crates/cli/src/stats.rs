@@ -40,5 +40,23 @@ fn print_human(s: &Summary) {
         let tp: Vec<String> = d.throughput_bps.iter().map(|b| format!("{:.0}", b / 1e3)).collect();
         println!("  kbit/s per second: {}", tp.join(" "));
         println!("  mean throughput {:.1} kbit/s", d.mean_throughput_bps / 1e3);
+        if d.retransmissions > 0 {
+            println!("  ARQ        {} retransmissions", d.retransmissions);
+        }
+        if let Some(sf) = &d.superframes {
+            println!(
+                "  DAMA       {} super-frames ({} with data): allocated {:.1} KB, used {:.1} KB ({:.1} %)",
+                sf.count,
+                sf.busy,
+                sf.allocated_bytes as f64 / 1e3,
+                sf.used_bytes as f64 / 1e3,
+                sf.utilization * 100.0
+            );
+            let per_s: Vec<String> = sf.allocated_bps.iter().zip(&sf.used_bps).map(|(a, u)| format!("{:.0}/{:.0}", a / 1e3, u / 1e3)).collect();
+            println!("  allocated/used kbit/s per second: {}", per_s.join(" "));
+        }
+        if let Some(c) = &d.channels {
+            println!("  channels   {} call drops, {} redials; {:.1} channel-s down, longest {:.1} s", c.drops, c.redials, c.down_channel_s, c.longest_down_s);
+        }
     }
 }

@@ -8,6 +8,14 @@ use common::*;
 
 use serde_json::Value;
 
+/// `aerolink stats --json` of a packet log.
+fn log_stats(log: &std::path::Path) -> Value {
+    let o = aerolink(&["stats", "--json", log.to_str().unwrap()]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"))
+}
+
 fn ping_samples(out: &str) -> Vec<f64> {
     out.lines().filter_map(|l| l.split("time=").nth(1)).filter_map(|t| t.split_whitespace().next()).filter_map(|t| t.parse().ok()).collect()
 }
@@ -126,9 +134,15 @@ fn ldacs_pings_wait_for_grants_and_arq_hides_block_errors() {
     // resends it), the reply one forward block. The floor is a multi-frame
     // (58.32 ms) for the return-link grant plus both transmissions (≈ 9.6
     // ms) and 2 ms of flight; ARQ leaves ≈ 0.24 % of requests lost.
-    let o = aerolink(&["run", "-q", "--profile", "ldacs1-158k", "--client", "ping -c 20 -i 0.3 -W 5 $AEROLINK_SERVER; true"]);
+    let log = tempdir("ldacs-ping").join("ping.log");
+    let o = aerolink(&["run", "-q", "--profile", "ldacs1-158k", "--log", log.to_str().unwrap(), "--client", "ping -c 20 -i 0.3 -W 5 $AEROLINK_SERVER; true"]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
+    // The retransmissions are in the log and its statistics (20 requests
+    // all going through on the first try has probability 0.63^20 ≈ 1e-4).
+    let up = &log_stats(&log)["directions"][0];
+    assert_eq!(up["dir"], "up");
+    assert!(up["retransmissions"].as_u64().unwrap() >= 1, "{up}");
     let mut s = ping_samples(&out);
     assert!(s.len() >= 18, "{} of 20 replies: {out}", s.len());
     s.sort_by(f64::total_cmp);
@@ -174,10 +188,18 @@ fn starlink_pings_show_the_15_second_steps() {
 fn on_demand_return_links_make_an_idle_terminal_wait() {
     // Seed 001: a request/response after idle costs one satellite round
     // trip with CRA, and a request cycle more with VBDC.
+    let dir = tempdir("dama-ping");
     let rtts = |profile: &str| {
-        let o = aerolink(&["run", "-q", "--profile", profile, "--client", "ping -c 5 -i 1.5 -W 5 $AEROLINK_SERVER"]);
+        let log = dir.join(format!("{profile}.log"));
+        let o = aerolink(&["run", "-q", "--profile", profile, "--log", log.to_str().unwrap(), "--client", "ping -c 5 -i 1.5 -W 5 $AEROLINK_SERVER"]);
         let (out, err) = text(&o);
         assert!(o.status.success(), "{profile}: {out}{err}");
+        // The log has the return link's super-frames: what the terminal
+        // sent fits in what it was allocated.
+        let up = log_stats(&log)["directions"][0].clone();
+        let sf = &up["superframes"];
+        let (alloc, used) = (sf["allocated_bytes"].as_u64().unwrap(), sf["used_bytes"].as_u64().unwrap());
+        assert!(used >= 4 * 84 && used <= alloc, "{profile}: {sf}");
         ping_samples(&out)
     };
     let cra = rtts("geo-cra");

@@ -333,4 +333,10 @@ fn a_tcp_download_survives_call_drops_on_a_bonded_link() {
     let s: Value = serde_json::from_slice(&st.stdout).unwrap();
     let outage: u64 = s["directions"].as_array().unwrap().iter().map(|dir| dir["dropped"]["outage"].as_u64().unwrap_or(0)).sum();
     assert!(outage > 0, "no call drop took a packet: {s}");
+    // The channel monitor's events: every direction saw calls drop and
+    // come back (20 s of 3 channels dropping every 3 s on average).
+    for dir in s["directions"].as_array().unwrap() {
+        let c = &dir["channels"];
+        assert!(c["drops"].as_u64().unwrap() >= 2 && c["redials"].as_u64().unwrap() >= 1, "{c}");
+    }
 }

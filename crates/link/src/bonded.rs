@@ -16,7 +16,7 @@
 //! 10 s wait, dial, PPP). With every channel down, arrivals are dropped.
 //! `marginal = { every, duration, loss }` puts a channel into a marginal
 //! state from time to time: up, but losing `loss` of its packets.
-//! Channel changes are reported as [`ChannelEvent`]s for logs and monitors.
+//! Channel changes are reported as [`Note::Channel`] events for logs and monitors.
 
 use std::collections::VecDeque;
 
@@ -27,7 +27,7 @@ use crate::packet::{Drop, DropReason, Meta};
 use crate::profile::keys::{only_keys, parse_jitter, table_str, Raw, RawKeys};
 use crate::profile::{DirectionSpec, Loader, ProfileError};
 use crate::registry::StageKind;
-use crate::stage::{Stage, StageContext};
+use crate::stage::{Note, Stage, StageContext, StageEvent};
 use crate::time::{Duration, Instant};
 use crate::units;
 
@@ -48,14 +48,6 @@ pub struct BondedSpec {
     pub marginal: Option<(Duration, Duration, f64)>,
     /// Bytes each channel queues.
     pub queue_bytes: u64,
-}
-
-/// A channel going down or coming back, for logs and link monitors.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct ChannelEvent {
-    pub at: Instant,
-    pub channel: u16,
-    pub up: bool,
 }
 
 struct Channel {
@@ -80,7 +72,7 @@ pub struct Bonded {
     ch: Vec<Channel>,
     next_rr: usize,
     /// Channel changes not yet taken.
-    events: Vec<ChannelEvent>,
+    events: Vec<StageEvent>,
     out: VecDeque<Meta>,
 }
 
@@ -110,11 +102,6 @@ impl Bonded {
         Bonded { spec, rng, ch, next_rr: 0, events: Vec::new(), out: VecDeque::new() }
     }
 
-    /// Channel changes since the last call.
-    pub fn take_events(&mut self) -> Vec<ChannelEvent> {
-        std::mem::take(&mut self.events)
-    }
-
     /// How many channels are up at the time the stage has got to.
     pub fn channels_up(&self) -> usize {
         self.ch.iter().filter(|c| c.down_until.is_none()).count()
@@ -142,7 +129,7 @@ impl Bonded {
                         Some(m) => until + exp(&mut self.rng, m),
                         None => Instant(u64::MAX),
                     };
-                    self.events.push(ChannelEvent { at: until, channel: i as u16, up: true });
+                    self.events.push(StageEvent { at: until, note: Note::Channel { channel: i as u16, up: true } });
                     continue;
                 }
                 if c.next_drop > t {
@@ -169,7 +156,7 @@ impl Bonded {
                 c.flight = kept;
                 c.free_at = at;
                 c.down_until = Some(at + redial);
-                self.events.push(ChannelEvent { at, channel: i as u16, up: false });
+                self.events.push(StageEvent { at, note: Note::Channel { channel: i as u16, up: false } });
             }
         }
     }
@@ -309,6 +296,10 @@ impl Stage for Bonded {
 
     fn in_flight(&self) -> usize {
         self.ch.iter().map(|c| c.queue.len() + c.flight.len()).sum::<usize>() + self.out.len()
+    }
+
+    fn take_events(&mut self, out: &mut Vec<StageEvent>) {
+        out.append(&mut self.events);
     }
 }
 

@@ -31,7 +31,7 @@ use crate::packet::{Drop, DropReason, Meta};
 use crate::profile::keys::{only_keys, RawKeys};
 use crate::profile::{DirectionSpec, Loader, ProfileError};
 use crate::registry::StageKind;
-use crate::stage::{pop_due, Stage, StageContext};
+use crate::stage::{pop_due, Note, Stage, StageContext, StageEvent};
 use crate::time::{Duration, Instant};
 use crate::units::{self, Size};
 
@@ -158,6 +158,10 @@ pub struct Dama {
     arrived: u64,
     window: VecDeque<u64>,
     out: VecDeque<Meta>,
+    /// Bytes sent in the current super-frame.
+    used: f64,
+    /// Super-frames ended and not yet taken.
+    events: Vec<StageEvent>,
 }
 
 impl Dama {
@@ -177,6 +181,8 @@ impl Dama {
             arrived: 0,
             window: VecDeque::new(),
             out: VecDeque::new(),
+            used: 0.0,
+            events: Vec::new(),
         };
         d.rate = d.allocation_for(0).total();
         d
@@ -213,8 +219,26 @@ impl Dama {
         self.queue.is_empty() && self.requests.is_empty() && self.arrived == 0 && self.window.iter().all(|b| *b == 0) && !(self.rbdc.0 > 0.0 && self.sf < self.rbdc.1)
     }
 
+    /// Reports the super-frames from the current one up to `k` (excluded)
+    /// as ended: the current one with what it carried, the ones skipped
+    /// while idle with their standing allocation and nothing sent.
+    fn end_superframes(&mut self, k: u64) {
+        let sf_secs = self.spec.superframe.as_secs_f64();
+        let bytes = |rate: f64, n: u64| (rate * sf_secs * n as f64 / 8.0).round() as u64;
+        let note = Note::Superframe { index: self.sf, count: 1, allocated_bytes: bytes(self.rate, 1), used_bytes: self.used.round() as u64 };
+        self.events.push(StageEvent { at: self.sf_start(self.sf + 1), note });
+        self.used = 0.0;
+        if k > self.sf + 1 {
+            let count = k - self.sf - 1;
+            let standing = self.spec.allocate(0.0, 0).total();
+            let note = Note::Superframe { index: self.sf + 1, count, allocated_bytes: bytes(standing, count), used_bytes: 0 };
+            self.events.push(StageEvent { at: self.sf_start(k), note });
+        }
+    }
+
     /// At the start of super-frame `k`: requests, then the allocation.
     fn start_superframe(&mut self, k: u64) {
+        self.end_superframes(k);
         let sf_secs = self.spec.superframe.as_secs_f64();
         let w = self.spec.rbdc_timeout as usize;
         self.window.push_back(self.arrived);
@@ -262,6 +286,7 @@ impl Dama {
                     if done > until {
                         break;
                     }
+                    self.used += q.left;
                     let mut m = q.meta;
                     m.tx_end = done;
                     m.due = done;
@@ -278,6 +303,7 @@ impl Dama {
                         q.meta.tx_start = start;
                     }
                     q.left -= can;
+                    self.used += can;
                     self.pos = end;
                     break;
                 }
@@ -353,6 +379,10 @@ impl Stage for Dama {
 
     fn in_flight(&self) -> usize {
         self.queue.len() + self.out.len()
+    }
+
+    fn take_events(&mut self, out: &mut Vec<StageEvent>) {
+        out.append(&mut self.events);
     }
 }
 

@@ -39,7 +39,7 @@ use crate::packet::{Drop, DropReason, Meta};
 use crate::profile::keys::{only_keys, RawKeys};
 use crate::profile::{DirectionSpec, Loader, ProfileError};
 use crate::registry::StageKind;
-use crate::stage::{pop_due, Stage, StageContext};
+use crate::stage::{pop_due, Note, Stage, StageContext, StageEvent};
 use crate::time::{Duration, Instant};
 use crate::units::{self, Size};
 
@@ -165,11 +165,13 @@ pub struct Ldacs {
     held_bytes: u64,
     out: VecDeque<Meta>,
     last_out: Instant,
+    /// Retransmissions not yet taken.
+    events: Vec<StageEvent>,
 }
 
 impl Ldacs {
     pub fn new(spec: LdacsSpec, rng: LinkRng) -> Self {
-        Ldacs { spec, rng, sent: BTreeMap::new(), ready: BTreeMap::new(), busy: None, free_at: Instant::ZERO, next_in: 0, next_out: 0, held_bytes: 0, out: VecDeque::new(), last_out: Instant::ZERO }
+        Ldacs { spec, rng, sent: BTreeMap::new(), ready: BTreeMap::new(), busy: None, free_at: Instant::ZERO, next_in: 0, next_out: 0, held_bytes: 0, out: VecDeque::new(), last_out: Instant::ZERO, events: Vec::new() }
     }
 
     /// When a packet (or a retransmission) that is ready to go at `t` may
@@ -207,6 +209,9 @@ impl Ldacs {
             let len = s.meta.len;
             if s.attempts == 1 {
                 s.meta.tx_start = start;
+            } else {
+                let note = Note::Retransmit { id: s.meta.id, bytes: len, attempt: s.attempts };
+                self.events.push(StageEvent { at: start, note });
             }
             let lost = self.spec.fer > 0.0 && self.rng.random::<f64>() < self.spec.transmission_loss(len);
             self.busy = Some((seq, start, start + self.spec.tx_time(len), lost));
@@ -299,6 +304,10 @@ impl Stage for Ldacs {
 
     fn in_flight(&self) -> usize {
         self.sent.len() + self.out.len()
+    }
+
+    fn take_events(&mut self, out: &mut Vec<StageEvent>) {
+        out.append(&mut self.events);
     }
 }
 

@@ -40,6 +40,6 @@ pub use jitter::{Jitter, LinkRng};
 pub use packet::{Drop, DropReason, Meta, Packet};
 pub use pipeline::Pipeline;
 pub use registry::StageKind;
-pub use stage::{Stage, StageContext};
+pub use stage::{Note, Stage, StageContext, StageEvent};
 pub use profile::{DirectionSpec, Override, Profile, ProfileError};
 pub use time::{Duration, Instant};

@@ -91,6 +91,14 @@ impl<P> Pipeline<P> {
         self.drops.drain(..)
     }
 
+    /// What the stages did since the last call, other than packets' fates
+    /// (see [`Note`](crate::stage::Note)), appended to `out` stage by stage.
+    pub fn take_events(&mut self, out: &mut Vec<crate::stage::StageEvent>) {
+        for s in &mut self.stages {
+            s.take_events(out);
+        }
+    }
+
     pub fn backlog_bytes(&self) -> u64 {
         self.stages.iter().map(|s| s.backlog_bytes()).sum()
     }

@@ -43,6 +43,32 @@ pub trait Stage: Send {
     }
     /// Packets inside this stage.
     fn in_flight(&self) -> usize;
+    /// Moves what the stage did since the last call, other than packets'
+    /// fates, into `out` (for logs, stats and link monitors). Stages with
+    /// nothing to tell keep the default.
+    fn take_events(&mut self, _out: &mut Vec<StageEvent>) {}
+}
+
+/// Something a stage did that is not a packet's fate.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct StageEvent {
+    pub at: Instant,
+    pub note: Note,
+}
+
+/// What a [`StageEvent`] tells.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Note {
+    /// DVB-RCS2: `count` super-frames from `index` on (more than one only
+    /// for an idle stretch) ended; the capacity they allocated and the bytes
+    /// the terminal sent in them. Stamped with the end of the last one.
+    Superframe { index: u64, count: u64, allocated_bytes: u64, used_bytes: u64 },
+    /// Bonded channels: `channel` dropped its call (`up = false`) or came
+    /// back after redialling.
+    Channel { channel: u16, up: bool },
+    /// Link-layer ARQ sends packet `id` (`bytes` long) again: its
+    /// `attempt`-th transmission (2 is the first retransmission).
+    Retransmit { id: u64, bytes: u32, attempt: u32 },
 }
 
 /// The front of a stage's output queue if it is due by `now` (the queue

@@ -156,3 +156,64 @@ fn an_offloaded_burst_passes_as_one_packet() {
         assert!(!h.pump.sides[0].pipeline.is_aggregate_safe(), "{link}");
     }
 }
+
+/// Writes `events` as a log and summarises it, as `aerolink stats` does.
+fn stats_of(events: &[Event]) -> aerolink_net::log::Summary {
+    let mut buf = Vec::new();
+    aerolink_net::log::write_header(&mut buf, &[("seed".into(), "1".into())]).unwrap();
+    for e in events {
+        aerolink_net::log::write_event(&mut buf, e).unwrap();
+    }
+    aerolink_net::log::summarize(buf.as_slice()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+#[test]
+fn dama_super_frames_reach_the_log_and_stats() {
+    // A CRA of 80 kbit/s on a 1 Mbit/s carrier: 40 packets of 500 B at
+    // once take 2 s; every super-frame allocates 80 kbit/s × 26.5 ms.
+    let h = hop("[link]\ndelay = \"10 ms\"\n[up]\ndama = { carrier = \"1 Mbit/s\", cra = \"80 kbit/s\" }\n", 0, 150_000, 1600 + VNET_HDR_LEN);
+    for n in 0..40u32 {
+        h.left.schedule(aerolink_link::Instant(0), &packet(n, 500));
+    }
+    // A late packet so the idle stretch after the burst is reported.
+    h.left.schedule(aerolink_link::Instant(5_000 * MS), &packet(40, 500));
+    h.right.schedule(aerolink_link::Instant(100 * MS), &packet(41, 500));
+    let (reps, _, right, events) = run(h);
+    assert_eq!(right.written().len(), 41);
+    let sfs: Vec<&Event> = events.iter().filter(|e| matches!(e.kind, EventKind::Note(aerolink_link::Note::Superframe { .. }))).collect();
+    assert!(sfs.len() >= 75, "{} super-frame events", sfs.len());
+    let s = stats_of(&events);
+    let up = &s.directions[0];
+    let sf = up.superframes.as_ref().expect("the up direction reports super-frames");
+    // Every byte sent was sent in an allocation; the super-frames cover
+    // the run without gaps or overlaps.
+    // (The last packet starts in one super-frame and ends in the next,
+    // which is still running when the simulation stops.)
+    assert_eq!(reps[0].bytes_out, 41 * 500);
+    assert!(sf.used_bytes > 40 * 500 && sf.used_bytes < 41 * 500, "used {} B", sf.used_bytes);
+    let covered = sf.count as f64 * 0.0265;
+    assert!((5.0..5.06).contains(&covered), "super-frames cover {covered:.3} s");
+    let expected = 80_000.0 / 8.0 * covered;
+    assert!((sf.allocated_bytes as f64 - expected).abs() <= sf.count as f64, "allocated {} B, expected {expected:.0}", sf.allocated_bytes);
+    // Busy for the 2 s of the burst, idle after: per second, used ≤ allocated.
+    assert!(sf.used_bps.iter().zip(&sf.allocated_bps).all(|(u, a)| *u <= a + 1.0), "{:?} vs {:?}", sf.used_bps, sf.allocated_bps);
+    assert!(sf.used_bps[0] > 75_000.0 && sf.used_bps[3] == 0.0, "{:?}", sf.used_bps);
+    assert!(s.directions[1].superframes.is_none(), "the forward link has no DAMA");
+}
+
+#[test]
+fn arq_retransmissions_reach_the_log_and_stats() {
+    // The return link of L-DACS 1 at FER 6.28e-2: most 84 B packets need
+    // a retransmission or more.
+    let h = hop("[up]\nldacs = { link = \"rl\", rate = \"158 kbit/s\" }\n", 0, 150_000, 1600 + VNET_HDR_LEN);
+    for n in 0..200u32 {
+        h.left.schedule(aerolink_link::Instant(n as u64 * 300 * MS), &packet(n, 84));
+    }
+    let (reps, _, _, events) = run(h);
+    let retx: Vec<&Event> = events.iter().filter(|e| matches!(e.kind, EventKind::Note(aerolink_link::Note::Retransmit { .. }))).collect();
+    // 0.322 of first tries fail: ≈ 64 of 200 plus their own repeats.
+    assert!((40..=140).contains(&retx.len()), "{} retransmissions", retx.len());
+    assert_eq!(reps[0].retransmissions, retx.len() as u64);
+    assert!(retx.iter().all(|e| matches!(e.kind, EventKind::Note(aerolink_link::Note::Retransmit { attempt, bytes: 84, .. }) if attempt >= 2)));
+    assert_eq!(stats_of(&events).directions[0].retransmissions, retx.len() as u64);
+}

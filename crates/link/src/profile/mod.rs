@@ -138,8 +138,14 @@ impl DirectionSpec {
             }
         }
     }
-    /// The queue limit in force for a round-trip time of `rtt`.
+    /// The queue limit in force for a round-trip time of `rtt`. Without a
+    /// rate and without `hold` outages nothing waits in front of the
+    /// link (a `dama`, `ldacs` or `bonded` stage queues in its own buffer),
+    /// so no limit: a burst read in one round must not be cut there.
     pub fn queue_limit(&self, rtt: Duration) -> QueueLimit {
+        if matches!(self.rate, RateSpec::Unlimited) && !self.outages.iter().any(|w| w.mode == crate::outage::OutageMode::Hold) {
+            return QueueLimit::Unlimited;
+        }
         match self.queue {
             QueueSpec::Limit(l) => l,
             QueueSpec::Bdp => match self.capacity_bps() {

@@ -78,6 +78,8 @@ pub struct PumpReport {
     pub dropped_outage: u64,
     /// Given up by link-layer ARQ after its last retransmission.
     pub dropped_arq: u64,
+    /// Link-layer ARQ retransmissions.
+    pub retransmissions: u64,
     /// How late packets were written compared with their due time, µs.
     pub lateness_us_p50: f64,
     pub lateness_us_p99: f64,
@@ -162,6 +164,7 @@ impl<D: Device, T: Timer> Pump<D, T> {
         let mut late = [0, 1].map(|_| Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds"));
         let mut pool: Vec<Vec<u8>> = Vec::new();
         let mut events: Vec<Event> = Vec::new();
+        let mut notes: Vec<aerolink_link::StageEvent> = Vec::new();
         let logging = self.log.is_some();
         let mut spin = SpinMargin::new(self.max_spin_ns);
         let hop = self.hop;
@@ -237,6 +240,17 @@ impl<D: Device, T: Timer> Pump<D, T> {
                     }
                     if logging {
                         events.push(Event { t: d.at, hop, dir: side.dir, id: d.meta.id, bytes: d.meta.len, kind: EventKind::Drop(d.reason) });
+                    }
+                }
+                // What the link's mechanisms did (super-frames, channel
+                // drops, retransmissions): taken every round, kept if logged.
+                side.pipeline.take_events(&mut notes);
+                for n in notes.drain(..) {
+                    if let aerolink_link::Note::Retransmit { .. } = n.note {
+                        rep.retransmissions += 1;
+                    }
+                    if logging {
+                        events.push(Event::note(n.at, hop, side.dir, n.note));
                     }
                 }
             }
