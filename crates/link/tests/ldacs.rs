@@ -118,3 +118,35 @@ fn one_way_latency_of_a_lightly_loaded_link() {
     assert!(rl95 > fl95, "RL p95 {rl95:.1} vs FL {fl95:.1} ms");
     eprintln!("one-way latency, 200 B at 158 kbit/s: FL p50 {fl50:.1} ms p95 {fl95:.1} ms; RL p50 {rl50:.1} ms p95 {rl95:.1} ms");
 }
+
+#[test]
+fn a_link_budget_sets_the_block_error_rate() {
+    // 300 km from the ground station: 2.5 dB less SNR than at the cell
+    // edge (225 km); the return link's FER goes from 2.4e-2 to 0.24, as
+    // the losses of 84 B packets without ARQ show (99 % intervals).
+    let near = profile("[up]\nldacs = { link = \"rl\", rate = \"158 kbit/s\", arq = false, buffer = \"10 MB\", budget = { distance_km = 225 } }\n");
+    let far = profile("[up]\nldacs = { link = \"rl\", rate = \"158 kbit/s\", arq = false, buffer = \"10 MB\", budget = { distance_km = 300 } }\n");
+    let fer = |p: &Profile| p.up.ldacs.as_ref().unwrap().fer;
+    assert!(fer(&far) > 4.0 * fer(&near), "{} vs {}", fer(&far), fer(&near));
+    let n = 20_000u64;
+    let arrivals: Vec<(u64, u32)> = (0..n).map(|k| (k * 60 * MS, 77)).collect();
+    for p in [&near, &far] {
+        let mut pipe = Pipeline::new(&p.up, p.base_rtt(), 3, 0);
+        let (_, drops) = drive(&mut pipe, &arrivals);
+        let expected = 1.0 - (1.0 - fer(p)).powi(6);
+        let (lo, hi) = binomial_ci(drops.len(), n as usize, 2.576);
+        assert!(lo <= expected && expected <= hi, "lost {} of {n}, expected {expected:.4}", drops.len());
+    }
+    // The describe line says where the FER came from.
+    assert!(far.up.described["ldacs"].contains("SNR") && far.up.described["ldacs"].contains("300 km"), "{}", far.up.described["ldacs"]);
+    // fer and budget together, a budget without a distance, a bad table.
+    for bad in [
+        "ldacs = { link = \"rl\", rate = \"1 kbit/s\", fer = 0.1, budget = { distance_km = 100 } }",
+        "ldacs = { link = \"rl\", rate = \"1 kbit/s\", budget = { tx_power_dbm = 41 } }",
+        "ldacs = { link = \"rl\", rate = \"1 kbit/s\", budget = { distance_km = 100, snr_fer = [[9, 0.1], [8, 0.01]] } }",
+        "ldacs = { link = \"rl\", rate = \"1 kbit/s\", budget = { distance_km = 100, range = 3 } }",
+    ] {
+        let e = Profile::parse(&format!("[up]\n{bad}\n"), "b.toml", &[], &mut |_| Err("no files".into())).err().unwrap_or_else(|| panic!("accepted {bad}")).to_string();
+        assert!(e.contains("b.toml") && e.contains("up.ldacs"), "{e}");
+    }
+}
