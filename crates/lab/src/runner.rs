@@ -55,10 +55,15 @@ pub struct RunOutcome {
     /// Stopping the server and removing the lab, ms.
     pub teardown_ms: f64,
     pub client_ms: f64,
+    /// The emulator's accuracy in this run: the worst 99th percentile, over
+    /// every hop and direction, of how late packets left against their
+    /// due time, µs.
+    #[serde(default)]
+    pub lateness_us_p99: f64,
 }
 
 fn failed(e: impl std::fmt::Display) -> RunOutcome {
-    RunOutcome { ok: false, error: Some(e.to_string()), result: serde_json::Value::Null, wire_bytes_down: 0, wire_bytes_up: 0, link_drops_loss: 0, link_drops_queue: 0, setup_ms: 0.0, teardown_ms: 0.0, client_ms: 0.0 }
+    RunOutcome { ok: false, error: Some(e.to_string()), result: serde_json::Value::Null, wire_bytes_down: 0, wire_bytes_up: 0, link_drops_loss: 0, link_drops_queue: 0, setup_ms: 0.0, teardown_ms: 0.0, client_ms: 0.0, lateness_us_p99: 0.0 }
 }
 
 fn kill_group(child: &mut std::process::Child) {
@@ -172,6 +177,7 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     drop(gateways);
     let rep: LabReport = lab.shutdown();
     outcome.teardown_ms = td.elapsed().as_secs_f64() * 1e3;
+    outcome.lateness_us_p99 = rep.directions.iter().map(|d| d.lateness_us_p99).fold(0.0, f64::max);
     for d in rep.directions.iter().filter(|d| d.hop as usize == measured_hop) {
         match d.dir {
             Some(aerolink_net::log::Dir::Up) => outcome.wire_bytes_up += d.bytes_out,

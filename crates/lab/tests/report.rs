@@ -26,6 +26,7 @@ fn outcome(plt_ms: f64, ok: bool) -> RunOutcome {
         setup_ms: 70.0,
         teardown_ms: 50.0,
         client_ms: plt_ms,
+        lateness_us_p99: 40.0,
     }
 }
 

@@ -1,5 +1,8 @@
 //! `aerolink bench orchestration`: set-up and tear-down time per run, and
-//! runs per hour of an experiment at several degrees of parallelism.
+//! runs per hour of an experiment at several degrees of parallelism — and
+//! whether running in parallel costs accuracy: the pumps' departure-time
+//! error (99th percentile per run) and each run's client time against the
+//! same run at the first level.
 
 use std::path::PathBuf;
 
@@ -42,11 +45,15 @@ pub fn run(a: OrchestrationArgs) -> anyhow::Result<i32> {
     }
     let exe = std::env::current_exe()?;
     let mut rows = Vec::new();
+    // Client time per run (by plan position) at the first level.
+    let mut first_client: Option<Vec<Option<f64>>> = None;
     for &p in &levels {
         eprintln!("{} runs of {} at --parallel {p}…", plan.len(), e.name);
         let t0 = std::time::Instant::now();
         let (rx, workers) = aerolink_lab::pool::start(e.clone(), plan.clone(), p, exe.clone(), run_id(), stop.clone());
-        let outs: Vec<aerolink_lab::runner::RunOutcome> = rx.into_iter().map(|f| f.outcome).collect();
+        let mut finished: Vec<_> = rx.into_iter().collect();
+        finished.sort_by(|a, b| a.planned.key.cmp(&b.planned.key));
+        let outs: Vec<aerolink_lab::runner::RunOutcome> = finished.into_iter().map(|f| f.outcome).collect();
         for w in workers {
             let _ = w.join();
         }
@@ -56,11 +63,19 @@ pub fn run(a: OrchestrationArgs) -> anyhow::Result<i32> {
             v.sort_by(f64::total_cmp);
             v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
         };
+        let client: Vec<Option<f64>> = outs.iter().map(|o| o.ok.then_some(o.client_ms)).collect();
+        let first = first_client.get_or_insert_with(|| client.clone());
+        // |client time / the same run's at the first level − 1|, median.
+        let mut changes: Vec<f64> = client.iter().zip(first.iter()).filter_map(|(a, b)| Some((a.as_ref()? / b.as_ref()? - 1.0).abs())).collect();
+        changes.sort_by(f64::total_cmp);
+        let lateness_max = outs.iter().filter(|o| o.ok).map(|o| o.lateness_us_p99).fold(0.0, f64::max);
         let row = serde_json::json!({
             "parallel": p, "runs": outs.len(), "failed": outs.iter().filter(|o| !o.ok).count(), "wall_s": wall,
             "runs_per_hour": outs.len() as f64 / wall * 3600.0,
             "setup_ms_median": med(&|o| o.setup_ms), "teardown_ms_median": med(&|o| o.teardown_ms),
             "client_s_median": med(&|o| o.client_ms / 1e3),
+            "lateness_us_p99_median": med(&|o| o.lateness_us_p99), "lateness_us_p99_max": lateness_max,
+            "client_change_median": changes.get(changes.len() / 2).copied().unwrap_or(f64::NAN),
         });
         eprintln!("  {:.0} s: {:.0} runs/hour, set-up {:.0} ms and tear-down {:.0} ms per run (median)", wall, row["runs_per_hour"].as_f64().unwrap_or(0.0), row["setup_ms_median"].as_f64().unwrap_or(0.0), row["teardown_ms_median"].as_f64().unwrap_or(0.0));
         rows.push(row);
@@ -81,8 +96,14 @@ pub fn run(a: OrchestrationArgs) -> anyhow::Result<i32> {
         for r in result["levels"].as_array().into_iter().flatten() {
             let rph = r["runs_per_hour"].as_f64().unwrap_or(0.0);
             println!(
-                "  --parallel {}: {:.0} runs/hour ({:.2}× --parallel 1), {} failed; per run: set-up {:.0} ms, tear-down {:.0} ms (median)",
+                "  --parallel {}: {:.0} runs/hour ({:.2}× the first level), {} failed; per run: set-up {:.0} ms, tear-down {:.0} ms (median)",
                 r["parallel"], rph, rph / base, r["failed"], r["setup_ms_median"].as_f64().unwrap_or(0.0), r["teardown_ms_median"].as_f64().unwrap_or(0.0)
+            );
+            println!(
+                "      accuracy: departures late by {:.0} µs at the 99th percentile (median run; worst run {:.0} µs); client time differs from the first level's by {:.1} % (median run)",
+                r["lateness_us_p99_median"].as_f64().unwrap_or(f64::NAN),
+                r["lateness_us_p99_max"].as_f64().unwrap_or(f64::NAN),
+                r["client_change_median"].as_f64().unwrap_or(f64::NAN) * 100.0
             );
         }
     }
