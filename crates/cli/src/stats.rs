@@ -55,6 +55,10 @@ fn print_human(s: &Summary) {
             let per_s: Vec<String> = sf.allocated_bps.iter().zip(&sf.used_bps).map(|(a, u)| format!("{:.0}/{:.0}", a / 1e3, u / 1e3)).collect();
             println!("  allocated/used kbit/s per second: {}", per_s.join(" "));
         }
+        if !d.handovers.is_empty() {
+            let h: Vec<String> = d.handovers.iter().map(|(p, t)| format!("{p} {t:.3} s")).collect();
+            println!("  handover   {}", h.join(", "));
+        }
         if let Some(c) = &d.channels {
             println!("  channels   {} call drops, {} redials; {:.1} channel-s down, longest {:.1} s", c.drops, c.redials, c.down_channel_s, c.longest_down_s);
         }

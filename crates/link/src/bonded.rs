@@ -172,7 +172,7 @@ impl Bonded {
                     None => break,
                 };
                 let c = &self.ch[i];
-                let start = c.free_at.max(c.queue.front().map(|m| m.arrived).unwrap_or(Instant::ZERO));
+                let start = c.free_at.max(c.queue.front().map(|m| m.due).unwrap_or(Instant::ZERO));
                 if start > t || c.down_until.is_some() {
                     break;
                 }
@@ -230,7 +230,8 @@ impl Stage for Bonded {
 
     fn enqueue(&mut self, at: Instant, mut pkt: Meta, drops: &mut Vec<Drop>) {
         self.advance(at, drops);
-        pkt.arrived = at;
+        // `due` is when it reached this stage, until it leaves.
+        pkt.due = at;
         let n = self.ch.len();
         // Round robin over the channels that are up.
         for k in 0..n {
@@ -261,7 +262,7 @@ impl Stage for Bonded {
             }
             if let Some(m) = c.queue.front() {
                 if c.down_until.is_none() {
-                    consider(c.free_at.max(m.arrived));
+                    consider(c.free_at.max(m.due));
                 }
             }
             // Churn matters only while something is held.

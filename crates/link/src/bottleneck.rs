@@ -43,7 +43,8 @@ impl Bottleneck {
 
     fn plan_head(&mut self) {
         self.head = self.queue.front().map(|p| {
-            let may_start = p.arrived.max(self.free_at);
+            // `due` is when the packet reached this stage, until it leaves.
+            let may_start = p.due.max(self.free_at);
             match self.outages.gate(may_start) {
                 Gate::Open(start) => {
                     let end = self.server.finish(start, p.len);
@@ -66,7 +67,7 @@ impl Stage for Bottleneck {
 
     /// Accepts a packet at `at`, or drops it if the queue is full.
     fn enqueue(&mut self, at: Instant, mut pkt: Meta, drops: &mut Vec<Drop>) {
-        pkt.arrived = at;
+        pkt.due = at;
         if !self.accounting.admit(pkt.len) {
             drops.push(Drop { meta: pkt, at, reason: DropReason::Queue });
             return;
@@ -122,6 +123,16 @@ impl Stage for Bottleneck {
 
     fn in_flight(&self) -> usize {
         self.queue.len()
+    }
+
+    fn cut(&mut self, at: Instant, drops: &mut Vec<Drop>) {
+        // Everything still here has not finished its transmission by `at`.
+        while let Some(p) = self.queue.pop_front() {
+            self.accounting.release(p.len);
+            drops.push(Drop { meta: p, at, reason: DropReason::Outage });
+        }
+        self.head = None;
+        self.free_at = self.free_at.max(at);
     }
 }
 

@@ -276,7 +276,7 @@ impl Dama {
             let end = self.sf_start(self.sf + 1);
             // Serve the queue inside this super-frame.
             while let Some(q) = self.queue.front_mut() {
-                let start = self.pos.max(q.meta.arrived);
+                let start = self.pos.max(q.meta.due);
                 if start >= end || start > until || self.rate <= 0.0 {
                     break;
                 }
@@ -328,7 +328,7 @@ impl Dama {
         if self.rate <= 0.0 {
             return None;
         }
-        let start = self.pos.max(q.meta.arrived);
+        let start = self.pos.max(q.meta.due);
         let done = start + Duration::from_secs_f64(q.left * 8.0 / self.rate);
         (done <= self.sf_start(self.sf + 1)).then_some(done)
     }
@@ -345,7 +345,8 @@ impl Stage for Dama {
             drops.push(Drop { meta: pkt, at, reason: DropReason::Queue });
             return;
         }
-        pkt.arrived = at;
+        // `due` is when it reached this stage, until it leaves.
+        pkt.due = at;
         pkt.tx_start = at;
         self.held_bytes += pkt.len as u64;
         self.arrived += pkt.len as u64;

@@ -311,6 +311,21 @@ impl Stage for Ldacs {
     fn take_events(&mut self, out: &mut Vec<StageEvent>) {
         out.append(&mut self.events);
     }
+
+    fn cut(&mut self, at: Instant, drops: &mut Vec<Drop>) {
+        // What the receiver has (waiting only for an earlier packet) is
+        // handed on; what waits for a grant, a retransmission or is on
+        // the air is lost with the cell.
+        self.ready.clear();
+        self.busy = None;
+        self.free_at = self.free_at.max(at);
+        for s in self.sent.values_mut() {
+            if matches!(s.fate, Fate::Waiting) {
+                s.fate = Fate::Dropped(at, DropReason::Outage);
+            }
+        }
+        self.hand_on(at, drops);
+    }
 }
 
 /// L-DACS 1 in the stage registry: key `ldacs`.

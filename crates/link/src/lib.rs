@@ -20,6 +20,7 @@ pub mod bottleneck;
 pub mod builtin;
 pub mod dama;
 pub mod delay;
+pub mod handover;
 pub mod jitter;
 pub mod ldacs;
 pub mod loss;

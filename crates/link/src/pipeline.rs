@@ -28,6 +28,8 @@ pub struct Pipeline<P> {
     drops: Vec<Drop>,
     /// Drops whose payloads are already released.
     released: usize,
+    /// Packets that left the last stage while the pipeline ran up to a cut.
+    settled: VecDeque<crate::packet::Meta>,
 }
 
 impl<P> Pipeline<P> {
@@ -42,7 +44,7 @@ impl<P> Pipeline<P> {
     /// A pipeline of the given stages, in order (at least one).
     pub fn from_stages(stages: Vec<Box<dyn Stage>>) -> Self {
         assert!(!stages.is_empty(), "a pipeline needs at least one stage");
-        Pipeline { stages, payloads: VecDeque::new(), first_id: 0, next_id: 0, drops: Vec::new(), released: 0 }
+        Pipeline { stages, payloads: VecDeque::new(), first_id: 0, next_id: 0, drops: Vec::new(), released: 0, settled: VecDeque::new() }
     }
 
     /// Whether the pipeline may treat a burst of segments as one packet
@@ -64,23 +66,55 @@ impl<P> Pipeline<P> {
     }
 
     pub fn next_wakeup(&self) -> Option<Instant> {
-        self.stages.iter().filter_map(|s| s.next_wakeup()).min()
+        let settled = self.settled.front().map(|m| m.due);
+        self.stages.iter().filter_map(|s| s.next_wakeup()).chain(settled).min()
     }
 
-    /// The next packet due at the far end by `now`, with `meta.due` set to
-    /// the exact time it should leave.
-    pub fn dequeue(&mut self, now: Instant) -> Option<Packet<P>> {
-        // Move everything each stage has released by `now` into the next
-        // one, front to back, then take from the last.
+    /// Moves everything each stage has released by `now` into the next
+    /// one, front to back.
+    fn shift(&mut self, now: Instant) {
         for i in 0..self.stages.len().saturating_sub(1) {
             let (head, tail) = self.stages.split_at_mut(i + 1);
             while let Some(m) = head[i].dequeue(now, &mut self.drops) {
                 tail[0].enqueue(m.due, m, &mut self.drops);
             }
         }
-        let last = self.stages.last_mut()?.dequeue(now, &mut self.drops);
+    }
+
+    /// Applies the cuts due by `now`, each at its own time: the stages run
+    /// up to it, then the ones after the cutting stage lose what they hold.
+    fn apply_cuts(&mut self, now: Instant) {
+        while let Some((at, i)) = self.stages.iter().enumerate().filter_map(|(i, s)| s.cut_at().map(|t| (t, i))).min() {
+            if at > now {
+                return;
+            }
+            self.shift(at);
+            let last = self.stages.len() - 1;
+            while let Some(m) = self.stages[last].dequeue(at, &mut self.drops) {
+                self.settled.push_back(m);
+            }
+            for s in &mut self.stages[i + 1..] {
+                s.cut(at, &mut self.drops);
+            }
+            self.stages[i].cut_done();
+        }
+    }
+
+    /// The next packet due at the far end by `now`, with `meta.due` set to
+    /// the exact time it should leave.
+    pub fn dequeue(&mut self, now: Instant) -> Option<Packet<P>> {
+        // Cuts first, then move everything released by `now` down the
+        // chain and take from the last stage.
+        self.apply_cuts(now);
+        let meta = match self.settled.pop_front() {
+            Some(m) => Some(m),
+            None => {
+                self.shift(now);
+                self.stages.last_mut()?.dequeue(now, &mut self.drops)
+            }
+        };
         self.release_dropped();
-        let meta = last?;
+        let meta = meta?;
         let payload = self.take_payload(meta.id).expect("every packet inside has its payload");
         Some(Packet { meta, payload })
     }
@@ -105,7 +139,7 @@ impl<P> Pipeline<P> {
 
     /// Packets inside the link (queued, on the wire or propagating).
     pub fn in_flight(&self) -> usize {
-        self.stages.iter().map(|s| s.in_flight()).sum()
+        self.stages.iter().map(|s| s.in_flight()).sum::<usize>() + self.settled.len()
     }
 
     fn release_dropped(&mut self) {

@@ -47,6 +47,18 @@ pub trait Stage: Send {
     /// fates, into `out` (for logs, stats and link monitors). Stages with
     /// nothing to tell keep the default.
     fn take_events(&mut self, _out: &mut Vec<StageEvent>) {}
+    /// When the link under the later stages goes away (a handover's layer
+    /// 2): the pipeline then runs them to that time and [`cut`](Stage::cut)s
+    /// them. `None`: never, or not yet.
+    fn cut_at(&self) -> Option<Instant> {
+        None
+    }
+    /// The cut at [`cut_at`](Stage::cut_at) is done.
+    fn cut_done(&mut self) {}
+    /// The link under this stage went away at `at`: what waits for or is
+    /// in transmission is lost (reason `outage`); what already propagates
+    /// arrives. Stages that hold nothing of the kind keep the default.
+    fn cut(&mut self, _at: Instant, _drops: &mut Vec<Drop>) {}
 }
 
 /// Something a stage did that is not a packet's fate.
@@ -69,6 +81,8 @@ pub enum Note {
     /// Link-layer ARQ sends packet `id` (`bytes` long) again: its
     /// `attempt`-th transmission (2 is the first retransmission).
     Retransmit { id: u64, bytes: u32, attempt: u32 },
+    /// Handover number `index` reached `phase`.
+    Handover { index: u16, phase: crate::handover::Phase },
 }
 
 /// The front of a stage's output queue if it is due by `now` (the queue

@@ -20,6 +20,7 @@
 //! 61000000000 0 up chan-down 2 0 - - -            # bonded channel 2 dropped its call
 //! 107000000000 0 up chan-up 2 0 - - -             # … and is back
 //! 933000000 0 up retx 17 84 - - attempt=2         # L-DACS ARQ sends packet 17 again
+//! 20000000000 0 down handover 0 0 - - phase=l2-start  # handover 0: the aircraft leaves the cell
 //! ```
 
 use std::collections::BTreeMap;
@@ -73,6 +74,7 @@ impl Event {
             Note::Superframe { index, allocated_bytes, .. } => (index, allocated_bytes.min(u32::MAX as u64) as u32),
             Note::Channel { channel, .. } => (channel as u64, 0),
             Note::Retransmit { id, bytes, .. } => (id, bytes),
+            Note::Handover { index, .. } => (index as u64, 0),
         };
         Event { t, hop, dir, id, bytes, kind: EventKind::Note(note) }
     }
@@ -104,6 +106,10 @@ pub fn write_event(w: &mut impl Write, e: &Event) -> std::io::Result<()> {
         EventKind::Note(Note::Retransmit { attempt, .. }) => {
             detail = format!("attempt={attempt}");
             ("retx", None, None, detail.as_str())
+        }
+        EventKind::Note(Note::Handover { phase, .. }) => {
+            detail = format!("phase={}", phase.as_str());
+            ("handover", None, None, detail.as_str())
         }
     };
     let opt = |x: Option<u64>| x.map(|v| v.to_string()).unwrap_or_else(|| "-".into());
@@ -152,7 +158,11 @@ pub fn parse_event(line: &str) -> Result<Event, String> {
         "sf" => EventKind::Note(Note::Superframe { index: id, count: detail(f[8], "count")?, allocated_bytes: bytes, used_bytes: detail(f[8], "used")? }),
         "chan-up" | "chan-down" => EventKind::Note(Note::Channel { channel: id as u16, up: f[3] == "chan-up" }),
         "retx" => EventKind::Note(Note::Retransmit { id, bytes: bytes as u32, attempt: detail(f[8], "attempt")? as u32 }),
-        x => return Err(format!("event: expected arrive, depart, drop, sf, chan-up, chan-down or retx, got {x:?}")),
+        "handover" => {
+            let phase = f[8].strip_prefix("phase=").and_then(aerolink_link::handover::Phase::parse).ok_or_else(|| format!("expected phase=trigger|buffering|l2-start|l2-end|address|bound|acked, got {:?}", f[8]))?;
+            EventKind::Note(Note::Handover { index: id as u16, phase })
+        }
+        x => return Err(format!("event: expected arrive, depart, drop, sf, chan-up, chan-down, retx or handover, got {x:?}")),
     };
     Ok(Event {
         t: Instant(num(f[0], "t_ns")?),
@@ -191,6 +201,9 @@ pub struct DirSummary {
     /// DVB-RCS2 capacity allocated and used, when the link has `dama`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub superframes: Option<SuperframeSummary>,
+    /// Handover phases and when they came, seconds (`handover`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub handovers: Vec<(&'static str, f64)>,
     /// Bonded channels' call drops, when the link has `bonded`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub channels: Option<ChannelSummary>,
@@ -336,6 +349,7 @@ pub fn summarize(r: impl BufRead) -> Result<Summary, LogError> {
             }
             EventKind::Drop(r) => *a.s.dropped.entry(r.as_str().to_string()).or_default() += 1,
             EventKind::Note(Note::Retransmit { .. }) => a.s.retransmissions += 1,
+            EventKind::Note(Note::Handover { phase, .. }) => a.s.handovers.push((phase.as_str(), e.t.0 as f64 / 1e9)),
             EventKind::Note(Note::Superframe { index, count, allocated_bytes, used_bytes }) => {
                 let (s, alloc, used) = a.sf.get_or_insert_with(Default::default);
                 s.count += count;
@@ -412,6 +426,7 @@ mod tests {
             Event::note(Instant(7_000_000), 0, Dir::Up, Note::Channel { channel: 2, up: false }),
             Event::note(Instant(9_000_000), 0, Dir::Up, Note::Channel { channel: 2, up: true }),
             Event::note(Instant(8_000_000), 0, Dir::Up, Note::Retransmit { id: 1, bytes: 1000, attempt: 2 }),
+            Event::note(Instant(9_500_000), 0, Dir::Up, Note::Handover { index: 0, phase: aerolink_link::handover::Phase::L2Start }),
         ];
         for e in &evs {
             write_event(&mut buf, e).unwrap();

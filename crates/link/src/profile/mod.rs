@@ -91,6 +91,8 @@ pub struct DirectionSpec {
     pub dama: Option<crate::dama::DamaSpec>,
     /// Bonded channels that drop and redial (key `bonded`).
     pub bonded: Option<crate::bonded::BondedSpec>,
+    /// Handovers under Mobile IPv6 / NEMO (key `handover`, in `[link]`).
+    pub handover: Option<crate::handover::HandoverSpec>,
     /// Each key as a person would write it, for `profiles show` and hashing.
     pub described: BTreeMap<String, String>,
 }
@@ -109,6 +111,7 @@ impl Default for DirectionSpec {
             ldacs: None,
             dama: None,
             bonded: None,
+            handover: None,
             described: BTreeMap::new(),
         }
     }
@@ -290,6 +293,10 @@ impl Profile {
         let [up_raw, down_raw] = per_dir;
         p.up = registry::parse_direction(&up_raw, load)?;
         p.down = registry::parse_direction(&down_raw, load)?;
+        // The ground → aircraft direction starts at the home agent.
+        if let Some(h) = p.down.handover.as_mut() {
+            h.side = crate::handover::Side::Home;
+        }
         Ok(p)
     }
 

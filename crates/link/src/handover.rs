@@ -1,0 +1,521 @@
+//! Handover between two L-DACS 1 cells under Mobile IPv6 / NEMO (seed
+//! 002), as one stage at the front of each direction. Profile key, in
+//! `[link]` only (both directions share the timeline):
+//! `handover = { at | every, mode, dad, router_adv, bu, ba, ra_collision,
+//! backoff, signal_loss, tunnel, buffer }`.
+//!
+//! Each handover is a timeline, drawn once per hop from the run's seed
+//! (both directions see the same one):
+//! 1. **Trigger** at `at` (the old ground station's handover command).
+//!    With `mode = "buffer"` the mobile router first sends a modified
+//!    binding update (retried every 1 s, up to 3 times); once it reaches
+//!    the home agent (`bu` later) the agent buffers the correspondent's
+//!    packets, and the acknowledgement (`ba` later) starts layer 2.
+//! 2. **Layer 2**: the aircraft leaves the old cell; what either side's
+//!    link still holds for transmission is lost (the later stages are cut,
+//!    reason `outage`) — except in `buffer` mode, where the old station
+//!    delivers what it holds before the handover (the seed's second
+//!    command). It asks the new cell on the random-access channel at the
+//!    next super-frame (240 ms clock); a request collides with probability
+//!    `ra_collision` and is retried after 1–`backoff` super-frames; the
+//!    response comes in the first multi-frame (65.04 ms after the request).
+//! 3. **Layer 3**: a router advertisement (`router_adv`, 200 ms, after
+//!    layer 2: a solicitation up the return link waits a grant cycle),
+//!    duplicate address detection (`dad`, 1 s, only in `mode = "baseline"`),
+//!    then a binding update to the home agent (`bu`, 250 ms: a return-link
+//!    grant, the transmission and the ground network) and its
+//!    acknowledgement (`ba`, 100 ms); either is lost with probability
+//!    `signal_loss` (default 0: the seed's control messages are error-free),
+//!    and the update is sent again after 1.5 s, then 1 s doubling to 32 s.
+//! 4. From the binding on, the home agent tunnels to the new care-of
+//!    address: every packet carries `tunnel` bytes more (40, IPv6-in-IPv6;
+//!    counted in the packet's size on the link). In `buffer` mode the
+//!    agent's buffer (`buffer` bytes; beyond it arrivals are dropped as
+//!    `queue`) is flushed then, in order.
+//!
+//! What packets see: toward the aircraft (the home agent's side), packets
+//! sent to the old address between layer 2 and the binding are lost
+//! (`outage`), or held in `buffer` mode; from the aircraft, packets are
+//! lost from layer 2 until the binding update leaves (no link, no address,
+//! then an agent that does not know the new address yet).
+//!
+//! Not modelled, stated: the old station's remaining packets in `buffer`
+//! mode are delivered by the shared link model while layer 2 goes on (the
+//! real station delays the handover until they are out); the home agent
+//! does not drop duplicate TCP segments from its buffer; signalling
+//! messages take fixed times (`bu`, `ba`) instead of queueing behind data.
+
+use std::collections::VecDeque;
+
+use rand::Rng;
+
+use crate::jitter::LinkRng;
+use crate::packet::{Drop, DropReason, Meta};
+use crate::profile::keys::{only_keys, RawKeys};
+use crate::profile::{DirectionSpec, Loader, ProfileError};
+use crate::registry::StageKind;
+use crate::stage::{pop_due, stage_rng, Note, Stage, StageContext, StageEvent};
+use crate::time::{Duration, Instant};
+use crate::units::{self, Size};
+
+/// How the mobile router and the home agent handle a handover.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Router advertisement, duplicate address detection, binding update.
+    Baseline,
+    /// As baseline without duplicate address detection (unique addresses
+    /// from the aircraft's ICAO address, seed 002 §3.2).
+    NoDad,
+    /// No DAD, and the home agent buffers during the handover.
+    Buffer,
+}
+
+impl Mode {
+    pub const ALL: [Mode; 3] = [Mode::Baseline, Mode::NoDad, Mode::Buffer];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Baseline => "baseline",
+            Mode::NoDad => "no-dad",
+            Mode::Buffer => "buffer",
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Mode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Mode::ALL.into_iter().find(|m| m.as_str() == s).ok_or_else(|| format!("expected one of baseline, no-dad, buffer, got {s:?}"))
+    }
+}
+
+/// Which end of the aircraft's link this direction starts at.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Side {
+    /// Aircraft → ground: the mobile router sends.
+    #[default]
+    Mobile,
+    /// Ground → aircraft: the home agent sends.
+    Home,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct HandoverSpec {
+    /// When each handover is triggered.
+    pub at: Vec<Duration>,
+    pub mode: Mode,
+    pub dad: Duration,
+    pub router_adv: Duration,
+    /// Mobile router → home agent, and back.
+    pub bu: Duration,
+    pub ba: Duration,
+    pub ra_collision: f64,
+    /// Back-off after a collision: 1 to this many super-frames.
+    pub backoff: u32,
+    pub signal_loss: f64,
+    pub tunnel_bytes: u32,
+    pub buffer_bytes: u64,
+    pub side: Side,
+}
+
+/// Phases of a handover, as the log shows them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// The old station's command.
+    Trigger,
+    /// The home agent starts buffering (`buffer` mode).
+    Buffering,
+    /// The aircraft leaves the old cell.
+    L2Start,
+    /// The new cell's random-access response.
+    L2End,
+    /// The care-of address is usable (advertisement, DAD).
+    Address,
+    /// The home agent binds the new address (and flushes its buffer).
+    Bound,
+    /// The acknowledgement reaches the mobile router.
+    Acked,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 7] = [Phase::Trigger, Phase::Buffering, Phase::L2Start, Phase::L2End, Phase::Address, Phase::Bound, Phase::Acked];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Trigger => "trigger",
+            Phase::Buffering => "buffering",
+            Phase::L2Start => "l2-start",
+            Phase::L2End => "l2-end",
+            Phase::Address => "address",
+            Phase::Bound => "bound",
+            Phase::Acked => "acked",
+        }
+    }
+    pub fn parse(s: &str) -> Option<Phase> {
+        Phase::ALL.into_iter().find(|p| p.as_str() == s)
+    }
+}
+
+/// One handover's times.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Timeline {
+    pub trigger: Instant,
+    /// When the home agent starts buffering (`buffer` mode, if a modified
+    /// update got through).
+    pub buffering: Option<Instant>,
+    pub l2_start: Instant,
+    pub l2_end: Instant,
+    pub address: Instant,
+    /// The binding update that reached the home agent left the aircraft.
+    pub bu_sent: Instant,
+    pub bound: Instant,
+    pub acked: Instant,
+    /// Random-access requests and binding updates sent.
+    pub ra_attempts: u32,
+    pub bu_attempts: u32,
+}
+
+const SUPER_FRAME_NS: u64 = 240_000_000;
+/// Random-access part plus one multi-frame: request to response.
+const RA_RESPONSE: Duration = Duration::from_micros(65_040);
+
+/// Binding update retransmission timeouts: 1.5 s, then 1 s doubling to 32 s.
+fn bu_timeout(attempt: u32) -> Duration {
+    if attempt == 1 {
+        Duration::from_millis(1_500)
+    } else {
+        Duration::from_secs(1u64 << (attempt - 2).min(5))
+    }
+}
+
+impl HandoverSpec {
+    /// The timelines of every handover, drawn from `rng`.
+    pub fn timelines(&self, rng: &mut LinkRng) -> Vec<Timeline> {
+        let mut out = Vec::new();
+        for at in &self.at {
+            let trigger = Instant::ZERO + *at;
+            let lost = |rng: &mut LinkRng| self.signal_loss > 0.0 && rng.random::<f64>() < self.signal_loss;
+            // Buffer mode: the modified update, up to 4 sends 1 s apart.
+            let mut buffering = None;
+            let mut l2_start = trigger;
+            if self.mode == Mode::Buffer {
+                for k in 0..4u64 {
+                    let sent = trigger + Duration::from_secs(k);
+                    if !lost(rng) {
+                        let at_ha = sent + self.bu;
+                        buffering = Some(at_ha);
+                        l2_start = at_ha + self.ba;
+                        break;
+                    }
+                }
+                if buffering.is_none() {
+                    l2_start = trigger + Duration::from_secs(4);
+                }
+            }
+            // Layer 2: random access at the next super-frame, back-off on collision.
+            let mut request = Instant(l2_start.0.div_ceil(SUPER_FRAME_NS) * SUPER_FRAME_NS);
+            let mut ra_attempts = 1;
+            while self.ra_collision > 0.0 && rng.random::<f64>() < self.ra_collision {
+                let wait = rng.random_range(1..=self.backoff.max(1)) as u64;
+                request = Instant(request.0 + wait * SUPER_FRAME_NS);
+                ra_attempts += 1;
+            }
+            let l2_end = request + RA_RESPONSE;
+            let address = l2_end + self.router_adv + if self.mode == Mode::Baseline { self.dad } else { Duration::ZERO };
+            // Layer 3: binding update until one is acknowledged.
+            let mut sent = address;
+            let mut bound: Option<(Instant, Instant)> = None;
+            let mut bu_attempts = 0;
+            let acked = loop {
+                bu_attempts += 1;
+                if !lost(rng) {
+                    let at_ha = sent + self.bu;
+                    bound.get_or_insert((sent, at_ha));
+                    if !lost(rng) {
+                        break at_ha + self.ba;
+                    }
+                }
+                sent = sent + bu_timeout(bu_attempts);
+            };
+            let (bu_sent, bound) = bound.expect("set before the acknowledgement");
+            out.push(Timeline { trigger, buffering, l2_start, l2_end, address, bu_sent, bound, acked, ra_attempts, bu_attempts });
+        }
+        out
+    }
+}
+
+/// The handover stage of one direction.
+pub struct Handover {
+    spec: HandoverSpec,
+    plan: Vec<Timeline>,
+    /// Events not yet reported: (time, handover, phase), in time order.
+    pending_notes: VecDeque<(Instant, u16, Phase)>,
+    events: Vec<StageEvent>,
+    /// The next handover whose layer-2 cut is not yet applied.
+    next_cut: usize,
+    /// Packets the home agent buffers, and their bytes.
+    held: VecDeque<Meta>,
+    held_bytes: u64,
+    out: VecDeque<Meta>,
+}
+
+impl Handover {
+    pub fn new(spec: HandoverSpec, mut rng: LinkRng) -> Self {
+        let plan = spec.timelines(&mut rng);
+        let mut notes: Vec<(Instant, u16, Phase)> = Vec::new();
+        for (k, t) in plan.iter().enumerate() {
+            let k = k as u16;
+            notes.extend([(t.trigger, k, Phase::Trigger), (t.l2_start, k, Phase::L2Start), (t.l2_end, k, Phase::L2End), (t.address, k, Phase::Address), (t.bound, k, Phase::Bound), (t.acked, k, Phase::Acked)]);
+            if let Some(b) = t.buffering {
+                notes.push((b, k, Phase::Buffering));
+            }
+        }
+        notes.sort_by_key(|n| (n.0, n.1));
+        Handover { spec, plan, pending_notes: notes.into(), events: Vec::new(), next_cut: 0, held: VecDeque::new(), held_bytes: 0, out: VecDeque::new() }
+    }
+
+    pub fn timelines(&self) -> &[Timeline] {
+        &self.plan
+    }
+
+    /// Reports phases reached by `t`, and flushes the agent's buffer once
+    /// the binding is in place.
+    fn advance(&mut self, t: Instant) {
+        while let Some(&(at, k, phase)) = self.pending_notes.front() {
+            if at > t {
+                break;
+            }
+            self.pending_notes.pop_front();
+            self.events.push(StageEvent { at, note: Note::Handover { index: k, phase } });
+        }
+        if let Some(bound) = self.held_until() {
+            if bound <= t {
+                while let Some(mut m) = self.held.pop_front() {
+                    m.due = bound;
+                    self.out.push_back(m);
+                }
+                self.held_bytes = 0;
+            }
+        }
+    }
+
+    /// When the buffered packets are released.
+    fn held_until(&self) -> Option<Instant> {
+        let first = self.held.front()?;
+        self.plan.iter().find(|p| p.buffering.is_some_and(|b| b <= first.arrived) && first.arrived < p.bound).map(|p| p.bound)
+    }
+
+    /// Whether a packet entering at `t` is in the foreign network (tunnelled).
+    fn tunnelled(&self, t: Instant) -> bool {
+        let edge = match self.spec.side {
+            // The agent tunnels once bound; the router once it sends the update.
+            Side::Home => self.plan.first().map(|p| p.bound),
+            Side::Mobile => self.plan.first().map(|p| p.bu_sent),
+        };
+        edge.is_some_and(|e| t >= e)
+    }
+}
+
+impl Stage for Handover {
+    fn name(&self) -> &'static str {
+        "handover"
+    }
+
+    fn enqueue(&mut self, at: Instant, mut pkt: Meta, drops: &mut Vec<Drop>) {
+        self.advance(at);
+        pkt.arrived = at;
+        for p in &self.plan {
+            match self.spec.side {
+                Side::Home => {
+                    if p.buffering.is_some_and(|b| b <= at && at < p.bound) {
+                        if self.held_bytes + pkt.len as u64 > self.spec.buffer_bytes {
+                            drops.push(Drop { meta: pkt, at, reason: DropReason::Queue });
+                        } else {
+                            self.held_bytes += pkt.len as u64;
+                            if self.tunnelled(p.bound) {
+                                pkt.len += self.spec.tunnel_bytes;
+                            }
+                            self.held.push_back(pkt);
+                        }
+                        return;
+                    }
+                    // Sent to the old address while the aircraft is away.
+                    if p.l2_start <= at && at < p.bound {
+                        drops.push(Drop { meta: pkt, at, reason: DropReason::Outage });
+                        return;
+                    }
+                }
+                Side::Mobile => {
+                    if p.l2_start <= at && at < p.bu_sent {
+                        drops.push(Drop { meta: pkt, at, reason: DropReason::Outage });
+                        return;
+                    }
+                }
+            }
+        }
+        if self.tunnelled(at) {
+            pkt.len += self.spec.tunnel_bytes;
+        }
+        pkt.due = at;
+        pkt.tx_start = at;
+        pkt.tx_end = at;
+        // Behind what the agent flushed at the same moment, if anything.
+        self.out.push_back(pkt);
+    }
+
+    fn next_wakeup(&self) -> Option<Instant> {
+        [self.out.front().map(|m| m.due), self.held_until(), self.pending_notes.front().map(|n| n.0), self.cut_at()].into_iter().flatten().min()
+    }
+
+    fn dequeue(&mut self, now: Instant, _drops: &mut Vec<Drop>) -> Option<Meta> {
+        self.advance(now);
+        pop_due(&mut self.out, now)
+    }
+
+    fn is_aggregate_safe(&self) -> bool {
+        false
+    }
+
+    fn in_flight(&self) -> usize {
+        self.held.len() + self.out.len()
+    }
+
+    fn take_events(&mut self, out: &mut Vec<StageEvent>) {
+        out.append(&mut self.events);
+    }
+
+    fn cut_at(&self) -> Option<Instant> {
+        self.next_cut_index().map(|k| self.plan[k].l2_start)
+    }
+
+    fn cut_done(&mut self) {
+        if let Some(k) = self.next_cut_index() {
+            self.next_cut = k + 1;
+        }
+    }
+}
+
+impl Handover {
+    /// The next handover that cuts this side's link: in buffer mode the old
+    /// station delivers what it holds toward the aircraft (if the modified
+    /// update got through); the aircraft's own queue is lost either way.
+    fn next_cut_index(&self) -> Option<usize> {
+        (self.next_cut..self.plan.len()).find(|&k| !(self.spec.mode == Mode::Buffer && self.spec.side == Side::Home && self.plan[k].buffering.is_some()))
+    }
+}
+
+/// Handovers in the stage registry: key `handover` (in `[link]`).
+pub struct Kind;
+
+pub static KIND: Kind = Kind;
+
+const KEYS: &[&str] = &["at", "mode", "dad", "router_adv", "bu", "ba", "ra_collision", "backoff", "signal_loss", "tunnel", "buffer"];
+
+impl StageKind for Kind {
+    fn name(&self) -> &'static str {
+        "handover"
+    }
+    fn keys(&self) -> &'static [&'static str] {
+        &["handover"]
+    }
+    fn parse(&self, raw: &RawKeys, _load: Loader<'_>, d: &mut DirectionSpec) -> Result<(), ProfileError> {
+        let Some(r) = raw.get("handover") else { return Ok(()) };
+        if !r.key.starts_with("link.") {
+            return Err(r.err("put handover in [link]: both directions share one timeline"));
+        }
+        let t = r.value.as_table().ok_or_else(|| r.err("expected a table { at = [\"20 s\"], mode = \"baseline\" | \"no-dad\" | \"buffer\", dad?, router_adv?, bu?, ba?, ra_collision?, backoff?, signal_loss?, tunnel?, buffer? }"))?;
+        only_keys(r, t, KEYS)?;
+        let dur = |k: &str, default: Duration| -> Result<Duration, ProfileError> {
+            match t.get(k) {
+                None => Ok(default),
+                Some(v) => {
+                    let s = v.as_str().ok_or_else(|| r.err(format!("{k}: expected {} in quotes", units::DURATION_HELP)))?;
+                    units::parse_duration(s).map_err(|m| r.err(format!("{k}: expected {m}")))
+                }
+            }
+        };
+        let prob = |k: &str, default: f64| -> Result<f64, ProfileError> {
+            match t.get(k) {
+                None => Ok(default),
+                Some(toml::Value::Float(f)) if (0.0..1.0).contains(f) => Ok(*f),
+                Some(toml::Value::Integer(0)) => Ok(0.0),
+                Some(_) => Err(r.err(format!("{k}: expected a probability below 1, like 0.1"))),
+            }
+        };
+        let at_help = || r.err("at: expected a list of times like [\"20 s\", \"90 s\"], increasing");
+        let at: Vec<Duration> = match t.get("at") {
+            Some(toml::Value::Array(a)) => a.iter().map(|v| v.as_str().ok_or_else(at_help).and_then(|s| units::parse_duration(s).map_err(|_| at_help()))).collect::<Result<_, _>>()?,
+            Some(toml::Value::String(s)) => vec![units::parse_duration(s).map_err(|_| at_help())?],
+            _ => return Err(at_help()),
+        };
+        if at.is_empty() || at.windows(2).any(|w| w[0] >= w[1]) {
+            return Err(at_help());
+        }
+        let mode = match t.get("mode") {
+            None => Mode::Baseline,
+            Some(v) => v.as_str().and_then(|s| s.parse().ok()).ok_or_else(|| r.err("mode: expected one of baseline, no-dad, buffer"))?,
+        };
+        let backoff = match t.get("backoff") {
+            None => 4,
+            Some(toml::Value::Integer(n)) if (1..=64).contains(n) => *n as u32,
+            Some(_) => return Err(r.err("backoff: expected a whole number of super-frames from 1 to 64")),
+        };
+        let tunnel_bytes = match t.get("tunnel") {
+            None => 40,
+            Some(toml::Value::Integer(n)) if (0..=200).contains(n) => *n as u32,
+            Some(_) => return Err(r.err("tunnel: expected header bytes per packet from 0 to 200 (IPv6-in-IPv6: 40)")),
+        };
+        let buffer_bytes = match t.get("buffer").and_then(|v| v.as_str()) {
+            None if t.contains_key("buffer") => return Err(r.err(format!("buffer: expected {} in quotes", units::SIZE_HELP))),
+            None => 256_000,
+            Some(s) => match units::parse_size(s).map_err(|m| r.err(format!("buffer: expected {m}")))? {
+                Size::Bytes(b) => b,
+                Size::Packets(_) => return Err(r.err("buffer: expected bytes, like \"64 KB\"")),
+            },
+        };
+        let spec = HandoverSpec {
+            at,
+            mode,
+            dad: dur("dad", Duration::from_secs(1))?,
+            router_adv: dur("router_adv", Duration::from_millis(200))?,
+            bu: dur("bu", Duration::from_millis(250))?,
+            ba: dur("ba", Duration::from_millis(100))?,
+            ra_collision: prob("ra_collision", 0.1)?,
+            backoff,
+            signal_loss: prob("signal_loss", 0.0)?,
+            tunnel_bytes,
+            buffer_bytes,
+            side: Side::Mobile,
+        };
+        let at_text: Vec<String> = spec.at.iter().map(|d| d.to_string()).collect();
+        d.described.insert(
+            "handover".into(),
+            format!(
+                "{} at {}; L2 random access (collision {}, back-off ≤ {} SF), router advertisement {}, {}binding update {} up / {} down (loss {}), tunnel {} B{}",
+                spec.mode,
+                at_text.join(", "),
+                spec.ra_collision,
+                spec.backoff,
+                spec.router_adv,
+                if spec.mode == Mode::Baseline { format!("DAD {}, ", spec.dad) } else { String::new() },
+                spec.bu,
+                spec.ba,
+                spec.signal_loss,
+                spec.tunnel_bytes,
+                if spec.mode == Mode::Buffer { format!(", home-agent buffer {} B", spec.buffer_bytes) } else { String::new() }
+            ),
+        );
+        d.handover = Some(spec);
+        Ok(())
+    }
+    fn build(&self, spec: &DirectionSpec, ctx: &StageContext) -> Option<Box<dyn Stage>> {
+        // Both directions of a hop (streams 2h and 2h + 1) draw the same
+        // timeline.
+        let rng = stage_rng(ctx.seed, (1 << 41) + ctx.stream / 2);
+        Some(Box::new(Handover::new(spec.handover.clone()?, rng)))
+    }
+}

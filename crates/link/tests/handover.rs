@@ -1,0 +1,178 @@
+//! Handovers under Mobile IPv6 / NEMO in simulated time: the timeline of
+//! each mode (exact with no collisions or signalling loss), the random
+//! access back-off and binding-update retransmissions against their
+//! distributions (99 % intervals), and what packets see in each direction:
+//! lost, cut from the old cell's queue, buffered and flushed, tunnelled.
+
+mod common;
+use common::binomial_ci;
+
+use aerolink_link::handover::{HandoverSpec, Mode, Phase, Side};
+use aerolink_link::packet::DropReason;
+use aerolink_link::profile::Profile;
+use aerolink_link::stage::{stage_rng, Note};
+use aerolink_link::{Duration, Instant, Pipeline};
+
+const MS: u64 = 1_000_000;
+
+fn profile(toml: &str) -> Profile {
+    Profile::parse(toml, "test.toml", &[], &mut |_| Err("no files".into())).unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn spec(mode: Mode) -> HandoverSpec {
+    let p = profile(&format!("[link]\nhandover = {{ at = [\"10 s\"], mode = \"{mode}\", ra_collision = 0 }}\n"));
+    p.up.handover.clone().unwrap()
+}
+
+fn ms(t: Instant) -> f64 {
+    t.0 as f64 / 1e6
+}
+
+#[test]
+fn each_mode_follows_its_timeline() {
+    // Trigger at 10 s; random access at the next super-frame (10.08 s),
+    // response 65.04 ms later; advertisement 200 ms; DAD 1 s (baseline
+    // only); update 250 ms up, acknowledgement 100 ms down.
+    let t = |m: Mode| spec(m).timelines(&mut stage_rng(1, 0)).remove(0);
+    let base = t(Mode::Baseline);
+    assert_eq!((ms(base.l2_start), ms(base.l2_end)), (10_000.0, 10_145.04));
+    assert_eq!((ms(base.address), ms(base.bound), ms(base.acked)), (11_345.04, 11_595.04, 11_695.04));
+    let nodad = t(Mode::NoDad);
+    assert_eq!((ms(nodad.address), ms(nodad.bound)), (10_345.04, 10_595.04));
+    assert!(base.buffering.is_none() && nodad.buffering.is_none());
+    // Buffer: the modified update reaches the agent at 10.25 s, its
+    // acknowledgement the aircraft at 10.35 s; then layer 2 at the next
+    // super-frame (10.56 s) as without DAD.
+    let buf = t(Mode::Buffer);
+    assert_eq!(buf.buffering.map(ms), Some(10_250.0));
+    assert_eq!((ms(buf.l2_start), ms(buf.l2_end), ms(buf.bound)), (10_350.0, 10_625.04, 11_075.04));
+    // Without DAD a handover takes 0.6–0.84 s from leaving the cell to the
+    // binding acknowledgement (seed 002: ≈ 0.8 s).
+    assert!((ms(nodad.acked) - ms(nodad.l2_start)) > 600.0 && (ms(nodad.acked) - ms(nodad.l2_start)) < 840.0);
+}
+
+#[test]
+fn random_access_and_binding_updates_retry_as_specified() {
+    // Collisions with p = 0.3: requests per handover are geometric, mean
+    // 1 / 0.7; each retry waits 1–4 super-frames.
+    let mut s = spec(Mode::NoDad);
+    s.ra_collision = 0.3;
+    s.at = (1..=20_000u64).map(|k| Duration::from_secs(100 * k)).collect();
+    let tl = s.timelines(&mut stage_rng(7, 0));
+    let first_try = tl.iter().filter(|t| t.ra_attempts == 1).count();
+    let (lo, hi) = binomial_ci(first_try, tl.len(), 2.576);
+    assert!(lo <= 0.7 && 0.7 <= hi, "{first_try} of {} on the first request", tl.len());
+    for t in &tl {
+        // Request on the super-frame clock, plus 1–4 super-frames per retry.
+        let waited = (t.l2_end.0 - 65_040_000) - t.l2_start.0.div_ceil(240 * MS) * 240 * MS;
+        assert!(waited % (240 * MS) == 0 && waited / (240 * MS) >= (t.ra_attempts as u64 - 1) && waited / (240 * MS) <= 4 * (t.ra_attempts as u64 - 1));
+    }
+    // Signalling loss 0.5: an update and its acknowledgement both get
+    // through with probability 0.25; retries after 1.5 s, then 1, 2, 4… s.
+    let mut s = spec(Mode::NoDad);
+    s.signal_loss = 0.5;
+    s.at = (1..=20_000u64).map(|k| Duration::from_secs(1000 * k)).collect();
+    let tl = s.timelines(&mut stage_rng(8, 0));
+    let once = tl.iter().filter(|t| t.bu_attempts == 1).count();
+    let (lo, hi) = binomial_ci(once, tl.len(), 2.576);
+    assert!(lo <= 0.25 && 0.25 <= hi, "{once} of {} bound at the first update", tl.len());
+    let timeouts = [0.0, 1_500.0, 2_500.0, 4_500.0, 8_500.0, 16_500.0, 32_500.0, 64_500.0];
+    for t in tl.iter().filter(|t| t.bu_attempts <= 8) {
+        let waited = ms(t.acked) - ms(t.address) - 350.0;
+        assert!((waited - timeouts[t.bu_attempts as usize - 1]).abs() < 1e-6, "{t:?}");
+    }
+}
+
+/// Drives `dir` ("up" or "down") of a 31.5 kbit/s link with one handover
+/// at 10 s; a 500 B packet every 100 ms from 5 s to 15 s.
+fn run(mode: Mode, side: Side) -> (Vec<aerolink_link::Meta>, Vec<aerolink_link::Drop>, Vec<(Phase, Instant)>) {
+    let p = profile(&format!("[link]\nrate = \"31.5 kbit/s\"\ndelay = \"10 ms\"\nqueue = \"64 KB\"\nhandover = {{ at = [\"10 s\"], mode = \"{mode}\", ra_collision = 0 }}\n"));
+    let (dir, stream) = match side {
+        Side::Mobile => (&p.up, 0),
+        Side::Home => (&p.down, 1),
+    };
+    assert_eq!(dir.handover.as_ref().unwrap().side, side);
+    let mut pipe: Pipeline<()> = Pipeline::new(dir, p.base_rtt(), 3, stream);
+    let arrivals: Vec<(u64, u32)> = (50..150u64).map(|k| (k * 100 * MS, 500)).collect();
+    let (out, drops) = common::drive(&mut pipe, &arrivals);
+    let mut ev = Vec::new();
+    pipe.take_events(&mut ev);
+    let phases = ev.iter().filter_map(|e| match e.note { Note::Handover { phase, .. } => Some((phase, e.at)), _ => None }).collect();
+    (out, drops, phases)
+}
+
+#[test]
+fn packets_toward_the_aircraft_are_lost_or_buffered() {
+    // 500 B every 100 ms at 31.5 kbit/s (127 ms each): a queue builds up.
+    let (out, drops, phases) = run(Mode::NoDad, Side::Home);
+    let at = |ph: Phase| phases.iter().find(|p| p.0 == ph).unwrap().1;
+    let (l2, bound) = (at(Phase::L2Start), at(Phase::Bound));
+    assert_eq!((ms(l2), ms(bound)), (10_000.0, 10_595.04));
+    // What the old cell held at 10 s is cut; what the agent sent to the old
+    // address until the binding is lost; nothing else.
+    assert!(drops.iter().all(|d| d.reason == DropReason::Outage));
+    let cut: Vec<_> = drops.iter().filter(|d| d.meta.arrived < l2).collect();
+    let lost: Vec<_> = drops.iter().filter(|d| d.meta.arrived >= l2).collect();
+    assert!(cut.len() >= 5 && cut.iter().all(|d| d.at == l2), "{} cut", cut.len());
+    assert_eq!(lost.len(), 6, "packets sent from 10.0 to 10.5 s");
+    assert!(lost.iter().all(|d| d.meta.arrived < bound));
+    // Before the handover plain, after it 40 B of tunnel more.
+    assert!(out.iter().all(|m| m.len == if m.arrived >= bound { 540 } else { 500 }));
+    assert_eq!(out.len() + drops.len(), 100);
+
+    // Buffering: nothing is lost; what came during the handover leaves at
+    // the binding, in order, tunnelled.
+    let (out, drops, phases) = run(Mode::Buffer, Side::Home);
+    let at = |ph: Phase| phases.iter().find(|p| p.0 == ph).unwrap().1;
+    assert!(drops.is_empty(), "{} dropped", drops.len());
+    assert_eq!(out.len(), 100);
+    assert!(out.windows(2).all(|w| w[0].id < w[1].id));
+    let held: Vec<_> = out.iter().filter(|m| m.arrived >= at(Phase::Buffering) && m.arrived < at(Phase::Bound)).collect();
+    assert_eq!(held.len(), 8, "10.3, 10.4, …, 11.0 s");
+    assert!(held.iter().all(|m| m.tx_start >= at(Phase::Bound) && m.len == 540));
+}
+
+#[test]
+fn packets_from_the_aircraft_are_lost_until_the_update_leaves() {
+    for mode in Mode::ALL {
+        let (out, drops, phases) = run(mode, Side::Mobile);
+        let at = |ph: Phase| phases.iter().find(|p| p.0 == ph).unwrap().1;
+        let l2 = at(Phase::L2Start);
+        // The update leaves when the address is usable.
+        let sent = at(Phase::Address);
+        let lost = drops.iter().filter(|d| d.meta.arrived >= l2).count();
+        let expected = (50..150u64).filter(|k| (l2.0..sent.0).contains(&(k * 100 * MS))).count();
+        assert_eq!(lost, expected, "{mode}");
+        assert!(drops.iter().filter(|d| d.meta.arrived < l2).all(|d| d.at == l2), "{mode}: the aircraft's queue is cut at layer 2");
+        assert!(out.iter().all(|m| m.len == if m.arrived >= sent { 540 } else { 500 }), "{mode}");
+    }
+}
+
+#[test]
+fn both_directions_share_one_timeline() {
+    let p = profile("[link]\nhandover = { at = [\"5 s\", \"50 s\"], ra_collision = 0.5, signal_loss = 0.3 }\n");
+    let phases = |dir, stream| {
+        let mut pipe: Pipeline<()> = Pipeline::new(dir, p.base_rtt(), 11, stream);
+        common::drive(&mut pipe, &[(100 * MS, 100)]);
+        let mut ev = Vec::new();
+        pipe.take_events(&mut ev);
+        ev.iter().map(|e| (e.at, e.note)).collect::<Vec<_>>()
+    };
+    let up = phases(&p.up, 4);
+    assert_eq!(up.len(), 12);
+    assert_eq!(up, phases(&p.down, 5));
+}
+
+#[test]
+fn handover_keys_are_checked() {
+    for (bad, says) in [
+        ("[up]\nhandover = { at = \"5 s\" }", "[link]"),
+        ("[link]\nhandover = { at = [\"9 s\", \"5 s\"] }", "increasing"),
+        ("[link]\nhandover = { at = \"5 s\", mode = \"fast\" }", "no-dad"),
+        ("[link]\nhandover = { at = \"5 s\", ra_collision = 2.0 }", "probability"),
+        ("[link]\nhandover = { at = \"5 s\", when = 3 }", "allowed"),
+    ] {
+        let e = Profile::parse(bad, "h.toml", &[], &mut |_| Err("no files".into())).err().unwrap_or_else(|| panic!("accepted {bad}")).to_string();
+        assert!(e.contains("h.toml") && e.contains("handover") && e.contains(says), "{e}");
+    }
+}
