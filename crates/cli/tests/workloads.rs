@@ -340,3 +340,34 @@ fn a_tcp_download_survives_call_drops_on_a_bonded_link() {
         assert!(c["drops"].as_u64().unwrap() >= 2 && c["redials"].as_u64().unwrap() >= 1, "{c}");
     }
 }
+
+#[test]
+fn a_tcp_download_survives_a_handover_in_each_mode() {
+    // 200 kB over 200 kbit/s (8 s) across a handover at 3 s. Without
+    // buffering the home agent's packets to the old address are lost and
+    // TCP recovers by its retransmission timeout; with it none of them is.
+    let d = tempdir("handover");
+    for mode in ["baseline", "no-dad", "buffer"] {
+        let prof = d.join(format!("{mode}.toml"));
+        std::fs::write(&prof, format!("[link]\nrate = \"200 kbit/s\"\ndelay = \"20 ms\"\nqueue = \"32 KB\"\nhandover = {{ at = \"3 s\", mode = \"{mode}\" }}\n")).unwrap();
+        let log = d.join(format!("{mode}.log"));
+        let (serve, client) = (format!("{} workload serve", bin()), format!("{} workload bulk --server $AEROLINK_SERVER --bytes 200000", bin()));
+        let o = aerolink(&["run", "-q", "--profile", prof.to_str().unwrap(), "--log", log.to_str().unwrap(), "--ready-port", "5201", "--server", &serve, "--client", &client]);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{mode}: {out}{err}");
+        let r: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{mode}: {e}: {out}"));
+        assert_eq!(r["bytes"], 200_000, "{mode}");
+        let st = aerolink(&["stats", "--json", log.to_str().unwrap()]);
+        let s: Value = serde_json::from_slice(&st.stdout).unwrap();
+        let down = s["directions"].as_array().unwrap().iter().find(|d| d["dir"] == "down").unwrap().clone();
+        let phases: Vec<&str> = down["handovers"].as_array().unwrap().iter().map(|p| p[0].as_str().unwrap()).collect();
+        assert!(phases.contains(&"l2-start") && phases.contains(&"bound"), "{mode}: {phases:?}");
+        let lost = down["dropped"]["outage"].as_u64().unwrap_or(0);
+        if mode == "buffer" {
+            assert_eq!(lost, 0, "buffering loses nothing toward the aircraft");
+            assert!(phases.contains(&"buffering"));
+        } else {
+            assert!(lost > 0, "{mode}: nothing lost toward the aircraft");
+        }
+    }
+}
