@@ -213,7 +213,7 @@ mod tests {
         assert_eq!((common.server.cc, common.pep.tcp_cc), (aerolink_work::sock::TcpCc::Bbr, aerolink_work::sock::TcpCc::Reno));
         let cli = parse(&["run", "--topology", "ifc", "--pep", "quic-tunnel", "--tunnel-cc", "rate", "--tunnel-rate", "2Mbit/s", "--client", "true"]);
         let Cmd::Run(r) = cli.cmd else { panic!("not run") };
-        assert_eq!(r.pep.tunnel_rate.map(|t| t.rate.bits_per_sec), Some(2e6));
+        assert_eq!(r.pep.tunnel_rate.and_then(|t| t.rate).map(|r| r.bits_per_sec), Some(2e6));
     }
 
     #[test]

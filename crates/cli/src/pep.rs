@@ -11,12 +11,16 @@ use aerolink_pep::quic_tunnel::{Psk, TunnelCc, Tuning};
 
 use crate::error::user;
 
-/// The key from its file, and the tunnel's tuning.
-fn tuning(t: TuningArgs) -> anyhow::Result<(Psk, Tuning)> {
+/// The key from its file, and the tunnel's tuning for the half that sends
+/// up (air) or down (ground).
+fn tuning(t: TuningArgs, up: bool) -> anyhow::Result<(Psk, Tuning)> {
     let text = std::fs::read_to_string(&t.psk).map_err(|e| user(format!("--psk {}: {e}", t.psk.display())))?;
     let psk = Psk::parse(&text).map_err(|m| user(format!("--psk {}: {m}", t.psk.display())))?;
     if t.cc == TunnelCc::Rate && t.rate.is_none() {
         return Err(user("--cc rate: needs --rate (e.g. --rate 2Mbit/s, at or below the space link's rate)"));
+    }
+    if t.rate_follow.is_some() && t.cc != TunnelCc::Rate {
+        return Err(user(format!("--rate-follow: only with --cc rate (not {})", t.cc)));
     }
     let tuning = Tuning {
         preset: t.preset,
@@ -24,6 +28,7 @@ fn tuning(t: TuningArgs) -> anyhow::Result<(Psk, Tuning)> {
         rate_bps: t.rate.map(|r| r.bits_per_sec as u64),
         idle_timeout: Duration::from_nanos(t.idle_timeout.0),
         max_probe_timeout: t.max_probe_timeout,
+        rate_follow: t.rate_follow.map(|p| (p, up)),
     };
     Ok((psk, tuning))
 }
@@ -93,7 +98,7 @@ pub fn run(cmd: PepCmd) -> anyhow::Result<i32> {
         }
         PepCmd::QuicTunnel { half: Half::Air(AirArgs { intercept, ground, tuning: t, json }) } => {
             check_iface(&intercept)?;
-            let (psk, tuning) = tuning(t)?;
+            let (psk, tuning) = tuning(t, true)?;
             let stats = rt()?.block_on(async move {
                 let stop = stop_signal()?;
                 aerolink_pep::quic_tunnel::air(aerolink_pep::quic_tunnel::AirOptions { from: intercept.from, port: intercept.port, ground, psk, tuning }, stop, ready).await
@@ -101,7 +106,7 @@ pub fn run(cmd: PepCmd) -> anyhow::Result<i32> {
             finish("quic-tunnel air", &stats, json)
         }
         PepCmd::QuicTunnel { half: Half::Ground(GroundArgs { listen, tcp_cc, initcwnd, tuning: t, json }) } => {
-            let (psk, tuning) = tuning(t)?;
+            let (psk, tuning) = tuning(t, false)?;
             let stats = rt()?.block_on(async move {
                 let stop = stop_signal()?;
                 aerolink_pep::quic_tunnel::ground(aerolink_pep::quic_tunnel::GroundOptions { listen, psk, tuning, tcp_cc, initcwnd }, stop, ready).await

@@ -324,6 +324,33 @@ fn ctrl_c_during_a_tunnel_run_leaves_nothing() {
 }
 
 #[test]
+fn the_rate_tunnel_follows_bonded_channels_through_call_drops() {
+    // Three 24 kbit/s channels dropping every 3 s on average, back in 2 s:
+    // the tunnel's rate follows the channels up (the link monitor), loss
+    // is detected by time, and a 100 KB download gets through.
+    let d = tempdir("tunnel-bonded");
+    let profile = d.join("bond.toml");
+    std::fs::write(&profile, "[link]\nbonded = { channels = 3, rate = \"24 kbit/s\", delay = \"100 ms\", jitter = \"normal 30 ms\", drop_every = \"3 s\", redial = [\"2 s\", \"2 s\"], queue = \"8 KB\" }\n").unwrap();
+    let client = format!("{} workload bulk --server $AEROLINK_SERVER --bytes 100000", bin());
+    let serve = format!("{} workload serve", bin());
+    let o = aerolink(&["run", "-q", "--topology", "ifc", "--space", profile.to_str().unwrap(), "--seed", "3", "--pep", "quic-tunnel", "--tunnel-cc", "rate", "--tunnel-rate", "link", "--ready-port", "5201", "--server", &serve, "--client", &client]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out} {err}");
+    let v: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
+    assert_eq!(v["bytes"], 100_000);
+    // The ground half (it sends the download) changed its rate with the
+    // channels: 64.8 kbit/s with three up, less with fewer.
+    let rates: Vec<&str> = err.lines().filter(|l| l.contains("link monitor") && l.contains(" down,")).collect();
+    assert!(rates.iter().any(|l| l.contains("rate 64800 bit/s")), "{err}");
+    assert!(rates.iter().any(|l| l.contains("rate 43200 bit/s") || l.contains("rate 21600 bit/s")), "{err}");
+    assert!(leftover_namespaces().is_empty());
+    // Following needs a link whose capacity changes.
+    let o = aerolink(&["run", "--topology", "ifc", "--pep", "quic-tunnel", "--tunnel-cc", "rate", "--tunnel-rate", "link", "--client", "true"]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o).1);
+    assert!(text(&o).1.contains("link monitor"), "{}", text(&o).1);
+}
+
+#[test]
 fn pep_settings_are_checked() {
     let d = tempdir("pep-bad");
     let f = d.join("x.toml");

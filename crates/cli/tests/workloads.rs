@@ -371,3 +371,20 @@ fn a_tcp_download_survives_a_handover_in_each_mode() {
         }
     }
 }
+
+#[test]
+fn a_bonded_link_has_a_link_monitor_for_the_programs() {
+    // Programs find the monitor file in the environment; it says the
+    // capacity each way (3 × 2.4 kbit/s) and is gone after the run.
+    let o = aerolink(&["run", "-q", "--profile", "iridium-3ch", "--client", "echo $AEROLINK_LINK0_MONITOR; cat $AEROLINK_LINK0_MONITOR"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let mut lines = out.lines();
+    let path = lines.next().unwrap_or_default().to_string();
+    assert!(path.ends_with(".monitor"), "{out}");
+    assert_eq!(lines.collect::<Vec<_>>(), ["up_bps 7200", "down_bps 7200"], "{out}");
+    assert!(!std::path::Path::new(&path).exists(), "{path} left behind");
+    // A link whose capacity never changes has none.
+    let o = aerolink(&["run", "-q", "--profile", "mss", "--client", "echo \"[${AEROLINK_LINK0_MONITOR:-none}]\""]);
+    assert_eq!(text(&o).0.trim(), "[none]");
+}

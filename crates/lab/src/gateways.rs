@@ -50,8 +50,10 @@ pub struct PepSpec {
     /// quic-tunnel: windows preset.
     #[arg(long, default_value = "h-bdp1", value_name = "PRESET")]
     pub tunnel_preset: Preset,
-    /// quic-tunnel with --tunnel-cc rate: the rate to hold, e.g. 2Mbit/s.
-    #[arg(long, value_name = "RATE")]
+    /// quic-tunnel with --tunnel-cc rate: the rate to hold, e.g. 2Mbit/s,
+    /// or `link`: follow the space link's capacity as its link monitor
+    /// reports it (bonded channels going down and up).
+    #[arg(long, value_name = "RATE|link")]
     pub tunnel_rate: Option<TunnelRate>,
     /// quic-tunnel: longest wait between loss probes during an outage, or
     /// `off` for stock QUIC (probe interval doubles without bound).
@@ -60,17 +62,22 @@ pub struct PepSpec {
     pub tunnel_max_probe: ProbeCap,
 }
 
-/// A rate as the experiment file wrote it (`"2Mbit/s"`), parsed.
+/// A rate as the experiment file wrote it (`"2Mbit/s"`), parsed; `None`
+/// for `"link"` (follow the link monitor).
 #[derive(Clone, Debug, PartialEq)]
 pub struct TunnelRate {
     pub text: String,
-    pub rate: Rate,
+    pub rate: Option<Rate>,
 }
 
 impl std::str::FromStr for TunnelRate {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        Ok(TunnelRate { text: s.to_string(), rate: rate_arg(s)? })
+        if s.trim() == "link" {
+            return Ok(TunnelRate { text: s.to_string(), rate: None });
+        }
+        let rate = rate_arg(s).map_err(|m| format!("{m}, or \"link\" to follow the space link's monitor"))?;
+        Ok(TunnelRate { text: s.to_string(), rate: Some(rate) })
     }
 }
 
@@ -104,8 +111,11 @@ pub enum GatewayError {
     #[error("the PEP modes need a host named {0} (use the ifc topology: --topology ifc)")]
     NeedsHost(String),
     /// The `rate` controller was chosen without a rate (the user's).
-    #[error("tunnel_cc \"rate\": needs tunnel_rate (e.g. \"2Mbit/s\", at or below the space link's rate)")]
+    #[error("tunnel_cc \"rate\": needs tunnel_rate (e.g. \"2Mbit/s\", at or below the space link's rate, or \"link\")")]
     RateWithoutRate,
+    /// `tunnel_rate = "link"` on a space link without a monitor (the user's).
+    #[error("tunnel_rate \"link\": the space link's capacity never changes (only bonded links have a link monitor); give a rate instead")]
+    NoMonitor,
     /// A file of the run (key, log) could not be written.
     #[error("{path}: {source}")]
     File { path: String, source: std::io::Error },
@@ -120,7 +130,7 @@ pub enum GatewayError {
 impl GatewayError {
     /// Whether the user must change the topology or the settings.
     pub fn is_user(&self) -> bool {
-        matches!(self, GatewayError::NeedsHost(_) | GatewayError::RateWithoutRate)
+        matches!(self, GatewayError::NeedsHost(_) | GatewayError::RateWithoutRate | GatewayError::NoMonitor)
     }
 }
 
@@ -144,11 +154,16 @@ impl PepSpec {
         }
     }
 
-    fn tuning(&self, psk: &Path) -> TuningArgs {
+    /// The tunnel half's tuning; `follow`: the space link's monitor file
+    /// and its capacity in the direction this half sends in, for
+    /// `tunnel_rate = "link"`.
+    fn tuning(&self, psk: &Path, follow: Option<(PathBuf, f64)>) -> TuningArgs {
+        let fixed = self.tunnel_rate.as_ref().and_then(|r| r.rate);
         TuningArgs {
             psk: psk.to_path_buf(),
             cc: self.tunnel_cc,
-            rate: self.tunnel_rate.as_ref().map(|r| r.rate),
+            rate: fixed.or(follow.as_ref().map(|f| Rate { bits_per_sec: f.1 })),
+            rate_follow: follow.map(|f| f.0),
             preset: self.tunnel_preset,
             idle_timeout: aerolink_link::Duration::from_secs(120),
             max_probe_timeout: self.tunnel_max_probe,
@@ -181,10 +196,23 @@ impl PepSpec {
                 }
             }
             PepMode::QuicTunnel => {
-                let ground = GroundArgs { listen: std::net::SocketAddr::from(([0u16; 8], aerolink_pep::quic_tunnel::DEFAULT_PORT)), tcp_cc: self.tcp_cc, initcwnd: self.initcwnd, tuning: self.tuning(psk), json: false };
+                // `tunnel_rate = "link"`: each half follows the space hop's
+                // monitor (airgw → groundgw is hop `airgw`'s index).
+                let follows = self.tunnel_rate.as_ref().is_some_and(|r| r.rate.is_none());
+                let (air_follow, ground_follow) = if follows {
+                    let (hop, _) = host(lab, "airgw")?;
+                    let path = lab.env().into_iter().find(|(k, _)| *k == format!("AEROLINK_LINK{hop}_MONITOR")).map(|(_, v)| PathBuf::from(v)).ok_or(GatewayError::NoMonitor)?;
+                    // The pump writes it at its first round; until then the
+                    // halves start at the profile's full capacity.
+                    let (up, down) = aerolink_net::monitor::read(&path).unwrap_or_else(|| (lab.capacity_bps(hop, true), lab.capacity_bps(hop, false)));
+                    (Some((path.clone(), up)), Some((path, down)))
+                } else {
+                    (None, None)
+                };
+                let ground = GroundArgs { listen: std::net::SocketAddr::from(([0u16; 8], aerolink_pep::quic_tunnel::DEFAULT_PORT)), tcp_cc: self.tcp_cc, initcwnd: self.initcwnd, tuning: self.tuning(psk, ground_follow), json: false };
                 out.push(("groundgw".to_string(), PepCmd::QuicTunnel { half: Half::Ground(ground) }));
                 let (_, gw) = host(lab, "groundgw")?;
-                let air = AirArgs { intercept: Intercept::default(), ground: lab_addr(&gw.ipv4, aerolink_pep::quic_tunnel::DEFAULT_PORT), tuning: self.tuning(psk), json: false };
+                let air = AirArgs { intercept: Intercept::default(), ground: lab_addr(&gw.ipv4, aerolink_pep::quic_tunnel::DEFAULT_PORT), tuning: self.tuning(psk, air_follow), json: false };
                 out.push(("airgw".to_string(), PepCmd::QuicTunnel { half: Half::Air(air) }));
             }
         }

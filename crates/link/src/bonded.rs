@@ -302,6 +302,10 @@ impl Stage for Bonded {
     fn take_events(&mut self, out: &mut Vec<StageEvent>) {
         out.append(&mut self.events);
     }
+
+    fn capacity_bps(&self) -> Option<f64> {
+        Some(self.spec.rate_bps * self.channels_up() as f64)
+    }
 }
 
 /// Bonded channels in the stage registry: key `bonded`.

@@ -12,6 +12,7 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("geo-rbdc", include_str!("../../../profiles/geo-rbdc.toml")),
     ("geo-vbdc", include_str!("../../../profiles/geo-vbdc.toml")),
     ("geo-broadband", include_str!("../../../profiles/geo-broadband.toml")),
+    ("iridium-1ch", include_str!("../../../profiles/iridium-1ch.toml")),
     ("iridium-2ch", include_str!("../../../profiles/iridium-2ch.toml")),
     ("iridium-3ch-sat2sat", include_str!("../../../profiles/iridium-3ch-sat2sat.toml")),
     ("iridium-3ch", include_str!("../../../profiles/iridium-3ch.toml")),

@@ -133,6 +133,12 @@ impl<P> Pipeline<P> {
         }
     }
 
+    /// The direction's capacity now, bit/s, if a stage's changes over time
+    /// (the lowest such stage's).
+    pub fn capacity_bps(&self) -> Option<f64> {
+        self.stages.iter().filter_map(|s| s.capacity_bps()).reduce(f64::min)
+    }
+
     pub fn backlog_bytes(&self) -> u64 {
         self.stages.iter().map(|s| s.backlog_bytes()).sum()
     }

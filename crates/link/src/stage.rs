@@ -59,6 +59,12 @@ pub trait Stage: Send {
     /// in transmission is lost (reason `outage`); what already propagates
     /// arrives. Stages that hold nothing of the kind keep the default.
     fn cut(&mut self, _at: Instant, _drops: &mut Vec<Drop>) {}
+    /// The capacity this stage gives now, bit/s, when it changes over time
+    /// (bonded channels going down and up); `None` for stages whose
+    /// capacity is fixed or absent. For link monitors.
+    fn capacity_bps(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// Something a stage did that is not a packet's fate.

@@ -64,8 +64,14 @@ pub struct Lab {
     stop_fd: i32,
     pumps: Vec<JoinHandle<[PumpReport; 2]>>,
     logger: Option<JoinHandle<std::io::Result<u64>>>,
+    /// Link monitor files by hop (hops whose capacity changes).
+    monitors: Vec<(usize, std::path::PathBuf)>,
+    /// Each hop's capacity up and down when the lab was built, bit/s
+    /// (infinite: no limit that changes).
+    capacities: Vec<[f64; 2]>,
     torn_down: bool,
 }
+
 
 /// What the pumps did, per hop and direction.
 #[derive(Debug, Serialize)]
@@ -119,6 +125,8 @@ impl Lab {
             stop_fd,
             pumps: Vec::new(),
             logger: None,
+            monitors: Vec::new(),
+            capacities: Vec::new(),
             torn_down: false,
         };
         for (i, h) in spec.hosts.iter().enumerate() {
@@ -161,6 +169,13 @@ impl Lab {
             let up: Pipeline<crate::pump::Frame> = Pipeline::new(&prof.up, rtt, spec.seed, (i * 2) as u64);
             let down: Pipeline<crate::pump::Frame> = Pipeline::new(&prof.down, rtt, spec.seed, (i * 2 + 1) as u64);
             let gso = up.is_aggregate_safe() && down.is_aggregate_safe();
+            // A hop whose capacity changes (bonded channels) gets a link
+            // monitor file, named in the programs' environment.
+            let monitor = (up.capacity_bps().is_some() || down.capacity_bps().is_some()).then(|| crate::monitor::path(&spec.run, i));
+            if let Some(m) = &monitor {
+                lab.monitors.push((i, m.clone()));
+            }
+            lab.capacities.push([up.capacity_bps().unwrap_or(f64::INFINITY), down.capacity_bps().unwrap_or(f64::INFINITY)]);
             let (l, r) = (&lab.namespaces[i], &lab.namespaces[i + 1]);
             let (lname, rname) = (format!("to-{}", spec.hosts[i + 1]), format!("to-{}", spec.hosts[i]));
             let tl = {
@@ -192,6 +207,7 @@ impl Lab {
                 log: log_tx.clone(),
                 buf_len,
                 max_spin_ns: crate::pump::default_spin_ns(),
+                monitor,
             };
             let handle = std::thread::Builder::new()
                 .name(format!("pump-hop{i}"))
@@ -248,6 +264,13 @@ impl Lab {
         Ok(())
     }
 
+    /// Hop `hop`'s capacity up (or down) at the start, bit/s, when a stage
+    /// makes it change over time (what its link monitor starts with);
+    /// infinite otherwise.
+    pub fn capacity_bps(&self, hop: usize, up: bool) -> f64 {
+        self.capacities.get(hop).map(|c| if up { c[0] } else { c[1] }).unwrap_or(f64::INFINITY)
+    }
+
     pub fn host(&self, name: &str) -> Option<&HostInfo> {
         self.hosts.iter().find(|h| h.name == name)
     }
@@ -256,7 +279,11 @@ impl Lab {
     /// `AEROLINK_<HOST>_V6`, plus `AEROLINK_CLIENT` / `AEROLINK_SERVER` for
     /// the two ends whatever they are called.
     pub fn env(&self) -> Vec<(String, String)> {
-        lab_env(&self.hosts, self.seed)
+        let mut env = lab_env(&self.hosts, self.seed);
+        for (hop, path) in &self.monitors {
+            env.push((format!("AEROLINK_LINK{hop}_MONITOR"), path.display().to_string()));
+        }
+        env
     }
 
     /// A command that runs `sh -c cmd` in `host`'s namespace, in its own
@@ -283,6 +310,10 @@ impl Lab {
         if !self.torn_down {
             for ns in &self.namespaces {
                 remove_namespace(ns);
+            }
+            for (_, path) in &self.monitors {
+                let _ = std::fs::remove_file(path);
+                let _ = std::fs::remove_file(path.with_extension("tmp"));
             }
             // SAFETY: closing our own fd once.
             unsafe {

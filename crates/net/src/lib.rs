@@ -8,6 +8,7 @@
 
 pub mod lab;
 pub mod log;
+pub mod monitor;
 pub mod procs;
 pub mod pump;
 pub mod sys;

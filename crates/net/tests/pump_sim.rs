@@ -46,6 +46,7 @@ fn hop(profile: &str, oversleep_ns: u64, max_spin_ns: u64, buf_len: usize) -> Ho
         log: Some(tx),
         buf_len,
         max_spin_ns,
+        monitor: None,
     };
     Hop { pump, left, right, log }
 }

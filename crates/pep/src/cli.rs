@@ -142,6 +142,11 @@ pub struct TuningArgs {
     /// The rate the `rate` controller holds, e.g. 2Mbit/s.
     #[arg(long, value_parser = rate_arg)]
     pub rate: Option<Rate>,
+    /// With `--cc rate`: follow the capacity a link monitor file reports
+    /// (`$AEROLINK_LINK<hop>_MONITOR`; bonded channels going down and up)
+    /// for the direction this half sends in; --rate is where it starts.
+    #[arg(long, value_name = "FILE")]
+    pub rate_follow: Option<PathBuf>,
     /// Windows and initial window (see docs/guide.md).
     #[arg(long, default_value = "h-bdp1")]
     pub preset: Preset,
@@ -219,6 +224,9 @@ impl TuningArgs {
         if let Some(r) = self.rate {
             flag(a, "rate", rate_text(r));
         }
+        if let Some(f) = &self.rate_follow {
+            flag(a, "rate-follow", f.display());
+        }
         flag(a, "preset", self.preset);
         flag(a, "idle-timeout", duration_text(self.idle_timeout));
         flag(a, "max-probe-timeout", self.max_probe_timeout);
@@ -289,6 +297,7 @@ mod tests {
                     preset: *preset,
                     idle_timeout: Duration::from_secs(120),
                     max_probe_timeout: [ProbeCap::DEFAULT, ProbeCap(None), ProbeCap(Some(std::time::Duration::from_millis(1500)))][i % 3],
+                    rate_follow: (*cc == TunnelCc::Rate && i % 2 == 0).then(|| "/tmp/aerolink-x-link1.monitor".into()),
                 });
             }
         }

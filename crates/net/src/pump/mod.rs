@@ -114,7 +114,12 @@ pub struct Pump<D, T> {
     /// Upper bound of the polling margin before a departure (ns); 0 turns
     /// polling off.
     pub max_spin_ns: u64,
+    /// The link monitor's file: the hop's capacity per direction, rewritten
+    /// whenever it changes (bonded channels dropping and coming back), for
+    /// gateway transports that follow it ([`crate::monitor`]).
+    pub monitor: Option<std::path::PathBuf>,
 }
+
 
 /// Default for [`Pump::max_spin_ns`]; `AEROLINK_SPIN_US` overrides it (0
 /// turns polling off, trading departure-time precision for CPU).
@@ -168,6 +173,7 @@ impl<D: Device, T: Timer> Pump<D, T> {
         let logging = self.log.is_some();
         let mut spin = SpinMargin::new(self.max_spin_ns);
         let hop = self.hop;
+        let mut monitored: Option<(f64, f64)> = None;
         while !self.stop.load(Ordering::Relaxed) {
             for (side, rep) in self.sides.iter_mut().zip(reps.iter_mut()) {
                 // 1. Take in what is waiting (bounded, so departures are not
@@ -252,6 +258,15 @@ impl<D: Device, T: Timer> Pump<D, T> {
                     if logging {
                         events.push(Event::note(n.at, hop, side.dir, n.note));
                     }
+                }
+            }
+            if let Some(path) = &self.monitor {
+                let now = (self.sides[0].pipeline.capacity_bps().unwrap_or(f64::INFINITY), self.sides[1].pipeline.capacity_bps().unwrap_or(f64::INFINITY));
+                if monitored != Some(now) {
+                    // A monitor that cannot be written loses the monitor,
+                    // never the link.
+                    let _ = crate::monitor::write(path, now.0, now.1);
+                    monitored = Some(now);
                 }
             }
             if let (Some(tx), false) = (&self.log, events.is_empty()) {

@@ -86,6 +86,9 @@ pub struct Tuning {
     /// were lost in the outage) also gives no RTT sample, which would
     /// otherwise hold off loss detection for as long as the outage.
     pub max_probe_timeout: ProbeCap,
+    /// A link monitor file the `rate` controller follows, and whether this
+    /// half sends up (the air half) or down.
+    pub rate_follow: Option<(std::path::PathBuf, bool)>,
 }
 
 impl Tuning {
@@ -99,7 +102,15 @@ impl Tuning {
         let mut t = k.transport()?;
         if self.cc == TunnelCc::Rate {
             let rate_bps = self.rate_bps.ok_or(PepError::Tuning("the rate controller needs a rate (--rate)"))?;
-            t.congestion_controller_factory(Arc::new(crate::rate_cc::RateConfig { rate_bps }));
+            let config = crate::rate_cc::RateConfig::fixed(rate_bps);
+            if let Some((path, up)) = &self.rate_follow {
+                crate::rate_cc::follow(path.clone(), *up, config.rate_bps.clone());
+            }
+            t.congestion_controller_factory(Arc::new(config));
+            // Bonded channels reorder packets by up to their delay spread:
+            // detect loss by time only (twice the RTT), never by count.
+            t.packet_threshold(u32::MAX);
+            t.time_threshold(2.0);
         }
         t.max_probe_timeout(self.max_probe_timeout.0);
         t.max_idle_timeout(Some(self.idle_timeout.try_into().map_err(|_| PepError::Tuning("the idle timeout is too long"))?));
