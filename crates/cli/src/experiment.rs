@@ -1,5 +1,5 @@
-//! `aerolink experiment plan | run`: experiment files, run by a pool of
-//! workers into the SQLite store.
+//! `aerolink experiment plan | run | check`: experiment files, run by a
+//! pool of workers into the SQLite store, and their findings judged.
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -22,6 +22,18 @@ pub enum ExperimentCmd {
     /// Check an experiment file and list its runs without running them.
     Plan {
         file: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Judge the experiment's findings (`[[finding]]`: a seed's claim, the
+    /// paper's value, the rule it must obey) by the runs in the store: ours
+    /// with a 95 % bootstrap interval, and a verdict. Exits 1 if a finding
+    /// does not hold.
+    Check {
+        file: String,
+        /// The SQLite result store the experiment ran into.
+        #[arg(long, default_value = "results.db")]
+        db: PathBuf,
         #[arg(long)]
         json: bool,
     },
@@ -77,7 +89,28 @@ pub fn run(cmd: ExperimentCmd) -> anyhow::Result<i32> {
             Ok(0)
         }
         ExperimentCmd::Run(a) => run_experiment(a),
+        ExperimentCmd::Check { file, db, json } => check(&file, &db, json),
     }
+}
+
+fn check(file: &str, db: &std::path::Path, json: bool) -> anyhow::Result<i32> {
+    let e = load(file)?;
+    if !db.exists() {
+        return Err(user(format!("--db {}: no such store (run the experiment first: aerolink experiment run {file} --db {})", db.display(), db.display())));
+    }
+    let store = Store::open(db).map_err(|err| user(err.to_string()))?;
+    let runs = store.runs(Some(&e.name))?;
+    let judged = aerolink_lab::findings::judge_all(&e.findings, &runs);
+    if json {
+        println!("{}", serde_json::to_string_pretty(&judged)?);
+    } else if judged.is_empty() {
+        println!("{}: no findings in {file} (add [[finding]] entries; see docs/reproductions.md)", e.name);
+    } else {
+        println!("{}: {} findings judged by {} runs in {}", e.name, judged.len(), runs.len(), db.display());
+        print!("{}", aerolink_lab::findings::table_text(&judged));
+    }
+    let broken = judged.iter().any(|j| j.verdict == aerolink_lab::findings::Verdict::DoesNotHold);
+    Ok(if broken { 1 } else { 0 })
 }
 
 fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {

@@ -113,6 +113,8 @@ pub struct Experiment {
     pub profiles: Vec<Profile>,
     pub cases: Vec<Case>,
     pub chain: Chain,
+    /// The seeds' claims this experiment checks (`[[finding]]`).
+    pub findings: Vec<crate::findings::Finding>,
 }
 
 #[derive(Clone, Debug)]
@@ -124,7 +126,7 @@ pub struct PlannedRun {
     pub seed: u64,
 }
 
-const TOP: &[&str] = &["name", "description", "seed", "repetitions", "timeout", "baseline", "profiles", "topology", "variant", "workload"];
+const TOP: &[&str] = &["name", "description", "seed", "repetitions", "timeout", "baseline", "profiles", "topology", "variant", "workload", "finding"];
 const KNOB_KEYS: &[&str] = &["tcp_cc", "initcwnd", "quic_preset", "quic_cc", "nagle", "mss", "rcvbuf", "quickack", "pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate", "tunnel_max_probe"];
 const PEP_KEYS: &[&str] = &["pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate", "tunnel_max_probe"];
 
@@ -205,6 +207,7 @@ impl Experiment {
             }
         };
         let baseline = t.get("baseline").and_then(|v| v.as_str()).map(str::to_string);
+        let findings = crate::findings::parse(&t).map_err(|e| SpecError { file: file.to_string(), key: format!("finding[{}].{}", e.index, e.key), message: e.message })?;
         let chain = match t.get("topology") {
             None => Chain::Direct,
             Some(toml::Value::String(s)) if s == IFC_PRESET && !dir.join(s).exists() => Chain::Ifc,
@@ -289,7 +292,7 @@ impl Experiment {
         if cases.is_empty() {
             return Err(err("workload", "no runs: give at least one workload".into()));
         }
-        Ok(Experiment { name, description, file: file.to_string(), source: text.to_string(), seed, repetitions, timeout, baseline, profiles, cases, chain })
+        Ok(Experiment { name, description, file: file.to_string(), source: text.to_string(), seed, repetitions, timeout, baseline, profiles, cases, chain, findings })
     }
 
     /// Every run, in a random order drawn from the experiment's seed.

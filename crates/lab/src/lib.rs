@@ -5,9 +5,11 @@
 //! ([`experiment`]), profiles and topology files found by name or path
 //! ([`profiles`], [`topology`]), the gateway chain's PEP modes
 //! ([`gateways`]), the SQLite result store and the rows it keeps
-//! ([`store`]), and the self-contained HTML report ([`report`]).
+//! ([`store`]), the seeds' findings and their verdicts ([`findings`]), and
+//! the self-contained HTML report ([`report`]).
 
 pub mod experiment;
+pub mod findings;
 pub mod gateways;
 pub mod pool;
 pub mod profiles;

@@ -97,6 +97,17 @@ pub fn fmt_metric(metric: &str, v: f64) -> String {
     }
 }
 
+/// A finding's quantity as people read it: a ratio as `0.91×`, a value or
+/// a difference as its metric (a difference with its sign).
+pub fn fmt_quantity(metric: &str, q: crate::findings::Quantity, v: f64) -> String {
+    match q {
+        crate::findings::Quantity::Ratio => format!("{v:.2}×"),
+        crate::findings::Quantity::Difference if v < 0.0 => format!("−{}", fmt_metric(metric, -v)),
+        crate::findings::Quantity::Difference => format!("+{}", fmt_metric(metric, v)),
+        crate::findings::Quantity::Value => fmt_metric(metric, v),
+    }
+}
+
 fn metric_title(m: &str) -> &str {
     match m {
         "plt_ms" => "page load time",
@@ -143,12 +154,48 @@ pub fn render(experiments: &[ExperimentRow], runs: &[RunRow], db: &str, generate
     if experiments.is_empty() {
         h.push_str("<p>No experiments in this store yet: run <code>aerolink experiment run FILE.toml</code>.</p>");
     }
+    findings_section(&mut h, experiments, runs);
     for e in experiments {
         let er: Vec<&RunRow> = runs.iter().filter(|r| r.experiment == e.name).collect();
         experiment_section(&mut h, e, &er);
     }
     h.push_str("</body></html>\n");
     h
+}
+
+/// The findings of every experiment that states some, judged by its runs:
+/// the claim, the paper's value, ours with its 95 % interval, the verdict.
+fn findings_section(h: &mut String, experiments: &[ExperimentRow], runs: &[RunRow]) {
+    let mut rows = Vec::new();
+    for e in experiments {
+        let Ok(doc) = e.spec_toml.parse::<toml::Table>() else { continue };
+        let Ok(findings) = crate::findings::parse(&doc) else { continue };
+        let er: Vec<RunRow> = runs.iter().filter(|r| r.experiment == e.name).cloned().collect();
+        rows.extend(crate::findings::judge_all(&findings, &er).into_iter().map(|j| (e.name.clone(), j)));
+    }
+    if rows.is_empty() {
+        return;
+    }
+    let held = rows.iter().filter(|(_, j)| j.verdict == crate::findings::Verdict::Holds).count();
+    let _ = write!(h, "<h2>Findings</h2><p class=\"note\">{held} of {} of the seeds' findings hold on these runs. Ours is the median over the repetitions (a ratio or difference of two medians) with a 95 % bootstrap interval; a finding holds when the whole interval obeys its rule, does not when none of it does, and is inconclusive otherwise.</p>", rows.len());
+    h.push_str("<table><tr><th>experiment</th><th>claim</th><th>seed</th><th>paper</th><th>ours (95 % interval)</th><th>rule</th><th>verdict</th></tr>");
+    for (name, j) in &rows {
+        let f = &j.finding;
+        let q = |x: f64| fmt_quantity(&f.metric, f.quantity, x);
+        let ours = match (j.value, j.lo, j.hi) {
+            (Some(v), Some(lo), Some(hi)) => format!("{} ({} to {})", q(v), q(lo), q(hi)),
+            _ => "–".into(),
+        };
+        let cls = match j.verdict {
+            crate::findings::Verdict::Holds => "better",
+            crate::findings::Verdict::DoesNotHold => "worse",
+            _ => "",
+        };
+        let why = j.why.as_ref().map(|w| format!("<br><span class=\"note\">{}</span>", esc(w))).unwrap_or_default();
+        let _ = write!(h, "<tr><td>{}</td><td style=\"text-align:left;white-space:normal\">{}</td><td>{} {}</td><td>{}</td><td>{ours}</td><td>{}</td><td class=\"{cls}\" style=\"white-space:normal\">{}{why}</td></tr>",
+            esc(name), esc(&f.claim), esc(&f.seed), esc(&f.place), f.paper.map(q).unwrap_or_else(|| "–".into()), esc(&f.holds.text()), j.verdict.as_str());
+    }
+    h.push_str("</table>");
 }
 
 fn experiment_section(h: &mut String, e: &ExperimentRow, runs: &[&RunRow]) {
@@ -252,7 +299,9 @@ fn at_a_glance(h: &mut String, e: &ExperimentRow, settings: &BTreeMap<(String, u
     h.push_str("</table>");
 }
 
-fn series_name(r: &RunRow) -> String {
+/// The series a run belongs to: its protocol and the knobs that differ
+/// from the defaults.
+pub fn series_name(r: &RunRow) -> String {
     let k = knob_label(&r.knobs_json);
     if k.is_empty() {
         r.protocol.clone()

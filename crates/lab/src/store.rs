@@ -75,6 +75,9 @@ pub struct ExperimentRow {
     pub description: String,
     pub baseline: Option<String>,
     pub updated_at: String,
+    /// The experiment file's text as last run (its findings are read from it).
+    #[serde(skip)]
+    pub spec_toml: String,
 }
 
 const SCHEMA: &str = "
@@ -179,9 +182,9 @@ impl Store {
     }
 
     pub fn experiments(&self) -> Result<Vec<ExperimentRow>, StoreError> {
-        let mut st = self.conn.prepare("SELECT name, file, description, baseline, updated_at FROM experiments ORDER BY name").map_err(|e| self.wrap(e))?;
+        let mut st = self.conn.prepare("SELECT name, file, description, baseline, updated_at, spec_toml FROM experiments ORDER BY name").map_err(|e| self.wrap(e))?;
         let rows = st
-            .query_map([], |r| Ok(ExperimentRow { name: r.get(0)?, file: r.get(1)?, description: r.get(2)?, baseline: r.get(3)?, updated_at: r.get(4)? }))
+            .query_map([], |r| Ok(ExperimentRow { name: r.get(0)?, file: r.get(1)?, description: r.get(2)?, baseline: r.get(3)?, updated_at: r.get(4)?, spec_toml: r.get(5)? }))
             .map_err(|e| self.wrap(e))?
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.wrap(e))?;

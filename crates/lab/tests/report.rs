@@ -12,7 +12,7 @@ use aerolink_lab::record::record;
 use aerolink_lab::runner::RunOutcome;
 use aerolink_lab::store::Store;
 
-const SPEC: &str = "name = \"fixture\"\ndescription = \"a report fixture\"\nseed = 5\nrepetitions = 3\nbaseline = \"h1\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\nprotocols = [\"h1\", \"h2\"]\npages = [\"10x100KB\"]\n";
+const SPEC: &str = "name = \"fixture\"\ndescription = \"a report fixture\"\nseed = 5\nrepetitions = 3\nbaseline = \"h1\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\nprotocols = [\"h1\", \"h2\"]\npages = [\"10x100KB\"]\n[[finding]]\nid = \"h1-in-time\"\nclaim = \"h1 loads this page in 9 to 13 s\"\nseed = \"000\"\nwhere = \"§6\"\nmetric = \"plt_ms\"\nof = { series = \"h1\" }\npaper = 11000\nholds = \"9000..13000\"\n[[finding]]\nid = \"h1-fast\"\nclaim = \"h1 loads this page in under 10 s\"\nseed = \"000\"\nwhere = \"§6\"\nmetric = \"plt_ms\"\nof = { series = \"h1\" }\nholds = \"< 10000\"\n[[finding]]\nid = \"h2-slower\"\nclaim = \"h2 loads this page slower than h1\"\nseed = \"000\"\nwhere = \"§6\"\nmetric = \"plt_ms\"\nof = { series = \"h2\" }\nvs = { series = \"h1\" }\nquantity = \"ratio\"\npaper = 2.5\nholds = \"> 1\"\n";
 
 fn outcome(plt_ms: f64, ok: bool) -> RunOutcome {
     RunOutcome {
@@ -96,6 +96,11 @@ fn the_report_is_one_self_contained_page_with_the_figures() {
     assert!(html.contains("2.86"), "h2 / h1 ratio");
     // Failures are listed with their reason.
     assert!(html.contains("the client timed out"));
+    // The findings open the report: one holds, one does not (and why), one
+    // has too few runs (h2: two succeeded).
+    assert!(html.contains("<h2>Findings</h2>") && html.contains("1 of 3 of the seeds' findings hold"), "findings table");
+    assert!(html.contains(">holds<") && html.contains("does not hold") && html.contains("is not below"), "verdicts");
+    assert!(html.contains("inconclusive") && html.contains("at least 3"), "too few runs");
     // Self-contained: inline SVG, no scripts, nothing fetched.
     assert!(html.contains("<svg"));
     for banned in ["<script", "src=\"http", "href=\"http", "@import", "url("] {
