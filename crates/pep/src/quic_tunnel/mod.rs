@@ -111,8 +111,16 @@ impl Tuning {
             // detect loss by time only (twice the RTT), never by count.
             t.packet_threshold(u32::MAX);
             t.time_threshold(2.0);
+            // Before the first RTT sample, assume the handshake's first
+            // flight (4 full packets) takes its time at the rate: on a
+            // 2.4 kbit/s channel a 1200 B packet is 4 s on the wire, and
+            // quinn's 333 ms would fire probes that only fill the queue.
+            t.initial_rtt(Duration::from_secs_f64((4.0 * 1200.0 * 8.0 / rate_bps as f64).max(0.333)));
         }
-        t.max_probe_timeout(self.max_probe_timeout.0);
+        // On a link so slow that a full packet takes seconds (Iridium), probe
+        // no more often than two of them take: faster probes only queue.
+        let floor = self.rate_bps.filter(|_| self.cc == TunnelCc::Rate).map(|r| Duration::from_secs_f64(2.0 * 1200.0 * 8.0 / r as f64));
+        t.max_probe_timeout(self.max_probe_timeout.0.map(|cap| floor.map_or(cap, |f| cap.max(f))));
         t.max_idle_timeout(Some(self.idle_timeout.try_into().map_err(|_| PepError::Tuning("the idle timeout is too long"))?));
         // Keep the tunnel warm (and NAT-proof) while no one uses it.
         t.keep_alive_interval(Some((self.idle_timeout / 4).min(Duration::from_secs(10))));
