@@ -30,6 +30,9 @@ pub struct Pipeline<P> {
     released: usize,
     /// Packets that left the last stage while the pipeline ran up to a cut.
     settled: VecDeque<crate::packet::Meta>,
+    /// Whether any stage ever cuts (a handover); if not, no cut is looked
+    /// for on the per-packet path.
+    cutting: bool,
 }
 
 impl<P> Pipeline<P> {
@@ -44,7 +47,8 @@ impl<P> Pipeline<P> {
     /// A pipeline of the given stages, in order (at least one).
     pub fn from_stages(stages: Vec<Box<dyn Stage>>) -> Self {
         assert!(!stages.is_empty(), "a pipeline needs at least one stage");
-        Pipeline { stages, payloads: VecDeque::new(), first_id: 0, next_id: 0, drops: Vec::new(), released: 0, settled: VecDeque::new() }
+        let cutting = stages.iter().any(|s| s.cut_at().is_some());
+        Pipeline { stages, payloads: VecDeque::new(), first_id: 0, next_id: 0, drops: Vec::new(), released: 0, settled: VecDeque::new(), cutting }
     }
 
     /// Whether the pipeline may treat a burst of segments as one packet
@@ -105,7 +109,9 @@ impl<P> Pipeline<P> {
     pub fn dequeue(&mut self, now: Instant) -> Option<Packet<P>> {
         // Cuts first, then move everything released by `now` down the
         // chain and take from the last stage.
-        self.apply_cuts(now);
+        if self.cutting {
+            self.apply_cuts(now);
+        }
         let meta = match self.settled.pop_front() {
             Some(m) => Some(m),
             None => {
