@@ -1,8 +1,17 @@
 //! Handover between two L-DACS 1 cells under Mobile IPv6 / NEMO (seed
 //! 002), as one stage at the front of each direction. Profile key, in
 //! `[link]` only (both directions share the timeline):
-//! `handover = { at | every, mode, dad, router_adv, bu, ba, ra_collision,
+//! `handover = { at | mobility, mode, dad, router_adv, bu, ba, ra_collision,
 //! backoff, signal_loss, tunnel, buffer }`.
+//!
+//! When: explicit times (`at = ["10 s", "90 s"]`), or a flight past a line
+//! of ground stations (`mobility = { speed_kmh = 800, cell_km = 225,
+//! overlap_km = 100, start_km = 125, count = 10 }`, seed 002's scenario):
+//! stations are `2 × cell − overlap` apart (350 km), the aircraft starts
+//! `start_km` past the first (125 km: where the second cell begins) and
+//! hands over midway between stations, where the next one's signal becomes
+//! the stronger — every 350 km / 800 km/h = 26 min 15 s, the first after
+//! 50 km (3 min 45 s).
 //!
 //! Each handover is a timeline, drawn once per hop from the run's seed
 //! (both directions see the same one):
@@ -413,7 +422,20 @@ pub struct Kind;
 
 pub static KIND: Kind = Kind;
 
-const KEYS: &[&str] = &["at", "mode", "dad", "router_adv", "bu", "ba", "ra_collision", "backoff", "signal_loss", "tunnel", "buffer"];
+/// Handover times of a flight past a line of stations (see the module doc).
+pub fn flight_times(speed_kmh: f64, cell_km: f64, overlap_km: f64, start_km: f64, count: u32) -> Vec<Duration> {
+    let spacing = 2.0 * cell_km - overlap_km;
+    (0..)
+        .map(|k| (spacing / 2.0 + k as f64 * spacing - start_km) / speed_kmh * 3600.0)
+        .filter(|s| *s > 0.0)
+        .take(count as usize)
+        .map(Duration::from_secs_f64)
+        .collect()
+}
+
+const MOBILITY_KEYS: &[&str] = &["speed_kmh", "cell_km", "overlap_km", "start_km", "count"];
+
+const KEYS: &[&str] = &["at", "mobility", "mode", "dad", "router_adv", "bu", "ba", "ra_collision", "backoff", "signal_loss", "tunnel", "buffer"];
 
 impl StageKind for Kind {
     fn name(&self) -> &'static str {
@@ -446,10 +468,28 @@ impl StageKind for Kind {
                 Some(_) => Err(r.err(format!("{k}: expected a probability below 1, like 0.1"))),
             }
         };
-        let at_help = || r.err("at: expected a list of times like [\"20 s\", \"90 s\"], increasing");
-        let at: Vec<Duration> = match t.get("at") {
-            Some(toml::Value::Array(a)) => a.iter().map(|v| v.as_str().ok_or_else(at_help).and_then(|s| units::parse_duration(s).map_err(|_| at_help()))).collect::<Result<_, _>>()?,
-            Some(toml::Value::String(s)) => vec![units::parse_duration(s).map_err(|_| at_help())?],
+        let at_help = || r.err("at: expected a list of times like [\"20 s\", \"90 s\"], increasing (or mobility = { speed_kmh, cell_km, overlap_km, start_km })");
+        let at: Vec<Duration> = match (t.get("at"), t.get("mobility")) {
+            (Some(_), Some(_)) => return Err(r.err("give at or mobility, not both")),
+            (Some(toml::Value::Array(a)), None) => a.iter().map(|v| v.as_str().ok_or_else(at_help).and_then(|s| units::parse_duration(s).map_err(|_| at_help()))).collect::<Result<_, _>>()?,
+            (Some(toml::Value::String(s)), None) => vec![units::parse_duration(s).map_err(|_| at_help())?],
+            (None, Some(m)) => {
+                let m = m.as_table().ok_or_else(|| r.err("mobility: expected a table { speed_kmh = 800, cell_km = 225, overlap_km = 100, start_km = 125, count = 10 }"))?;
+                if let Some(k) = m.keys().find(|k| !MOBILITY_KEYS.contains(&k.as_str())) {
+                    return Err(r.err(format!("mobility: unknown key {k:?}; allowed: {}", MOBILITY_KEYS.join(", "))));
+                }
+                let num = |k: &str, default: f64| -> Result<f64, ProfileError> {
+                    match m.get(k) {
+                        None => Ok(default),
+                        Some(v) => v.as_float().or_else(|| v.as_integer().map(|n| n as f64)).filter(|x| x.is_finite() && *x >= 0.0).ok_or_else(|| r.err(format!("mobility.{k}: expected a number, 0 or more"))),
+                    }
+                };
+                let (speed, cell, overlap, start, count) = (num("speed_kmh", 800.0)?, num("cell_km", 225.0)?, num("overlap_km", 100.0)?, num("start_km", 125.0)?, num("count", 10.0)?);
+                if speed <= 0.0 || overlap >= 2.0 * cell || count < 1.0 {
+                    return Err(r.err("mobility: needs speed_kmh above 0, overlap_km below twice cell_km, count 1 or more"));
+                }
+                flight_times(speed, cell, overlap, start, count as u32)
+            }
             _ => return Err(at_help()),
         };
         if at.is_empty() || at.windows(2).any(|w| w[0] >= w[1]) {

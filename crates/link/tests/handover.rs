@@ -176,3 +176,17 @@ fn handover_keys_are_checked() {
         assert!(e.contains("h.toml") && e.contains("handover") && e.contains(says), "{e}");
     }
 }
+
+#[test]
+fn a_flight_past_the_stations_hands_over_midway_between_them() {
+    // Seed 002: 800 km/h, cells of 225 km overlapping by 100 km → stations
+    // 350 km apart; from 125 km past the first, the first handover comes
+    // after 50 km (225 s), then every 350 km (1575 s).
+    let p = profile("[link]\nhandover = { mobility = { count = 3 } }\n");
+    let at = &p.up.handover.as_ref().unwrap().at;
+    assert_eq!(at.iter().map(|d| d.as_secs_f64().round() as u64).collect::<Vec<_>>(), [225, 1800, 3375]);
+    let p = profile("[link]\nhandover = { mobility = { speed_kmh = 900, start_km = 170 } }\n");
+    assert!((p.up.handover.as_ref().unwrap().at[0].as_secs_f64() - 20.0).abs() < 1e-6);
+    let e = Profile::parse("[link]\nhandover = { at = \"5 s\", mobility = {} }\n", "h.toml", &[], &mut |_| Err("no files".into())).unwrap_err().to_string();
+    assert!(e.contains("not both"), "{e}");
+}
