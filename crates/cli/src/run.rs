@@ -26,6 +26,8 @@ pub struct RunArgs {
     #[command(flatten)]
     pub link: LinkArgs,
     /// Command run with `sh -c` in the server namespace (started first).
+    /// Its standard output goes to aerolink's standard error, so that the
+    /// client's output (e.g. `iperf3 -J`) stays clean on standard output.
     #[arg(long, value_name = "CMD")]
     pub server: Option<String>,
     /// Command run with `sh -c` in the client namespace; aerolink exits with
@@ -192,6 +194,13 @@ fn exit_code(st: ExitStatus) -> i32 {
     st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0))
 }
 
+/// Our standard error, for a child's standard output: the server's lines
+/// must not mix with the client's on standard output.
+fn stderr_stdio() -> anyhow::Result<std::process::Stdio> {
+    use std::os::fd::AsFd;
+    Ok(std::process::Stdio::from(std::io::stderr().as_fd().try_clone_to_owned().context("duplicating standard error")?))
+}
+
 pub fn print_report(rep: &LabReport, hosts: &[String]) {
     for d in &rep.directions {
         let (from, to) = match d.dir {
@@ -234,7 +243,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     let mut server = match &args.server {
         Some(cmd) => {
             let h = lab.host(&server_host).expect("the server host");
-            Some(aerolink_net::lab::netns_command(&h.netns, &["sh", "-c", cmd], &env).spawn().context("starting the server command")?)
+            Some(aerolink_net::lab::netns_command(&h.netns, &["sh", "-c", cmd], &env).stdout(stderr_stdio()?).spawn().context("starting the server command")?)
         }
         None => None,
     };
@@ -286,7 +295,7 @@ pub fn shell(args: ShellArgs) -> anyhow::Result<i32> {
     let lab = Lab::build(&spec, log)?;
     let server_host = spec.hosts.last().expect("two hosts").clone();
     let mut server = match &args.server {
-        Some(cmd) => Some(lab.command(&server_host, cmd)?.spawn().context("starting the server command")?),
+        Some(cmd) => Some(lab.command(&server_host, cmd)?.stdout(stderr_stdio()?).spawn().context("starting the server command")?),
         None => None,
     };
     let shell = std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into());

@@ -183,3 +183,18 @@ fn the_log_records_every_packet_and_stats_summarise_it() {
     let human = aerolink(&["stats", log.to_str().unwrap()]);
     assert!(text(&human).0.contains("3 by loss"), "{}", text(&human).0);
 }
+
+#[test]
+fn the_servers_output_does_not_mix_into_the_clients() {
+    // `aerolink run … --client 'iperf3 -J …' > out.json` must give the
+    // client's output alone: the server's goes to standard error. The
+    // client starts printing only once the server has printed.
+    let mark = tempdir("server-out").join("printed");
+    let server = format!("echo from-the-server; touch {}; sleep 30", mark.display());
+    let client = format!("while [ ! -e {} ]; do sleep 0.05; done; echo from-the-client", mark.display());
+    let o = aerolink(&["run", "-q", "--profile", "terrestrial", "--server", &server, "--client", &client]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    assert_eq!(out, "from-the-client\n", "stdout: {out:?}, stderr: {err}");
+    assert!(err.contains("from-the-server"), "{err}");
+}
