@@ -62,6 +62,10 @@ impl Received {
 }
 
 /// What a reader task saw.
+/// How long the end of a run waits with nothing arriving before it gives up
+/// on the server's report.
+const DRAIN_IDLE: Duration = Duration::from_secs(300);
+
 enum Seen {
     Message { at: Instant, latency_ms: f64, len: usize },
     Report(Received),
@@ -297,17 +301,16 @@ where
     if dir == 0 {
         offered = (duration.as_secs_f64() * rate_bps / (size as f64 * 8.0)).ceil() as u64;
     }
-    // Queues drain in bounded time once the senders stop.
-    let report = tokio::time::timeout(Duration::from_secs(300), async {
-        while let Some(s) = rx.recv().await {
-            if let Seen::Report(r) = s {
-                return Some(r);
-            }
+    // Queues drain once the senders stop; on a slow link that takes as
+    // long as it takes (120 s of 8 kbit/s through 2.4 kbit/s is minutes),
+    // so give up only when nothing has come for DRAIN_IDLE.
+    let report = loop {
+        match tokio::time::timeout(DRAIN_IDLE, rx.recv()).await {
+            Ok(Some(Seen::Report(r))) => break r,
+            Ok(Some(Seen::Message { .. })) => continue,
+            Ok(None) => return Err(WorkError::Closed("the connection without a report")),
+            Err(_) => return Err(WorkError::Timeout { what: "report from the server, nor any message,", after: DRAIN_IDLE }),
         }
-        None
-    })
-    .await
-    .map_err(|_| WorkError::Timeout { what: "report from the server", after: Duration::from_secs(300) })?
-    .ok_or(WorkError::Closed("the connection without a report"))?;
+    };
     Ok((offered, down, (dir != 0).then_some(report)))
 }
