@@ -173,7 +173,7 @@ fn parse_one(index: usize, v: &toml::Value) -> Result<Finding, FindingError> {
     }
     let paper = match t.get("paper") {
         None => None,
-        Some(v) => Some(v.as_float().or_else(|| v.as_integer().map(|n| n as f64)).ok_or_else(|| err("paper", "expected a number (the paper's value, in the metric's unit)".into()))?),
+        Some(v) => Some(aerolink_link::profile::keys::number(v).ok_or_else(|| err("paper", "expected a number (the paper's value, in the metric's unit)".into()))?),
     };
     let holds_text = text("holds")?;
     let holds = Rule::parse(&holds_text).ok_or_else(|| err("holds", format!("{holds_text:?}: expected \"< x\", \"> x\" or \"x..y\"")))?;
@@ -218,6 +218,15 @@ pub struct Judged {
     pub verdict: Verdict,
     /// One sentence, when it does not hold or cannot be judged.
     pub why: Option<String>,
+}
+
+impl Judged {
+    /// Ours as people read it, `0.92× (0.91× to 0.93×)`, if judged.
+    pub fn ours_text(&self) -> Option<String> {
+        let f = &self.finding;
+        let fmt = |x: f64| crate::report::fmt_quantity(&f.metric, f.quantity, x);
+        Some(format!("{} ({} to {})", fmt(self.value?), fmt(self.lo?), fmt(self.hi?)))
+    }
 }
 
 fn median(v: &mut [f64]) -> f64 {
@@ -316,10 +325,9 @@ pub fn table_text(judged: &[Judged]) -> String {
     for j in judged {
         let f = &j.finding;
         let fmt = |x: f64| crate::report::fmt_quantity(&f.metric, f.quantity, x);
-        let ours = match (j.value, j.lo, j.hi) {
-            (Some(v), Some(lo), Some(hi)) => format!("{} ({} to {}, {} runs{})", fmt(v), fmt(lo), fmt(hi), j.n_of, if f.vs.is_some() { format!(" vs {}", j.n_vs) } else { String::new() }),
-            _ => "–".into(),
-        };
+        let runs = format!("{} runs{}", j.n_of, if f.vs.is_some() { format!(" vs {}", j.n_vs) } else { String::new() });
+        // "0.92× (0.91× to 0.93×, 20 runs vs 20)"
+        let ours = j.ours_text().map(|o| format!("{}, {runs})", o.strip_suffix(')').unwrap_or(&o))).unwrap_or_else(|| "–".into());
         let _ = writeln!(s, "[{}] {} — seed {} {}", j.verdict.as_str(), f.claim, f.seed, f.place);
         let _ = writeln!(s, "    paper {}; ours {}{}", f.paper.map(fmt).unwrap_or_else(|| "–".into()), ours, j.why.as_ref().map(|w| format!("; {w}")).unwrap_or_default());
     }

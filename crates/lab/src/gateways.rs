@@ -201,10 +201,8 @@ impl PepSpec {
                 let follows = self.tunnel_rate.as_ref().is_some_and(|r| r.rate.is_none());
                 let (air_follow, ground_follow) = if follows {
                     let (hop, _) = host(lab, "airgw")?;
-                    let path = lab.env().into_iter().find(|(k, _)| *k == format!("AEROLINK_LINK{hop}_MONITOR")).map(|(_, v)| PathBuf::from(v)).ok_or(GatewayError::NoMonitor)?;
-                    // The pump writes it at its first round; until then the
-                    // halves start at the profile's full capacity.
-                    let (up, down) = aerolink_net::monitor::read(&path).unwrap_or_else(|| (lab.capacity_bps(hop, true), lab.capacity_bps(hop, false)));
+                    let path = lab.monitor(hop).ok_or(GatewayError::NoMonitor)?.to_path_buf();
+                    let (up, down) = aerolink_net::monitor::read(&path).ok_or(GatewayError::NoMonitor)?;
                     (Some((path.clone(), up)), Some((path, down)))
                 } else {
                     (None, None)

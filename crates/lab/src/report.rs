@@ -182,10 +182,7 @@ fn findings_section(h: &mut String, experiments: &[ExperimentRow], runs: &[RunRo
     for (name, j) in &rows {
         let f = &j.finding;
         let q = |x: f64| fmt_quantity(&f.metric, f.quantity, x);
-        let ours = match (j.value, j.lo, j.hi) {
-            (Some(v), Some(lo), Some(hi)) => format!("{} ({} to {})", q(v), q(lo), q(hi)),
-            _ => "–".into(),
-        };
+        let ours = j.ours_text().unwrap_or_else(|| "–".into());
         let cls = match j.verdict {
             crate::findings::Verdict::Holds => "better",
             crate::findings::Verdict::DoesNotHold => "worse",

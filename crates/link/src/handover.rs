@@ -60,7 +60,7 @@ use rand::Rng;
 
 use crate::jitter::LinkRng;
 use crate::packet::{Drop, DropReason, Meta};
-use crate::profile::keys::{only_keys, RawKeys};
+use crate::profile::keys::{number, only_keys, RawKeys};
 use crate::profile::{DirectionSpec, Loader, ProfileError};
 use crate::registry::StageKind;
 use crate::stage::{pop_due, stage_rng, Note, Stage, StageContext, StageEvent};
@@ -287,10 +287,6 @@ impl Handover {
         Handover { spec, plan, pending_notes: notes.into(), events: Vec::new(), next_cut: 0, held: VecDeque::new(), held_bytes: 0, out: VecDeque::new() }
     }
 
-    pub fn timelines(&self) -> &[Timeline] {
-        &self.plan
-    }
-
     /// Reports phases reached by `t`, and flushes the agent's buffer once
     /// the binding is in place.
     fn advance(&mut self, t: Instant) {
@@ -481,7 +477,7 @@ impl StageKind for Kind {
                 let num = |k: &str, default: f64| -> Result<f64, ProfileError> {
                     match m.get(k) {
                         None => Ok(default),
-                        Some(v) => v.as_float().or_else(|| v.as_integer().map(|n| n as f64)).filter(|x| x.is_finite() && *x >= 0.0).ok_or_else(|| r.err(format!("mobility.{k}: expected a number, 0 or more"))),
+                        Some(v) => number(v).filter(|x| *x >= 0.0).ok_or_else(|| r.err(format!("mobility.{k}: expected a number, 0 or more"))),
                     }
                 };
                 let (speed, cell, overlap, start, count) = (num("speed_kmh", 800.0)?, num("cell_km", 225.0)?, num("overlap_km", 100.0)?, num("start_km", 125.0)?, num("count", 10.0)?);

@@ -38,7 +38,7 @@ use rand::Rng;
 
 use crate::jitter::LinkRng;
 use crate::packet::{Drop, DropReason, Meta};
-use crate::profile::keys::{only_keys, RawKeys};
+use crate::profile::keys::{number, only_keys, RawKeys};
 use crate::profile::{DirectionSpec, Loader, ProfileError};
 use crate::registry::StageKind;
 use crate::stage::{pop_due, Note, Stage, StageContext, StageEvent};
@@ -428,12 +428,7 @@ fn parse_budget(r: &crate::profile::keys::Raw, v: &toml::Value, link: LinkDir) -
         return Err(r.err(format!("budget: unknown key {k:?}; allowed: {}", BUDGET_KEYS.join(", "))));
     }
     let num = |k: &str| -> Result<Option<f64>, ProfileError> {
-        match t.get(k) {
-            None => Ok(None),
-            Some(toml::Value::Float(f)) if f.is_finite() => Ok(Some(*f)),
-            Some(toml::Value::Integer(n)) => Ok(Some(*n as f64)),
-            Some(_) => Err(r.err(format!("budget.{k}: expected a number"))),
-        }
+        t.get(k).map(|v| number(v).ok_or_else(|| r.err(format!("budget.{k}: expected a number")))).transpose()
     };
     let distance_km = num("distance_km")?.ok_or_else(|| r.err("budget.distance_km: expected the distance to the ground station in km, like 225"))?;
     let mut b = Budget::seed(link, distance_km);
@@ -461,7 +456,7 @@ fn parse_budget(r: &crate::profile::keys::Raw, v: &toml::Value, link: LinkDir) -
         let mut table = Vec::new();
         for row in rows {
             let pair = row.as_array().filter(|p| p.len() == 2).ok_or_else(bad)?;
-            let x = |v: &toml::Value| v.as_float().or_else(|| v.as_integer().map(|n| n as f64)).ok_or_else(bad);
+            let x = |v: &toml::Value| number(v).ok_or_else(bad);
             let (snr, fer) = (x(&pair[0])?, x(&pair[1])?);
             if !(fer > 0.0 && fer <= 1.0) || table.last().is_some_and(|(s, _): &(f64, f64)| *s >= snr) {
                 return Err(bad());

@@ -66,9 +66,6 @@ pub struct Lab {
     logger: Option<JoinHandle<std::io::Result<u64>>>,
     /// Link monitor files by hop (hops whose capacity changes).
     monitors: Vec<(usize, std::path::PathBuf)>,
-    /// Each hop's capacity up and down when the lab was built, bit/s
-    /// (infinite: no limit that changes).
-    capacities: Vec<[f64; 2]>,
     torn_down: bool,
 }
 
@@ -126,7 +123,6 @@ impl Lab {
             pumps: Vec::new(),
             logger: None,
             monitors: Vec::new(),
-            capacities: Vec::new(),
             torn_down: false,
         };
         for (i, h) in spec.hosts.iter().enumerate() {
@@ -173,9 +169,12 @@ impl Lab {
             // monitor file, named in the programs' environment.
             let monitor = (up.capacity_bps().is_some() || down.capacity_bps().is_some()).then(|| crate::monitor::path(&spec.run, i));
             if let Some(m) = &monitor {
+                // Written before any program starts, so a reader always
+                // finds it; the pump rewrites it when a channel changes.
+                let cap = |p: &Pipeline<crate::pump::Frame>| p.capacity_bps().unwrap_or(f64::INFINITY);
+                crate::monitor::write(m, cap(&up), cap(&down)).map_err(|e| NetError::Io(format!("write {}", m.display()), e))?;
                 lab.monitors.push((i, m.clone()));
             }
-            lab.capacities.push([up.capacity_bps().unwrap_or(f64::INFINITY), down.capacity_bps().unwrap_or(f64::INFINITY)]);
             let (l, r) = (&lab.namespaces[i], &lab.namespaces[i + 1]);
             let (lname, rname) = (format!("to-{}", spec.hosts[i + 1]), format!("to-{}", spec.hosts[i]));
             let tl = {
@@ -264,11 +263,9 @@ impl Lab {
         Ok(())
     }
 
-    /// Hop `hop`'s capacity up (or down) at the start, bit/s, when a stage
-    /// makes it change over time (what its link monitor starts with);
-    /// infinite otherwise.
-    pub fn capacity_bps(&self, hop: usize, up: bool) -> f64 {
-        self.capacities.get(hop).map(|c| if up { c[0] } else { c[1] }).unwrap_or(f64::INFINITY)
+    /// Hop `hop`'s link monitor file, if its capacity changes over time.
+    pub fn monitor(&self, hop: usize) -> Option<&std::path::Path> {
+        self.monitors.iter().find(|(h, _)| *h == hop).map(|(_, p)| p.as_path())
     }
 
     pub fn host(&self, name: &str) -> Option<&HostInfo> {

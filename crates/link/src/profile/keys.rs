@@ -35,6 +35,11 @@ impl Raw {
 }
 
 
+/// A TOML number, integer or float, as `f64` (finite only).
+pub fn number(v: &toml::Value) -> Option<f64> {
+    v.as_float().or_else(|| v.as_integer().map(|n| n as f64)).filter(|x| x.is_finite())
+}
+
 pub(crate) fn table_str(r: &Raw, t: &toml::Table, key: &str, what: &str) -> Result<String, ProfileError> {
     match t.get(key) {
         Some(toml::Value::String(s)) => Ok(s.clone()),

@@ -114,8 +114,8 @@ pub struct Pump<D, T> {
     /// Upper bound of the polling margin before a departure (ns); 0 turns
     /// polling off.
     pub max_spin_ns: u64,
-    /// The link monitor's file: the hop's capacity per direction, rewritten
-    /// whenever it changes (bonded channels dropping and coming back), for
+    /// The link monitor's file (the lab writes it first): the hop's capacity
+    /// per direction, rewritten whenever a channel changes (bonded channels dropping and coming back), for
     /// gateway transports that follow it ([`crate::monitor`]).
     pub monitor: Option<std::path::PathBuf>,
 }
@@ -170,10 +170,11 @@ impl<D: Device, T: Timer> Pump<D, T> {
         let mut pool: Vec<Vec<u8>> = Vec::new();
         let mut events: Vec<Event> = Vec::new();
         let mut notes: Vec<aerolink_link::StageEvent> = Vec::new();
+        // A channel went down or came back this round: rewrite the monitor.
+        let mut capacity_changed = false;
         let logging = self.log.is_some();
         let mut spin = SpinMargin::new(self.max_spin_ns);
         let hop = self.hop;
-        let mut monitored: Option<(f64, f64)> = None;
         while !self.stop.load(Ordering::Relaxed) {
             for (side, rep) in self.sides.iter_mut().zip(reps.iter_mut()) {
                 // 1. Take in what is waiting (bounded, so departures are not
@@ -252,22 +253,21 @@ impl<D: Device, T: Timer> Pump<D, T> {
                 // drops, retransmissions): taken every round, kept if logged.
                 side.pipeline.take_events(&mut notes);
                 for n in notes.drain(..) {
-                    if let aerolink_link::Note::Retransmit { .. } = n.note {
-                        rep.retransmissions += 1;
+                    match n.note {
+                        aerolink_link::Note::Retransmit { .. } => rep.retransmissions += 1,
+                        aerolink_link::Note::Channel { .. } => capacity_changed = true,
+                        _ => {}
                     }
                     if logging {
                         events.push(Event::note(n.at, hop, side.dir, n.note));
                     }
                 }
             }
-            if let Some(path) = &self.monitor {
-                let now = (self.sides[0].pipeline.capacity_bps().unwrap_or(f64::INFINITY), self.sides[1].pipeline.capacity_bps().unwrap_or(f64::INFINITY));
-                if monitored != Some(now) {
-                    // A monitor that cannot be written loses the monitor,
-                    // never the link.
-                    let _ = crate::monitor::write(path, now.0, now.1);
-                    monitored = Some(now);
-                }
+            if let (Some(path), true) = (&self.monitor, std::mem::take(&mut capacity_changed)) {
+                let cap = |i: usize| self.sides[i].pipeline.capacity_bps().unwrap_or(f64::INFINITY);
+                // A monitor that cannot be written loses the monitor, never
+                // the link.
+                let _ = crate::monitor::write(path, cap(0), cap(1));
             }
             if let (Some(tx), false) = (&self.log, events.is_empty()) {
                 // A closed log only loses the log, never the link.
