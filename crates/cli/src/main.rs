@@ -12,6 +12,7 @@ mod results;
 mod run;
 mod stats;
 mod updown;
+mod replay;
 mod workload;
 
 use clap::{Parser, Subcommand};
@@ -86,6 +87,15 @@ enum Cmd {
         #[command(subcommand)]
         what: aerolink_pep::cli::PepCmd,
     },
+    /// Serve recorded and corpus pages for all their origins over h1, h2
+    /// and h3; list or export the corpus.
+    Replay {
+        #[command(subcommand)]
+        what: replay::ReplayCmd,
+    },
+    /// Record a page with a real browser (headless Chromium) into an
+    /// archive for `aerolink replay serve`.
+    Record(replay::RecordArgs),
     /// The workload programs themselves (run inside a lab's namespaces).
     Workload {
         #[command(subcommand)]
@@ -146,7 +156,7 @@ fn main() {
     // closes never kills a workload.
     let printing = matches!(
         cli.cmd,
-        Cmd::Profiles { .. } | Cmd::Stats { .. } | Cmd::Results { .. } | Cmd::Experiment { what: experiment::ExperimentCmd::Plan { .. } }
+        Cmd::Profiles { .. } | Cmd::Replay { what: replay::ReplayCmd::List { .. } } | Cmd::Stats { .. } | Cmd::Results { .. } | Cmd::Experiment { what: experiment::ExperimentCmd::Plan { .. } }
     );
     if printing {
         // SAFETY: setting a signal disposition before any thread starts.
@@ -169,6 +179,8 @@ fn main() {
         Cmd::Stats { file, json } => stats::stats(&file, json),
         Cmd::Bench { what } => bench::bench(what),
         Cmd::Workload { what } => workload::run(what),
+        Cmd::Replay { what } => replay::run(what),
+        Cmd::Record(a) => replay::record(a),
         Cmd::Pep { what } => pep::run(what),
         Cmd::Experiment { what } => experiment::run(what),
         Cmd::Results { what: ResultsCmd::Export(a) } => results::export(a),

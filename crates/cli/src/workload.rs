@@ -5,9 +5,9 @@
 
 use std::net::SocketAddr;
 
-use aerolink_work::cli::{BulkArgs, ConnsArgs, MessagesArgs, ObjectsArgs, ObjectsParams, RealtimeArgs, RealtimeParams, ServeArgs, WebArgs, WebParams, WorkloadCmd};
+use aerolink_work::cli::{BrowserArgs, BrowserParams, BulkArgs, ConnsArgs, MessagesArgs, ObjectsArgs, ObjectsParams, RealtimeArgs, RealtimeParams, ServeArgs, WebArgs, WebParams, WorkloadCmd};
 use aerolink_work::web::ObjectsMode;
-use aerolink_work::{bulk, messages, page, server, web, Transport};
+use aerolink_work::{browser, bulk, messages, page, server, web, Transport};
 
 use crate::error::user;
 
@@ -62,6 +62,11 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                 let ip = addr(&server)?.ip();
                 let p = aerolink_work::realtime::Params { scenario, count, interval_ms, size: size as usize };
                 print(&aerolink_work::realtime::run(ip, mechanism, &p, !no_nagle).await?)
+            }
+            WorkloadCmd::Browser(BrowserArgs { server, params: BrowserParams { protocol, page, warm }, har, screenshot, timeout }) => {
+                let url = browser::page_url(&page).ok_or_else(|| user(format!("--page {page}: expected a corpus page ({}), a synthetic page like 10x100KB, or an http:// or https:// URL", aerolink_work::corpus::names().join(", "))))?;
+                let o = browser::LoadOpts { protocol, resolve_to: Some(addr(&server)?.ip()), timeout: std::time::Duration::from_nanos(timeout.0), har, screenshot, warm, bodies: false };
+                print(&browser::load(&page, &url, &o).await?.result)
             }
             WorkloadCmd::Messages(MessagesArgs { server, params, rate, nagle, quic }) => {
                 let a = with_port(addr(&server)?, server::MESSAGES_PORT);

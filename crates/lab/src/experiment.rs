@@ -17,7 +17,7 @@
 //! rate = "x2"            # x<factor> or an absolute value; also rtt, loss
 //!
 //! [[workload]]
-//! type = "web"           # web | bulk | objects | messages | realtime
+//! type = "web"           # web | bulk | objects | messages | realtime | browser
 //! protocols = ["h1", "h2", "h3"]
 //! pages = ["1x100KB", "10x100KB"]
 //! tcp_cc = "cubic"       # knobs: tcp_cc, initcwnd, quic_preset, quic_cc, nagle (a value or a list to sweep)
@@ -36,6 +36,7 @@ use std::time::Duration;
 use aerolink_link::profile::Override;
 use aerolink_link::profile::{LossSpec, RateSpec};
 use aerolink_link::{BaseDelay, Profile};
+use aerolink_work::browser::BrowserProtocol;
 use aerolink_work::bulk::Direction as BulkDirection;
 use aerolink_work::messages::Direction as MessagesDirection;
 use aerolink_work::quic::{Preset, QuicCc, QuicKnobs};
@@ -374,14 +375,15 @@ fn list_of(t: &toml::Table, keys: &[&str], default: Option<Vec<String>>) -> Resu
 }
 
 fn expand_workload(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
-    let ty = t.get("type").and_then(|v| v.as_str()).ok_or_else(|| ("type".to_string(), "expected web, bulk, objects or messages".to_string()))?;
+    let ty = t.get("type").and_then(|v| v.as_str()).ok_or_else(|| ("type".to_string(), "expected web, bulk, objects, messages, realtime or browser".to_string()))?;
     let allowed: &[&str] = match ty {
         "web" => &["protocol", "protocols", "page", "pages", "depth", "depths"],
         "bulk" => &["transport", "transports", "direction", "directions", "size", "sizes"],
         "objects" => &["protocol", "protocols", "set", "sets", "mode", "modes"],
         "messages" => &["transport", "transports", "direction", "directions", "size", "sizes", "rate", "rates", "duration"],
         "realtime" => &["mechanism", "mechanisms", "scenario", "scenarios", "count", "interval_ms", "size"],
-        other => return Err(("type".into(), format!("{other:?}: expected web, bulk, objects, messages or realtime"))),
+        "browser" => &["protocol", "protocols", "page", "pages", "warm"],
+        other => return Err(("type".into(), format!("{other:?}: expected web, bulk, objects, messages, realtime or browser"))),
     };
     for k in t.keys() {
         if k != "type" && !allowed.contains(&k.as_str()) && !KNOB_KEYS.contains(&k.as_str()) {
@@ -423,6 +425,18 @@ fn expand_workload(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
                     for mode in picks(t, &["modes", "mode"], Some(vec![ObjectsMode::Seq]))? {
                         out.push(Workload::Objects { protocol, set: set.clone(), parallel: mode == ObjectsMode::Par });
                     }
+                }
+            }
+        }
+        "browser" => {
+            let warm = match t.get("warm") {
+                None => false,
+                Some(toml::Value::Boolean(b)) => *b,
+                Some(_) => return Err(("warm".into(), "expected true or false".into())),
+            };
+            for protocol in picks(t, &["protocols", "protocol"], Some(vec![BrowserProtocol::H2]))? {
+                for page in list_of(t, &["pages", "page"], None)? {
+                    out.push(Workload::Browser { protocol, page: page.clone(), warm, har: None, screenshot: None });
                 }
             }
         }

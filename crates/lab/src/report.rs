@@ -242,6 +242,7 @@ fn setting_size(r: &RunRow) -> u64 {
         Ok(Workload::Bulk { bytes, .. }) => bytes,
         Ok(Workload::Messages { rate_bps, .. }) => rate_bps as u64,
         Ok(Workload::Realtime { count, .. }) => count as u64,
+        Ok(Workload::Browser { page, .. }) => aerolink_work::corpus::shape(&page).map(|s| s.kilobytes() as u64 * 1000).unwrap_or(0),
         Err(_) => 0,
     }
 }
@@ -358,6 +359,7 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
     let _ = write!(h, "<table><tr><th>profile</th><th>protocol</th><th>runs</th><th>median</th><th>p5</th><th>p95</th><th>× {against}</th>");
     let extra: Vec<&str> = match &w {
         Workload::Web { .. } => vec!["ttfb_ms", "connections", "client_retransmits"],
+        Workload::Browser { .. } => vec!["fcp_ms", "lcp_ms", "connections"],
         Workload::Objects { .. } => vec!["connections", "client_retransmits"],
         Workload::Bulk { .. } => vec!["goodput_bps", "sender_retransmits", "sender_srtt_ms_max"],
         Workload::Realtime { .. } => vec!["latency_rtt_mean", "latency_ms_mean_s2c", "latency_ms_mean_c2s"],

@@ -7,7 +7,8 @@ use std::collections::BTreeMap;
 use aerolink_link::units::Rate;
 use aerolink_link::Duration;
 use aerolink_work::bulk::Direction as BulkDirection;
-use aerolink_work::cli::{TcpClientArgs, BulkArgs, MessagesArgs, MessagesParams, ObjectsArgs, ObjectsParams, RealtimeArgs, RealtimeParams, ServeArgs, WebArgs, WebParams, WorkloadCmd};
+use aerolink_work::browser::BrowserProtocol;
+use aerolink_work::cli::{BrowserArgs, BrowserParams, TcpClientArgs, BulkArgs, MessagesArgs, MessagesParams, ObjectsArgs, ObjectsParams, RealtimeArgs, RealtimeParams, ServeArgs, WebArgs, WebParams, WorkloadCmd};
 use aerolink_work::messages::Direction as MessagesDirection;
 use aerolink_work::quic::{QuicArgs, QuicKnobs};
 use aerolink_work::realtime::{Mechanism, Scenario};
@@ -31,6 +32,8 @@ pub enum WorkloadError {
     MessageSize(u32),
     #[error("rate and duration must be positive")]
     MessagesRate,
+    #[error("page {0:?}: expected a corpus page ({1}), a synthetic page like 10x100KB, or an http:// or https:// URL")]
+    BrowserPage(String, String),
 }
 
 /// What a run executes, typed. Its JSON form is stored with every result
@@ -50,6 +53,19 @@ pub enum Workload {
         duration_s: f64,
     },
     Realtime { mechanism: Mechanism, scenario: Scenario, count: u32, interval_ms: u64, size: u32 },
+    /// A page load in a real browser (Chromium).
+    Browser {
+        protocol: BrowserProtocol,
+        page: String,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        warm: bool,
+        /// Where to write the HAR and the screenshot (`bench browser`);
+        /// not part of what a run is.
+        #[serde(skip)]
+        har: Option<std::path::PathBuf>,
+        #[serde(skip)]
+        screenshot: Option<std::path::PathBuf>,
+    },
 }
 
 /// The stack settings of a run; every one is recorded with the result.
@@ -162,6 +178,11 @@ impl Workload {
                     return Err(WorkloadError::MessagesRate);
                 }
             }
+            Workload::Browser { page, .. } => {
+                if aerolink_work::browser::page_url(page).is_none() {
+                    return Err(WorkloadError::BrowserPage(page.clone(), aerolink_work::corpus::names().join(", ")));
+                }
+            }
         }
         Ok(())
     }
@@ -173,6 +194,7 @@ impl Workload {
             Workload::Objects { .. } => "objects",
             Workload::Messages { .. } => "messages",
             Workload::Realtime { .. } => "realtime",
+            Workload::Browser { .. } => "browser",
         }
     }
 
@@ -182,6 +204,7 @@ impl Workload {
             Workload::Web { protocol, .. } | Workload::Objects { protocol, .. } => protocol.to_string(),
             Workload::Bulk { transport, .. } | Workload::Messages { transport, .. } => transport.to_string(),
             Workload::Realtime { mechanism, .. } => mechanism.to_string(),
+            Workload::Browser { protocol, .. } => format!("browser {protocol}"),
         }
     }
 
@@ -193,6 +216,7 @@ impl Workload {
             Workload::Objects { set, parallel, .. } => format!("{set} {}", if *parallel { "par" } else { "seq" }),
             Workload::Messages { direction, size, rate_bps, .. } => format!("{size} B at {} bit/s {direction}", rate_bps),
             Workload::Realtime { scenario, count, .. } => format!("{scenario} ×{count}"),
+            Workload::Browser { page, warm, .. } => if *warm { format!("{page} warm") } else { page.clone() },
         }
     }
 
@@ -214,6 +238,10 @@ impl Workload {
             Workload::Realtime { mechanism, scenario, count, interval_ms, size } => {
                 let params = RealtimeParams { mechanism: *mechanism, scenario: *scenario, count: *count, interval_ms: *interval_ms, size: *size, no_nagle: !knobs.nagle };
                 WorkloadCmd::Realtime(RealtimeArgs { server, params })
+            }
+            Workload::Browser { protocol, page, warm, har, screenshot } => {
+                let params = BrowserParams { protocol: *protocol, page: page.clone(), warm: *warm };
+                WorkloadCmd::Browser(BrowserArgs { server, params, har: har.clone(), screenshot: screenshot.clone(), timeout: Duration::from_secs(600) })
             }
         }
     }
@@ -242,6 +270,18 @@ impl Workload {
             Workload::Objects { .. } => {
                 for k in ["total_ms", "connections", "client_retransmits"] {
                     put(k, f(k));
+                }
+            }
+            Workload::Browser { .. } => {
+                for k in ["plt_ms", "onload_ms", "dcl_ms", "fp_ms", "fcp_ms", "lcp_ms", "last_byte_ms", "requests", "failed_requests", "bytes", "origins", "connections", "conns_per_origin"] {
+                    put(k, f(k));
+                }
+                // Which protocol the requests really went over.
+                if let Some(p) = v.get("protocols").and_then(|p| p.as_object()) {
+                    for (name, n) in p {
+                        let key = match name.as_str() { "http/1.1" => "h1", other => other };
+                        put(&format!("requests_{key}"), n.as_f64());
+                    }
                 }
             }
             Workload::Bulk { .. } => {
@@ -292,7 +332,7 @@ impl Workload {
     /// The metric a report leads with, and whether lower is better.
     pub fn headline(&self) -> (&'static str, bool) {
         match self {
-            Workload::Web { .. } => ("plt_ms", true),
+            Workload::Web { .. } | Workload::Browser { .. } => ("plt_ms", true),
             Workload::Objects { .. } => ("total_ms", true),
             Workload::Bulk { .. } => ("completion_ms", true),
             Workload::Realtime { .. } => ("latency_ms_mean", true),

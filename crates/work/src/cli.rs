@@ -1,5 +1,5 @@
 //! The workload programs' command lines, typed: `aerolink workload serve |
-//! web | bulk | objects | messages | realtime | conns`.
+//! web | bulk | objects | messages | realtime | conns | browser`.
 //!
 //! One definition serves both ends: the binary parses its flags with it
 //! (clap), and whoever launches a workload in a lab (experiments, benches)
@@ -18,6 +18,7 @@ use crate::messages::Direction as MessagesDirection;
 use crate::quic::QuicArgs;
 use crate::realtime::{Mechanism, Scenario};
 use crate::sock::TcpCc;
+use crate::browser::BrowserProtocol;
 use crate::web::{ObjectsMode, Protocol};
 use crate::Transport;
 
@@ -62,6 +63,47 @@ pub enum WorkloadCmd {
     Realtime(RealtimeArgs),
     /// Seed 004's message generator over TCP or QUIC.
     Messages(MessagesArgs),
+    /// Load a page in a real browser (headless Chromium over the DevTools
+    /// protocol): paint and load timings, connections, protocols, HAR.
+    Browser(BrowserArgs),
+}
+
+/// The browser workload's parameters, shared by `workload browser` and
+/// `bench browser`.
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct BrowserParams {
+    /// h1 (HTTP/1.1 only), h2 (HTTP/2, no QUIC), h3 (QUIC forced on
+    /// every origin) or auto (Chromium's own choice: HTTP/2, then HTTP/3
+    /// where Alt-Svc advertised it).
+    #[arg(long, default_value = "h2")]
+    pub protocol: BrowserProtocol,
+    /// A corpus page (median, mobile, heavy, news, spa, blog, portal,
+    /// search; `aerolink replay list`), a synthetic page like 10x100KB (the
+    /// one `web` loads), or a URL served by `aerolink replay serve`.
+    #[arg(long, default_value = "median")]
+    pub page: String,
+    /// Load the page once first in the same profile and measure the second
+    /// load (warm caches; default: a fresh profile, cold caches).
+    #[arg(long)]
+    pub warm: bool,
+}
+
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct BrowserArgs {
+    /// The server's address: every host name resolves to it.
+    #[arg(long)]
+    pub server: String,
+    #[command(flatten)]
+    pub params: BrowserParams,
+    /// Write the load's HAR 1.2 here.
+    #[arg(long, value_name = "FILE")]
+    pub har: Option<std::path::PathBuf>,
+    /// Write a PNG screenshot taken after onload here.
+    #[arg(long, value_name = "FILE")]
+    pub screenshot: Option<std::path::PathBuf>,
+    /// Give up on a load after this long.
+    #[arg(long, default_value = "300s", value_parser = duration_arg)]
+    pub timeout: Duration,
 }
 
 /// The server's settings: also what every workload benchmark takes.
@@ -292,6 +334,7 @@ impl WorkloadCmd {
             WorkloadCmd::Objects(_) => "objects",
             WorkloadCmd::Realtime(_) => "realtime",
             WorkloadCmd::Messages(_) => "messages",
+            WorkloadCmd::Browser(_) => "browser",
         }
     }
 
@@ -358,6 +401,19 @@ impl WorkloadCmd {
                 switch(&mut a, "nagle", m.nagle);
                 a.extend(m.quic.to_args());
             }
+            WorkloadCmd::Browser(b) => {
+                flag(&mut a, "server", &b.server);
+                flag(&mut a, "protocol", b.params.protocol);
+                flag(&mut a, "page", &b.params.page);
+                switch(&mut a, "warm", b.params.warm);
+                if let Some(p) = &b.har {
+                    flag(&mut a, "har", p.display());
+                }
+                if let Some(p) = &b.screenshot {
+                    flag(&mut a, "screenshot", p.display());
+                }
+                flag(&mut a, "timeout", duration_text(b.timeout));
+            }
         }
         a
     }
@@ -412,6 +468,10 @@ mod tests {
                 let params = RealtimeParams { mechanism: *mechanism, scenario: *scenario, count: 7, interval_ms: 250, size: 32, no_nagle: j % 2 == 0 };
                 v.push(WorkloadCmd::Realtime(RealtimeArgs { server: "2001:2::2".into(), params }));
             }
+        }
+        for (i, protocol) in BrowserProtocol::ALL.iter().enumerate() {
+            let params = BrowserParams { protocol: *protocol, page: if i == 0 { "news".into() } else { "https://www.a.test/x?y=1".into() }, warm: i == 1 };
+            v.push(WorkloadCmd::Browser(BrowserArgs { server: server.clone(), params, har: (i == 2).then(|| "/tmp/x.har".into()), screenshot: (i != 2).then(|| "s.png".into()), timeout: Duration::from_secs(60) }));
         }
         v.push(WorkloadCmd::Conns(ConnsArgs { server, count: 500, bytes: 20_000, timeout: Duration::from_secs(90) }));
         v

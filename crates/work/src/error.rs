@@ -47,6 +47,9 @@ pub enum WorkError {
     /// A QUIC stream was already closed.
     #[error("QUIC stream: {0}")]
     QuicClosedStream(#[from] quinn::ClosedStream),
+    /// Chromium could not be started, driven or did not load the page.
+    #[error("browser: {0}")]
+    Browser(String),
     /// HTTP/1.1 or HTTP/2 (hyper) failed.
     #[error("HTTP: {0}")]
     Http(#[from] hyper::Error),

@@ -7,15 +7,20 @@
 //! controller). One [`server`] serves every workload; each client returns a
 //! serialisable result. Nothing here is simulated.
 
+pub mod archive;
+pub mod browser;
 pub mod bulk;
 pub mod choice;
 pub mod cli;
 pub mod clock;
+pub mod corpus;
 pub mod error;
+pub mod har;
 pub mod messages;
 pub mod page;
 pub mod quic;
 pub mod realtime;
+pub mod replay;
 pub mod server;
 pub mod sock;
 pub mod tls;

@@ -117,9 +117,21 @@ pub fn render(path_and_query: &str) -> Option<(&'static str, Vec<u8>)> {
             if size > 1 << 30 {
                 return None;
             }
-            Some(("application/octet-stream", filler(size as usize)))
+            Some(object_body(size as usize))
         }
         _ => None,
+    }
+}
+
+/// An object of exactly `size` bytes: a PNG (16×16, padded with a private
+/// chunk) when it fits, so a real browser downloads and paints it whole
+/// (it abandons an `<img>` whose bytes are not an image), else bytes.
+pub fn object_body(size: usize) -> (&'static str, Vec<u8>) {
+    let png = crate::corpus::png(16, 16, [90, 140, 200], size);
+    if png.len() == size {
+        ("image/png", png)
+    } else {
+        ("application/octet-stream", filler(size))
     }
 }
 
@@ -180,8 +192,11 @@ mod tests {
         let (_, css2) = render(&r2[0]).unwrap();
         let r3 = references(&css2);
         assert_eq!(r3.len(), 3);
-        let (_, obj) = render(&r3[0]).unwrap();
-        assert_eq!(obj.len(), 1000);
+        let (ct, obj) = render(&r3[0]).unwrap();
+        assert_eq!((ct, obj.len()), ("image/png", 1000));
+        for size in [1, 50, 1_500, 100_000] {
+            assert_eq!(object_body(size).1.len(), size, "objects are exactly their size");
+        }
     }
 }
 

@@ -4,12 +4,17 @@
 //! |------------|------|
 //! | 443/tcp    | HTTPS, HTTP/1.1 and HTTP/2 by ALPN (hyper + rustls) |
 //! | 443/udp    | HTTP/3 (quinn + h3) |
+//! | 80/tcp     | plain HTTP/1.1 (the corpus pages) |
 //! | 5201/tcp   | bulk over kernel TCP |
 //! | 5201/udp   | bulk over QUIC (raw streams) |
 //! | 5301/tcp   | messages over kernel TCP |
 //! | 5301/udp   | messages over QUIC |
 //! | 8080/tcp   | real-time web: server-sent events and long polling (HTTP/1.1) |
 //! | 8081/tcp   | real-time web: WebSocket |
+//!
+//! HTTPS, HTTP/3 and plain HTTP also serve the page corpus for its
+//! origins (by SNI and host; [`crate::replay`]), so a real browser can load
+//! multi-origin pages from the same server.
 //!
 //! Kernel TCP sockets use the configured congestion control (cubic by
 //! default, as most of the Internet) and the route's initial window; QUIC
@@ -27,9 +32,11 @@ use tokio::net::{TcpListener, TcpSocket};
 
 use crate::error::{Result, WorkError};
 use crate::quic::QuicKnobs;
+use crate::replay::{Catalog, Found};
 use crate::sock::{self, TcpCc};
 
 pub const HTTPS_PORT: u16 = 443;
+pub const HTTP_PORT: u16 = 80;
 pub const BULK_PORT: u16 = 5201;
 pub const MESSAGES_PORT: u16 = 5301;
 
@@ -53,47 +60,53 @@ pub fn tcp_listener(port: u16, cc: TcpCc) -> Result<TcpListener> {
     Ok(s.listen(1024)?)
 }
 
-async fn handle(req: Request<hyper::body::Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
-    let pq = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
-    Ok(match crate::page::render(&pq) {
-        Some((ct, body)) => Response::builder().header("content-type", ct).body(Full::new(Bytes::from(body))).expect("valid response"),
-        None => Response::builder().status(404).body(Full::new(Bytes::from_static(b"not found"))).expect("valid response"),
-    })
+/// A response from the catalog (replayed and corpus pages, by host), or
+/// else a synthetic page (by path).
+fn respond(cat: &Catalog, host: &str, pq: &str) -> Found {
+    if let Some(f) = cat.find(host, pq) {
+        return f;
+    }
+    match crate::page::render(pq) {
+        Some((ct, body)) => Found { status: 200, headers: vec![("content-type".into(), ct.into())], body: Bytes::from(body) },
+        None => Found { status: 404, headers: vec![("content-type".into(), "text/plain".into())], body: Bytes::from_static(b"not found") },
+    }
 }
 
-async fn serve_https(listener: tokio::net::TcpListener, tls: tokio_rustls::TlsAcceptor, opts: Arc<ServerOpts>) -> Result<()> {
+async fn handle(cat: Arc<Catalog>, req: Request<hyper::body::Incoming>) -> Result<Response<Full<Bytes>>, Infallible> {
+    let pq = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
+    Ok(crate::replay::hyper_response(respond(&cat, &crate::replay::request_host(&req), &pq)))
+}
+
+pub(crate) async fn serve_https(listener: tokio::net::TcpListener, tls: tokio_rustls::TlsAcceptor, opts: Arc<ServerOpts>, cat: Arc<Catalog>) -> Result<()> {
     loop {
         let (tcp, _) = listener.accept().await?;
         let _ = tcp.set_nodelay(!opts.nagle);
-        let tls = tls.clone();
+        let (tls, cat) = (tls.clone(), cat.clone());
         tokio::spawn(async move {
             let Ok(stream) = tls.accept(tcp).await else { return };
             let io = hyper_util::rt::TokioIo::new(stream);
-            let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new())
-                .serve_connection(io, hyper::service::service_fn(handle))
-                .await;
+            let svc = hyper::service::service_fn(move |r| handle(cat.clone(), r));
+            let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new()).serve_connection(io, svc).await;
         });
     }
 }
 
-async fn serve_h3(ep: quinn::Endpoint) -> Result<()> {
+pub(crate) async fn serve_h3(ep: quinn::Endpoint, cat: Arc<Catalog>) -> Result<()> {
     while let Some(incoming) = ep.accept().await {
+        let cat = cat.clone();
         tokio::spawn(async move {
             let Ok(conn) = incoming.await else { return };
             let Ok(mut h3c) = h3::server::Connection::<_, Bytes>::new(h3_quinn::Connection::new(conn)).await else { return };
             while let Ok(Some(resolver)) = h3c.accept().await {
+                let cat = cat.clone();
                 tokio::spawn(async move {
                     let Ok((req, mut stream)) = resolver.resolve_request().await else { return };
                     let pq = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
-                    let (status, ct, body) = match crate::page::render(&pq) {
-                        Some((ct, b)) => (200, ct, b),
-                        None => (404, "text/plain", b"not found".to_vec()),
-                    };
-                    let resp = http::Response::builder().status(status).header("content-type", ct).body(()).expect("valid response");
-                    if stream.send_response(resp).await.is_err() {
+                    let found = respond(&cat, &crate::replay::request_host(&req), &pq);
+                    if stream.send_response(crate::replay::h3_head(&found)).await.is_err() {
                         return;
                     }
-                    let body = Bytes::from(body);
+                    let body = found.body;
                     for chunk in body.chunks(256 * 1024) {
                         if stream.send_data(body.slice_ref(chunk)).await.is_err() {
                             return;
@@ -128,9 +141,12 @@ pub async fn serve(opts: ServerOpts) -> Result<()> {
     let msg_quic = quinn::Endpoint::server(msg_cfg, any(MESSAGES_PORT))?;
     let rt_http = tcp_listener(crate::realtime::HTTP_PORT, opts.tcp_cc)?;
     let rt_ws = tcp_listener(crate::realtime::WS_PORT, opts.tcp_cc)?;
+    let plain = tcp_listener(HTTP_PORT, opts.tcp_cc)?;
+    let cat = Arc::new(Catalog::default());
     tokio::try_join!(
-        serve_https(https, tls, opts.clone()),
-        serve_h3(h3),
+        serve_https(https, tls, opts.clone(), cat.clone()),
+        serve_h3(h3, cat.clone()),
+        crate::replay::serve_plain(plain, cat),
         crate::bulk::serve_tcp(bulk_tcp, opts.nagle),
         crate::bulk::serve_quic(bulk_quic),
         crate::messages::serve(msg_tcp, opts.nagle),

@@ -1,12 +1,18 @@
-//! TLS for the workloads: a self-signed certificate made at server start,
-//! and clients that accept it without verification.
+//! TLS for the workloads: certificates made on demand for whatever name a
+//! client asks for (SNI), all signed with one lab key, and clients that
+//! accept them without verification.
 //!
 //! The workloads measure transports over emulated links inside namespaces
 //! aerolink built; there is no third party to authenticate, and skipping
 //! verification costs nothing the handshake would not cost anyway (the
-//! round trips and bytes are the same).
+//! round trips and bytes are the same). A real browser cannot skip it: it
+//! is told to trust the lab key by its SPKI hash ([`spki_sha256_base64`],
+//! Chromium's `--ignore-certificate-errors-spki-list`), so nothing is
+//! installed system-wide. The key is in the source tree on purpose (as
+//! WprGo's is): it only ever signs certificates for servers inside a lab.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, ServerName, UnixTime};
@@ -20,15 +26,66 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-/// A server config for `alpn` protocols with a fresh self-signed certificate.
+/// The lab key (P-256, PKCS#8) that signs every server certificate.
+const LAB_KEY: &[u8] = include_bytes!("lab-ca-key.der");
+
+fn lab_key() -> rcgen::KeyPair {
+    rcgen::KeyPair::try_from(LAB_KEY).expect("the lab key in the source tree parses")
+}
+
+/// Base64 of the SHA-256 of the lab key's SubjectPublicKeyInfo: what
+/// Chromium's `--ignore-certificate-errors-spki-list` takes.
+pub fn spki_sha256_base64() -> String {
+    use base64::Engine;
+    use rcgen::PublicKeyData;
+    let spki = lab_key().subject_public_key_info();
+    base64::engine::general_purpose::STANDARD.encode(ring::digest::digest(&ring::digest::SHA256, &spki))
+}
+
+/// Certificates by server name, made on first use.
+#[derive(Debug)]
+struct ByName {
+    key: rcgen::KeyPair,
+    signer: Arc<dyn rustls::sign::SigningKey>,
+    made: Mutex<HashMap<String, Arc<rustls::sign::CertifiedKey>>>,
+}
+
+impl ByName {
+    fn new() -> Result<ByName> {
+        let key = lab_key();
+        let der = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
+        let signer = provider().key_provider.load_private_key(der)?;
+        Ok(ByName { key, signer, made: Mutex::new(HashMap::new()) })
+    }
+
+    fn cert(&self, name: &str) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        let mut made = self.made.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = made.get(name) {
+            return Some(c.clone());
+        }
+        let mut params = rcgen::CertificateParams::new(vec![name.to_string()]).ok()?;
+        params.distinguished_name.push(rcgen::DnType::CommonName, name);
+        let cert = params.self_signed(&self.key).ok()?;
+        let ck = Arc::new(rustls::sign::CertifiedKey::new(vec![CertificateDer::from(cert.der().to_vec())], self.signer.clone()));
+        made.insert(name.to_string(), ck.clone());
+        Some(ck)
+    }
+}
+
+impl rustls::server::ResolvesServerCert for ByName {
+    fn resolve(&self, hello: rustls::server::ClientHello<'_>) -> Option<Arc<rustls::sign::CertifiedKey>> {
+        self.cert(hello.server_name().unwrap_or(SERVER_NAME))
+    }
+}
+
+/// A server config for `alpn` protocols: a certificate for each name asked
+/// for, signed by the lab key (each origin of a replayed page gets its own,
+/// so a browser does not pool connections across origins).
 pub fn server_config(alpn: &[&[u8]]) -> Result<rustls::ServerConfig> {
-    let cert = rcgen::generate_simple_self_signed(vec![SERVER_NAME.to_string()])?;
-    let der = CertificateDer::from(cert.cert.der().to_vec());
-    let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(cert.signing_key.serialize_der()));
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])?
         .with_no_client_auth()
-        .with_single_cert(vec![der], key)?;
+        .with_cert_resolver(Arc::new(ByName::new()?));
     cfg.alpn_protocols = alpn.iter().map(|a| a.to_vec()).collect();
     // Resumption would hide handshakes between runs; each run is a first visit.
     cfg.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
@@ -67,5 +124,21 @@ impl ServerCertVerifier for AcceptAny {
     }
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
         self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_lab_key_signs_a_certificate_per_name_and_has_one_spki_hash() {
+        let by = ByName::new().unwrap();
+        let a = by.cert("www.news.test").unwrap();
+        assert!(Arc::ptr_eq(&a, &by.cert("www.news.test").unwrap()), "made once");
+        assert_ne!(a.cert[0], by.cert("img.news.test").unwrap().cert[0]);
+        let h = spki_sha256_base64();
+        assert_eq!((h.len(), h.clone()), (44, spki_sha256_base64()));
+        server_config(&[b"h2"]).unwrap();
     }
 }

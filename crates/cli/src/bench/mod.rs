@@ -70,6 +70,22 @@ pub enum BenchCmd {
         #[command(flatten)]
         params: WebParams,
     },
+    /// Load a page in a real browser (headless Chromium) across a link:
+    /// paint and load timings, connections per origin, the protocol of
+    /// every request; e.g. `aerolink bench browser --profile mss --page
+    /// news --protocol h3 --repeat 10 --har news.har`.
+    Browser {
+        #[command(flatten)]
+        common: RunCommon,
+        #[command(flatten)]
+        params: aerolink_work::cli::BrowserParams,
+        /// Write each load's HAR 1.2 here (with --repeat, FILE-seedN.har).
+        #[arg(long, value_name = "FILE")]
+        har: Option<std::path::PathBuf>,
+        /// Write a screenshot after onload here (with --repeat, per seed).
+        #[arg(long, value_name = "FILE")]
+        screenshot: Option<std::path::PathBuf>,
+    },
     /// One bulk transfer over kernel TCP or QUIC across a link.
     Bulk {
         #[command(flatten)]
@@ -148,6 +164,10 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
         BenchCmd::Pep(a) => return pep::run(a),
         BenchCmd::Orchestration(a) => return orchestration::run(a),
         BenchCmd::Web { common, params: WebParams { protocol, page, depth } } => (common, Workload::Web { protocol, page, depth }),
+        BenchCmd::Browser { common, params, har, screenshot } => {
+            let abs = |p: Option<std::path::PathBuf>| p.map(|p| std::path::absolute(&p).unwrap_or(p));
+            (common, Workload::Browser { protocol: params.protocol, page: params.page, warm: params.warm, har: abs(har), screenshot: abs(screenshot) })
+        }
         BenchCmd::Bulk { mut common, transport, direction, size, tcp } => {
             let bytes = parse_size(&size)?;
             common.tcp = tcp;
@@ -190,6 +210,7 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
     let (headline, _) = workload.headline();
     for rep in 0..c.repeat {
         let seed = c.link.seed + rep as u64;
+        let workload = per_seed(&workload, seed, c.repeat);
         let req = aerolink_lab::runner::RunRequest {
             exe: exe.clone(),
             run_name: run_id(),
@@ -245,6 +266,22 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
     Ok(if failed > 0 { 1 } else { 0 })
 }
 
+
+/// With several repetitions, each browser load writes its own files.
+fn per_seed(w: &aerolink_lab::workload::Workload, seed: u64, repeat: u32) -> aerolink_lab::workload::Workload {
+    use aerolink_lab::workload::Workload;
+    let tag = |p: &Option<std::path::PathBuf>| {
+        p.as_ref().map(|p| {
+            let stem = p.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
+            let ext = p.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
+            p.with_file_name(format!("{stem}-seed{seed}{ext}"))
+        })
+    };
+    match w {
+        Workload::Browser { protocol, page, warm, har, screenshot } if repeat > 1 => Workload::Browser { protocol: *protocol, page: page.clone(), warm: *warm, har: tag(har), screenshot: tag(screenshot) },
+        other => other.clone(),
+    }
+}
 
 fn need(tool: &str) -> anyhow::Result<()> {
     if std::process::Command::new(tool).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_err() {

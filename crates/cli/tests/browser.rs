@@ -1,0 +1,152 @@
+//! The browser workload end to end: Debian's Chromium (installed by `make
+//! test`), headless, loading multi-origin corpus pages over a real emulated
+//! link with h1, h2 and h3, through every PEP mode, and a page recorded by
+//! the browser replayed from its archive alone. Nothing is mocked: without
+//! Chromium these tests fail and say so.
+
+mod common;
+use common::*;
+
+use serde_json::Value;
+
+fn chromium_installed() {
+    assert!(
+        ["/usr/lib/chromium/chromium", "/usr/bin/chromium"].iter().any(|p| std::path::Path::new(p).exists()) || std::env::var_os("AEROLINK_CHROMIUM").is_some(),
+        "these tests need Chromium: apt-get install chromium (make test does)"
+    );
+}
+
+/// `aerolink bench browser …` once; the client's result.
+fn browser(args: &[&str]) -> Value {
+    chromium_installed();
+    let mut a = vec!["bench", "browser"];
+    a.extend_from_slice(args);
+    a.extend_from_slice(&["--json", "--timeout", "120s"]);
+    let o = aerolink(&a);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "aerolink {a:?} failed: {err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(v[0]["outcome"]["ok"], true, "{}", v[0]);
+    v[0]["outcome"]["result"].clone()
+}
+
+fn har_validator() -> jsonschema::Validator {
+    let schema: Value = serde_json::from_str(include_str!("data/har-1.2.schema.json")).unwrap();
+    jsonschema::options().should_validate_formats(true).build(&schema).expect("the HAR 1.2 schema compiles")
+}
+
+/// Distinct colours in a PNG (a blank page has one).
+fn colours(png_file: &std::path::Path) -> usize {
+    let dec = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(png_file).unwrap()));
+    let mut r = dec.read_info().unwrap();
+    let mut buf = vec![0; r.output_buffer_size().unwrap()];
+    let info = r.next_frame(&mut buf).unwrap();
+    let px = info.color_type.samples();
+    let mut set = std::collections::BTreeSet::new();
+    for p in buf[..info.buffer_size()].chunks(px) {
+        set.insert(p[..3.min(px)].to_vec());
+    }
+    set.len()
+}
+
+#[test]
+fn every_request_goes_over_the_protocol_asked_and_the_har_is_har_1_2() {
+    let dir = tempdir("browser");
+    let validator = har_validator();
+    // The news page: 44 responses from 15 origins (the browser may add its
+    // favicon request).
+    for (proto, wire, per_origin) in [("h1", "http/1.1", 6), ("h2", "h2", 2), ("h3", "h3", 2)] {
+        let (har, shot) = (dir.join(format!("{proto}.har")), dir.join(format!("{proto}.png")));
+        let r = browser(&["--rtt", "40ms", "--rate", "20Mbit/s", "--page", "news", "--protocol", proto, "--har", har.to_str().unwrap(), "--screenshot", shot.to_str().unwrap()]);
+        let requests = r["requests"].as_u64().unwrap();
+        assert!((44..=46).contains(&requests), "{proto}: {r}");
+        assert_eq!(r["failed_requests"], 0, "{proto}: {r}");
+        let protocols = r["protocols"].as_object().unwrap();
+        assert_eq!(protocols.len(), 1, "{proto}: every request over one protocol: {r}");
+        assert_eq!(protocols[wire].as_u64(), Some(requests), "{proto}: {r}");
+        assert_eq!(r["origins"], 15, "{proto}: {r}");
+        for (origin, n) in r["connections_per_origin"].as_object().unwrap() {
+            let n = n.as_u64().unwrap();
+            assert!((1..=per_origin).contains(&n), "{proto}: {origin} over {n} connections: {r}");
+        }
+        // Timings in the order a page load has them; nothing before a round trip.
+        let f = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{proto}: no {k}: {r}"));
+        assert!(f("fcp_ms") >= 80.0 && f("fcp_ms") <= f("onload_ms") && f("dcl_ms") <= f("onload_ms") && f("onload_ms") <= f("last_byte_ms") + 50.0, "{proto}: {r}");
+        assert!(f("lcp_ms") >= f("fcp_ms"), "{proto}: {r}");
+        assert!(r["bytes"].as_u64().unwrap() > 950_000, "{proto}: {r}");
+
+        let h: Value = serde_json::from_slice(&std::fs::read(&har).unwrap()).unwrap();
+        let errors: Vec<String> = validator.iter_errors(&h).map(|e| format!("{} at {}", e, e.instance_path)).take(5).collect();
+        assert!(errors.is_empty(), "{proto}: the HAR is not HAR 1.2: {errors:?}");
+        let entries = h["log"]["entries"].as_array().unwrap();
+        assert_eq!(entries.len() as u64, requests, "{proto}: one entry per request");
+        let version = if proto == "h1" { "HTTP/1.1" } else { proto };
+        assert!(entries.iter().all(|e| e["response"]["httpVersion"] == version), "{proto}: every entry over {version}");
+        assert!(colours(&shot) > 10, "{proto}: the screenshot is blank");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(leftover_namespaces().is_empty());
+}
+
+#[test]
+fn a_recorded_page_replays_from_its_archive_alone_over_h3() {
+    chromium_installed();
+    let dir = tempdir("record");
+    let archive = dir.join("blog.json");
+    // Record the corpus blog page from the workload server, in a lab.
+    let record = format!("{} record https://www.blog.test/ -o {} --resolve $AEROLINK_SERVER", bin(), archive.display());
+    let serve = format!("{} workload serve", bin());
+    let o = aerolink(&["run", "--rtt", "10ms", "--server", &serve, "--client", &record]);
+    assert!(o.status.success(), "record: {}", text(&o).1);
+    let a: Value = serde_json::from_slice(&std::fs::read(&archive).unwrap()).unwrap();
+    let recorded = a["entries"].as_array().unwrap().iter().filter(|e| e["status"] == 200).count();
+    assert!(recorded >= 16, "{recorded} responses recorded");
+    assert!(a["source"].as_str().unwrap().contains("Chrome/"), "the archive says which browser recorded it");
+
+    // Replay it alone (no corpus) and load it over HTTP/3.
+    let replay = format!("{} replay serve --no-corpus {}", bin(), archive.display());
+    let load = format!("{} workload browser --server $AEROLINK_SERVER --page https://www.blog.test/ --protocol h3 --timeout 60s", bin());
+    let o = aerolink(&["run", "--rtt", "10ms", "--server", &replay, "--client", &load]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "replay: {err}");
+    let r: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(r["failed_requests"], 0, "{r}");
+    assert!(r["requests"].as_u64().unwrap() as usize >= recorded, "{r}");
+    assert_eq!(r["protocols"].as_object().unwrap().keys().collect::<Vec<_>>(), vec!["h3"], "{r}");
+    assert_eq!(r["origins"], 4, "{r}");
+
+    // The same archive over plain HTTP (port 80).
+    let load = format!("{} workload browser --server $AEROLINK_SERVER --page http://www.blog.test/ --protocol h1 --timeout 60s", bin());
+    let o = aerolink(&["run", "--rtt", "10ms", "--server", &replay, "--client", &load]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "replay over plain HTTP: {err}");
+    let r: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert_eq!(r["protocols"].as_object().unwrap().keys().collect::<Vec<_>>(), vec!["http/1.1"], "{r}");
+    assert!(r["requests"].as_u64().unwrap() as usize >= recorded, "{r}");
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(leftover_namespaces().is_empty());
+}
+
+#[test]
+fn the_browser_loads_through_every_pep_mode() {
+    for pep in ["split-tcp", "quic-tunnel", "vpn"] {
+        let r = browser(&["--topology", "ifc", "--space", "starlink", "--pep", pep, "--page", "blog", "--protocol", "h2"]);
+        assert_eq!(r["failed_requests"], 0, "{pep}: {r}");
+        assert!(r["requests"].as_u64().unwrap() >= 16, "{pep}: {r}");
+        assert_eq!(r["protocols"].as_object().unwrap().keys().collect::<Vec<_>>(), vec!["h2"], "{pep}: {r}");
+    }
+    assert!(leftover_namespaces().is_empty());
+}
+
+#[test]
+fn a_page_that_is_not_there_is_the_users_mistake() {
+    let o = aerolink(&["bench", "browser", "--page", "nosuch", "--rtt", "10ms"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("nosuch") && err.contains("median") && err.contains("10x100KB"), "{err}");
+    let o = aerolink(&["replay", "serve", "/nonexistent/archive.json"]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("/nonexistent/archive.json"), "{err}");
+}
