@@ -150,3 +150,35 @@ fn a_page_that_is_not_there_is_the_users_mistake() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("/nonexistent/archive.json"), "{err}");
 }
+
+/// Chromium processes (their profile directory names them) and profile
+/// directories left in the temporary directory.
+fn browser_leftovers() -> (usize, Vec<String>) {
+    let o = std::process::Command::new("pgrep").args(["-f", "user-data-dir=.*aerolink-chromium-"]).output().unwrap();
+    let procs = String::from_utf8_lossy(&o.stdout).lines().count();
+    let dirs = std::fs::read_dir(std::env::temp_dir()).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().to_string()).filter(|n| n.starts_with("aerolink-chromium-")).collect();
+    (procs, dirs)
+}
+
+#[test]
+fn interrupting_a_load_leaves_no_browser_behind() {
+    chromium_installed();
+    require_root();
+    // A load that takes minutes: the median page at 128 kbit/s.
+    let client = format!("{} workload browser --server $AEROLINK_SERVER --page median", bin());
+    let serve = format!("{} workload serve", bin());
+    let mut child = std::process::Command::new(bin()).args(["run", "-q", "--rtt", "520ms", "--rate", "128kbit/s", "--server", &serve, "--client", &client]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while browser_leftovers().0 == 0 {
+        assert!(std::time::Instant::now() < deadline, "Chromium never started");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(child.id() as i32, libc::SIGTERM);
+    }
+    let st = child.wait().unwrap();
+    assert_eq!(st.code(), Some(128 + libc::SIGTERM));
+    assert_eq!(browser_leftovers(), (0, vec![]), "Chromium processes or profiles left behind");
+    assert!(leftover_namespaces().is_empty(), "left: {:?}", leftover_namespaces());
+}

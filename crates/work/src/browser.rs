@@ -183,10 +183,26 @@ pub struct Loaded {
 }
 
 /// Loads `url` in a fresh Chromium.
+///
+/// Interrupted (SIGTERM, SIGINT: what the lab sends a run's processes when
+/// it ends one), it stops Chromium and removes the profile before it ends.
 pub async fn load(page: &str, url: &str, o: &LoadOpts) -> Result<Loaded> {
+    use tokio::signal::unix::{signal, SignalKind};
     let profile = tempdir()?;
-    let out = load_in(page, url, o, &profile).await;
-    let _ = std::fs::remove_dir_all(&profile);
+    let (mut term, mut int) = (signal(SignalKind::terminate())?, signal(SignalKind::interrupt())?);
+    let out = tokio::select! {
+        r = load_in(page, url, o, &profile) => r,
+        _ = term.recv() => Err(WorkError::Browser(format!("{url}: interrupted (SIGTERM)"))),
+        _ = int.recv() => Err(WorkError::Browser(format!("{url}: interrupted (SIGINT)"))),
+    };
+    // Dropping an unfinished load kills Chromium (chromiumoxide starts it
+    // with kill-on-drop); give it a moment to let go of its files.
+    for _ in 0..20 {
+        if std::fs::remove_dir_all(&profile).is_ok() || !profile.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
     out
 }
 
