@@ -56,8 +56,8 @@ impl Catalog {
             if self.no_corpus {
                 return None;
             }
-            let bare = host.split(':').next().unwrap_or(host);
-            let i = corpus::SHAPES.iter().position(|s| Some(s.name) == corpus::page_of_host(bare).map(|p| p.name))?;
+            let name = corpus::page_of_host(host.split(':').next().unwrap_or(host))?.name;
+            let i = corpus::SHAPES.iter().position(|s| s.name == name)?;
             self.corpus[i].get_or_init(|| Sites::new(corpus::page(corpus::SHAPES[i].name))).find(host, path_and_query)
         })?;
         let mut headers: Vec<(String, String)> = e.headers.iter().filter(|(k, _)| archive::served_header(k)).cloned().collect();
