@@ -152,11 +152,11 @@ fn a_page_that_is_not_there_is_the_users_mistake() {
 }
 
 /// Chromium processes (their profile directory names them), and profile
-/// directories in the temporary directory.
+/// directories or runs' temporary directories in the temporary directory.
 fn browser_leftovers() -> (usize, Vec<String>) {
     let o = std::process::Command::new("pgrep").args(["-f", "user-data-dir=.*aerolink-chromium-"]).output().unwrap();
     let procs = String::from_utf8_lossy(&o.stdout).lines().count();
-    let dirs = std::fs::read_dir(std::env::temp_dir()).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().to_string()).filter(|n| n.starts_with("aerolink-chromium-")).collect();
+    let dirs = std::fs::read_dir(std::env::temp_dir()).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().to_string()).filter(|n| n.starts_with("aerolink-chromium-") || (n.starts_with("aerolink-") && n.ends_with("-tmp"))).collect();
     (procs, dirs)
 }
 
@@ -169,7 +169,12 @@ fn interrupting_a_load_leaves_no_browser_behind() {
     let serve = format!("{} workload serve", bin());
     let mut child = std::process::Command::new(bin()).args(["run", "-q", "--rtt", "520ms", "--rate", "128kbit/s", "--server", &serve, "--client", &client]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while browser_leftovers().0 == 0 {
+    // Wait until Chromium has written its profile (it is loading the page).
+    let profile_written = || {
+        let runs = std::fs::read_dir(std::env::temp_dir()).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().ends_with("-tmp"));
+        runs.filter_map(|r| std::fs::read_dir(r.path()).ok()).flatten().filter_map(|e| e.ok()).any(|e| e.path().join("Default").exists())
+    };
+    while browser_leftovers().0 == 0 || !profile_written() {
         assert!(std::time::Instant::now() < deadline, "Chromium never started");
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
@@ -179,9 +184,8 @@ fn interrupting_a_load_leaves_no_browser_behind() {
     }
     let st = child.wait().unwrap();
     assert_eq!(st.code(), Some(128 + libc::SIGTERM));
-    // Known gap: the temporary profile directory can remain when the lab
-    // ends the run (the removal races the lab's SIGKILL); checked here are
-    // the processes and the namespaces.
-    assert_eq!(browser_leftovers().0, 0, "Chromium processes left behind");
+    // The profile lives in the run's TMPDIR, which the lab removes with the
+    // namespaces, whoever wins the race between Chromium's exit and SIGKILL.
+    assert_eq!(browser_leftovers(), (0, vec![]), "Chromium processes or profiles left behind");
     assert!(leftover_namespaces().is_empty(), "left: {:?}", leftover_namespaces());
 }

@@ -66,6 +66,10 @@ pub struct Lab {
     logger: Option<JoinHandle<std::io::Result<u64>>>,
     /// Link monitor files by hop (hops whose capacity changes).
     monitors: Vec<(usize, std::path::PathBuf)>,
+    /// The run's own temporary directory (`TMPDIR` for its programs),
+    /// removed with the namespaces: what a killed program leaves there
+    /// (a browser profile, a half-written file) goes with it.
+    tmp: std::path::PathBuf,
     torn_down: bool,
 }
 
@@ -123,8 +127,10 @@ impl Lab {
             pumps: Vec::new(),
             logger: None,
             monitors: Vec::new(),
+            tmp: std::env::temp_dir().join(format!("aerolink-{}-tmp", spec.run)),
             torn_down: false,
         };
+        std::fs::create_dir_all(&lab.tmp).map_err(|e| NetError::Io(format!("creating {}", lab.tmp.display()), e))?;
         for (i, h) in spec.hosts.iter().enumerate() {
             let ns = format!("{NS_PREFIX}{}-{h}", spec.run);
             ip(&["netns", "add", &ns])?;
@@ -274,12 +280,14 @@ impl Lab {
 
     /// Environment for programs in the lab: `AEROLINK_<HOST>` (IPv4),
     /// `AEROLINK_<HOST>_V6`, plus `AEROLINK_CLIENT` / `AEROLINK_SERVER` for
-    /// the two ends whatever they are called.
+    /// the two ends whatever they are called, and `TMPDIR` (the run's own
+    /// directory, removed at teardown).
     pub fn env(&self) -> Vec<(String, String)> {
         let mut env = lab_env(&self.hosts, self.seed);
         for (hop, path) in &self.monitors {
             env.push((format!("AEROLINK_LINK{hop}_MONITOR"), path.display().to_string()));
         }
+        env.push(("TMPDIR".into(), self.tmp.display().to_string()));
         env
     }
 
@@ -312,6 +320,7 @@ impl Lab {
                 let _ = std::fs::remove_file(path);
                 let _ = std::fs::remove_file(path.with_extension("tmp"));
             }
+            let _ = std::fs::remove_dir_all(&self.tmp);
             // SAFETY: closing our own fd once.
             unsafe {
                 libc::close(self.stop_fd);
