@@ -30,8 +30,8 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(async move {
         match cmd {
-            WorkloadCmd::Serve(ServeArgs { cc, initcwnd, nagle, quic }) => {
-                server::serve(server::ServerOpts { tcp_cc: cc, initcwnd, quic: quic.knobs(), nagle }).await?;
+            WorkloadCmd::Serve(ServeArgs { cc, initcwnd, nagle, push, quic }) => {
+                server::serve(server::ServerOpts { tcp_cc: cc, initcwnd, quic: quic.knobs(), nagle, push }).await?;
                 Ok(0)
             }
             WorkloadCmd::Web(WebArgs { server, params: WebParams { protocol, page, depth }, quic }) => {

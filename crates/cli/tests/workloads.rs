@@ -82,6 +82,21 @@ fn h2_multiplexes_on_one_connection() {
 }
 
 #[test]
+fn h2_server_push_delivers_the_page_without_the_round_trips_it_needs() {
+    // HTML → stylesheet → stylesheet → ten images: without push each
+    // level costs a round trip; with push everything comes with the HTML.
+    let load = |push: &str| bench(&["web", "--rtt", "200ms", "--rate", "50Mbit/s", "--protocol", "h2", "--page", "10x10KB", "--depth", "3", "--push", push]);
+    let (none, all, half) = (load("0"), load("100"), load("50"));
+    assert_eq!(none["pushed"], 0);
+    assert_eq!((all["requests"].as_u64(), all["pushed"].as_u64()), (Some(13), Some(12)), "{all}");
+    assert!(all["objects"].as_array().unwrap().iter().all(|o| o["pushed"] == true || o["path"].as_str().unwrap().starts_with("/page.html")), "{all}");
+    assert_eq!(half["pushed"], 6, "{half}");
+    let plt = |r: &Value| r["plt_ms"].as_f64().unwrap();
+    assert!(plt(&all) + 400.0 < plt(&none), "push saves at least two of the three dependency round trips: {} vs {} ms", plt(&all), plt(&none));
+    assert!(plt(&half) < plt(&none) && plt(&all) <= plt(&half) + 50.0, "{} {} {}", plt(&none), plt(&half), plt(&all));
+}
+
+#[test]
 fn h3_runs_over_one_quic_connection_and_follows_stylesheets() {
     let r = web("h3", "10x10KB", "3");
     assert_eq!(r["alpn"], "h3");

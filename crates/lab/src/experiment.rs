@@ -20,7 +20,7 @@
 //! type = "web"           # web | bulk | objects | messages | realtime | browser
 //! protocols = ["h1", "h2", "h3"]
 //! pages = ["1x100KB", "10x100KB"]
-//! tcp_cc = "cubic"       # knobs: tcp_cc, initcwnd, quic_preset, quic_cc, nagle (a value or a list to sweep)
+//! tcp_cc = "cubic"       # knobs: tcp_cc, initcwnd, quic_preset, quic_cc, nagle, push (HTTP/2 server push, % of objects) (a value or a list to sweep)
 //! ```
 //!
 //! With `topology = "ifc"` every run goes over the gateway chain (client ↔
@@ -128,7 +128,7 @@ pub struct PlannedRun {
 }
 
 const TOP: &[&str] = &["name", "description", "seed", "repetitions", "timeout", "baseline", "profiles", "topology", "variant", "workload", "finding"];
-const KNOB_KEYS: &[&str] = &["tcp_cc", "initcwnd", "quic_preset", "quic_cc", "nagle", "mss", "rcvbuf", "quickack", "pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate", "tunnel_max_probe"];
+const KNOB_KEYS: &[&str] = &["tcp_cc", "initcwnd", "quic_preset", "quic_cc", "nagle", "push", "mss", "rcvbuf", "quickack", "pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate", "tunnel_max_probe"];
 const PEP_KEYS: &[&str] = &["pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate", "tunnel_max_probe"];
 
 fn strings(v: &toml::Value) -> Option<Vec<String>> {
@@ -180,7 +180,10 @@ impl Experiment {
         let err = |key: &str, m: String| SpecError { file: file.to_string(), key: key.to_string(), message: m };
         let dir = std::path::Path::new(file).parent().map(std::path::Path::to_path_buf).unwrap_or_default();
         let resolve = |name: &str, ov: &[Override]| load_profile_near(&dir, name, ov).map_err(|e| e.to_string());
-        let t: toml::Table = text.parse().map_err(|e: toml::de::Error| err("(syntax)", format!("not valid TOML: {}", e.message())))?;
+        let t: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            let (at, msg) = aerolink_link::units::toml_syntax(text, &e);
+            err(&at, msg)
+        })?;
         for k in t.keys() {
             if !TOP.contains(&k.as_str()) {
                 return Err(err(k, format!("unknown key; allowed: {}", TOP.join(", "))));
@@ -583,6 +586,13 @@ fn expand_knobs(t: &toml::Table, gateways: bool) -> Result<Vec<Knobs>, KeyErr> {
         let bs: Vec<bool> = values(v).iter().map(|x| x.as_bool()).collect::<Option<_>>().ok_or_else(|| err("nagle", "expected true or false".into()))?;
         out = sweep(out, &bs, |k, b| {
             k.nagle = *b;
+            Ok(())
+        })?;
+    }
+    if let Some(v) = t.get("push") {
+        let ps: Vec<u8> = values(v).iter().map(|x| x.as_integer().filter(|i| (0..=100).contains(i)).map(|i| i as u8)).collect::<Option<_>>().ok_or_else(|| err("push", "expected a share of a page's objects in % from 0 to 100".into()))?;
+        out = sweep(out, &ps, |k, p| {
+            k.push = *p;
             Ok(())
         })?;
     }

@@ -79,6 +79,9 @@ pub struct Knobs {
     pub quic: QuicKnobs,
     /// Nagle's algorithm on the server's and messages client's sockets.
     pub nagle: bool,
+    /// HTTP/2 server push, % of a page's objects (0: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub push: u8,
     /// The bulk client's TCP socket: MSS, receive buffer, quick ACKs.
     #[serde(default, skip_serializing_if = "TcpClientArgs::is_default")]
     pub tcp: TcpClientArgs,
@@ -88,20 +91,24 @@ pub struct Knobs {
     pub pep: Option<crate::gateways::PepSpec>,
 }
 
+fn is_zero(n: &u8) -> bool {
+    *n == 0
+}
+
 fn tcp() -> Transport {
     Transport::Tcp
 }
 
 impl Default for Knobs {
     fn default() -> Self {
-        Knobs { tcp_cc: TcpCc::Cubic, initcwnd: None, quic: QuicKnobs::default(), nagle: false, tcp: TcpClientArgs::default(), pep: None }
+        Knobs { tcp_cc: TcpCc::Cubic, initcwnd: None, quic: QuicKnobs::default(), nagle: false, push: 0, tcp: TcpClientArgs::default(), pep: None }
     }
 }
 
 impl Knobs {
     /// The server program every workload of a run talks to.
     pub fn server_cmd(&self) -> WorkloadCmd {
-        WorkloadCmd::Serve(ServeArgs { cc: self.tcp_cc, initcwnd: self.initcwnd, nagle: self.nagle, quic: QuicArgs::from(&self.quic) })
+        WorkloadCmd::Serve(ServeArgs { cc: self.tcp_cc, initcwnd: self.initcwnd, nagle: self.nagle, push: self.push, quic: QuicArgs::from(&self.quic) })
     }
 
     /// What sets this run apart from the defaults, for reports and
@@ -122,6 +129,9 @@ impl Knobs {
         }
         if self.nagle {
             parts.push("nagle".into());
+        }
+        if self.push > 0 {
+            parts.push(format!("push{}", self.push));
         }
         if let Some(m) = self.tcp.mss {
             parts.push(format!("MSS{m}"));

@@ -119,6 +119,11 @@ pub struct ServeArgs {
     /// Leave Nagle's algorithm on (default: TCP_NODELAY).
     #[arg(long)]
     pub nagle: bool,
+    /// HTTP/2 server push: push this share (0–100 %) of a page's objects
+    /// with its HTML. The web client accepts push; Chromium (since 106)
+    /// refuses it.
+    #[arg(long, default_value_t = 0, value_name = "PERCENT", value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub push: u8,
     #[command(flatten)]
     pub quic: QuicArgs,
 }
@@ -349,6 +354,9 @@ impl WorkloadCmd {
                     flag(&mut a, "initcwnd", n);
                 }
                 switch(&mut a, "nagle", s.nagle);
+                if s.push > 0 {
+                    flag(&mut a, "push", s.push);
+                }
                 a.extend(s.quic.to_args());
             }
             WorkloadCmd::Web(w) => {
@@ -445,7 +453,7 @@ mod tests {
         let mut v = Vec::new();
         for (i, quic) in quics().into_iter().enumerate() {
             let cc = TcpCc::ALL[i % TcpCc::ALL.len()];
-            v.push(WorkloadCmd::Serve(ServeArgs { cc, initcwnd: (i % 2 == 0).then_some(40), nagle: i % 2 == 1, quic: quic.clone() }));
+            v.push(WorkloadCmd::Serve(ServeArgs { cc, initcwnd: (i % 2 == 0).then_some(40), nagle: i % 2 == 1, push: [0, 50, 100][i % 3], quic: quic.clone() }));
             for protocol in Protocol::ALL {
                 v.push(WorkloadCmd::Web(WebArgs { server: server.clone(), params: WebParams { protocol: *protocol, page: "1x100KB+50x10KB".into(), depth: 3 }, quic: quic.clone() }));
                 for mode in ObjectsMode::ALL {

@@ -53,6 +53,9 @@ pub enum WorkError {
     /// HTTP/1.1 or HTTP/2 (hyper) failed.
     #[error("HTTP: {0}")]
     Http(#[from] hyper::Error),
+    /// HTTP/2 (h2: the web client, the server when it pushes) failed.
+    #[error("HTTP/2: {0}")]
+    H2(#[from] h2::Error),
     /// A request could not be built.
     #[error("HTTP request: {0}")]
     HttpRequest(#[from] http::Error),

@@ -33,6 +33,9 @@ impl Page {
             for term in spec.split('+') {
                 let (n, size) = term.trim().split_once(['x', '×']).ok_or_else(|| PAGE_HELP.to_string())?;
                 let n: usize = n.trim().parse().map_err(|_| PAGE_HELP.to_string())?;
+                if !size.trim().ends_with(|c: char| c.is_alphabetic()) {
+                    return Err(format!("{PAGE_HELP}; {term:?} has no unit"));
+                }
                 let size = parse_bytes(size.trim()).ok_or_else(|| PAGE_HELP.to_string())?;
                 if n == 0 || n > 10_000 || size == 0 || size > 1 << 30 {
                     return Err(format!("{PAGE_HELP}; 1–10000 objects of 1 B–1 GB"));
@@ -177,6 +180,8 @@ mod tests {
         assert!(Page::parse("lots", 1).is_err());
         assert!(Page::parse("10x", 1).is_err());
         assert!(Page::parse("10x1KB", 0).is_err());
+        assert!(Page::parse("10x100", 1).unwrap_err().contains("no unit"));
+        assert_eq!(Page::parse("1x100B", 1).unwrap().objects, vec![100]);
     }
 
     #[test]

@@ -87,8 +87,8 @@ pub fn hyper_response(f: Found) -> Response<Full<Bytes>> {
     b.body(Full::new(f.body)).unwrap_or_else(|_| Response::builder().status(500).body(Full::new(Bytes::from_static(b"bad recorded header"))).expect("valid response"))
 }
 
-/// The response head for h3; the body is sent separately.
-pub fn h3_head(f: &Found) -> http::Response<()> {
+/// The response head for h2 and h3; the body is sent separately.
+pub fn response_head(f: &Found) -> http::Response<()> {
     let mut b = http::Response::builder().status(f.status);
     for (k, v) in &f.headers {
         b = b.header(k.as_str(), v.as_str());
@@ -115,6 +115,11 @@ pub struct ReplayArgs {
     /// Serve only the archives given, not the corpus.
     #[arg(long)]
     pub no_corpus: bool,
+    /// HTTP/2 server push: push this share (0–100 %) of a page's
+    /// same-origin objects with its HTML. Chromium (since 106) refuses
+    /// push; aerolink's web client accepts it.
+    #[arg(long, default_value_t = 0, value_name = "PERCENT", value_parser = clap::value_parser!(u8).range(0..=100))]
+    pub push: u8,
 }
 
 async fn handle(cat: Arc<Catalog>, req: Request<hyper::body::Incoming>) -> std::result::Result<Response<Full<Bytes>>, Infallible> {
@@ -144,7 +149,7 @@ pub async fn serve_plain(listener: tokio::net::TcpListener, cat: Arc<Catalog>) -
 /// until killed.
 pub async fn serve(args: &ReplayArgs, archives: Vec<Archive>) -> Result<()> {
     let cat = Arc::new(Catalog::new(archives, !args.no_corpus));
-    let knobs = crate::server::ServerOpts { tcp_cc: crate::sock::TcpCc::Cubic, initcwnd: None, quic: QuicKnobs::default(), nagle: false };
+    let knobs = crate::server::ServerOpts { tcp_cc: crate::sock::TcpCc::Cubic, initcwnd: None, quic: QuicKnobs::default(), nagle: false, push: args.push };
     let tls = tokio_rustls::TlsAcceptor::from(Arc::new(crate::tls::server_config(&[b"h2", b"http/1.1"])?));
     let h3 = quinn::Endpoint::server(crate::quic::server_config(&knobs.quic, &[b"h3"])?, SocketAddr::new(args.listen, args.https_port))?;
     let https = bind(args.listen, args.https_port)?;

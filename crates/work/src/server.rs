@@ -2,7 +2,7 @@
 //!
 //! | port       | what |
 //! |------------|------|
-//! | 443/tcp    | HTTPS, HTTP/1.1 and HTTP/2 by ALPN (hyper + rustls) |
+//! | 443/tcp    | HTTPS, HTTP/1.1 (hyper) and HTTP/2 (h2, with server push on request) by ALPN, over rustls |
 //! | 443/udp    | HTTP/3 (quinn + h3) |
 //! | 80/tcp     | plain HTTP/1.1 (the corpus pages) |
 //! | 5201/tcp   | bulk over kernel TCP |
@@ -50,6 +50,10 @@ pub struct ServerOpts {
     pub quic: QuicKnobs,
     /// Nagle's algorithm on server sockets (off = TCP_NODELAY).
     pub nagle: bool,
+    /// HTTP/2 server push: the share (%) of a page's objects pushed with
+    /// its HTML ([`push_list`]); 0 = none.
+    #[serde(default)]
+    pub push: u8,
 }
 
 pub fn tcp_listener(port: u16, cc: TcpCc) -> Result<TcpListener> {
@@ -81,14 +85,94 @@ pub(crate) async fn serve_https(listener: tokio::net::TcpListener, tls: tokio_ru
     loop {
         let (tcp, _) = listener.accept().await?;
         let _ = tcp.set_nodelay(!opts.nagle);
-        let (tls, cat) = (tls.clone(), cat.clone());
+        let (tls, cat, push) = (tls.clone(), cat.clone(), opts.push);
         tokio::spawn(async move {
             let Ok(stream) = tls.accept(tcp).await else { return };
+            if stream.get_ref().1.alpn_protocol() == Some(b"h2") {
+                return serve_h2(stream, cat, push).await;
+            }
             let io = hyper_util::rt::TokioIo::new(stream);
             let svc = hyper::service::service_fn(move |r| handle(cat.clone(), r));
             let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new()).serve_connection(io, svc).await;
         });
     }
+}
+
+/// One HTTP/2 connection, with h2 directly (hyper offers no server push);
+/// flow-control windows and limits as hyper's server sets them.
+async fn serve_h2<IO: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin>(io: IO, cat: Arc<Catalog>, push: u8) {
+    let mut b = h2::server::Builder::new();
+    b.initial_window_size(1 << 20).initial_connection_window_size(1 << 20).max_concurrent_streams(200).max_send_buffer_size(400 * 1024).max_header_list_size(16 * 1024);
+    let Ok(mut conn) = b.handshake::<_, Bytes>(io).await else { return };
+    while let Some(Ok((req, send))) = conn.accept().await {
+        let cat = cat.clone();
+        tokio::spawn(async move {
+            let _ = h2_respond(&cat, req, send, push);
+        });
+    }
+}
+
+/// Answers one HTTP/2 request; an HTML page goes with its pushed objects
+/// (promised before the HTML's first byte, as the protocol requires). A
+/// client that refused push (SETTINGS_ENABLE_PUSH = 0, as Chromium since
+/// version 106) gets no promises.
+fn h2_respond(cat: &Catalog, req: http::Request<h2::RecvStream>, mut send: h2::server::SendResponse<Bytes>, push: u8) -> std::result::Result<(), h2::Error> {
+    let host = crate::replay::request_host(&req);
+    let pq = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
+    let found = respond(cat, &host, &pq);
+    let mut stream = send.send_response(crate::replay::response_head(&found), found.body.is_empty())?;
+    let mut pushed = Vec::new();
+    for path in push_list(cat, &host, &found, push) {
+        let Ok(promised) = send.push_request(http::Request::get(format!("https://{host}{path}")).body(()).expect("a path from a page")) else { break };
+        pushed.push((promised, respond(cat, &host, &path)));
+    }
+    if !found.body.is_empty() {
+        stream.send_data(found.body, true)?;
+    }
+    for (mut promised, f) in pushed {
+        let mut s = promised.send_response(crate::replay::response_head(&f), f.body.is_empty())?;
+        if !f.body.is_empty() {
+            s.send_data(f.body, true)?;
+        }
+    }
+    Ok(())
+}
+
+/// What the server pushes with an HTML page: the first `share` % (rounded
+/// up) of the same-origin objects it references, stylesheets' references
+/// included, in the order a browser would find them.
+pub fn push_list(cat: &Catalog, host: &str, page: &Found, share: u8) -> Vec<String> {
+    let is = |f: &Found, ct: &str| f.headers.iter().any(|(k, v)| k == "content-type" && v.starts_with(ct));
+    if share == 0 || page.status != 200 || !is(page, "text/html") {
+        return Vec::new();
+    }
+    let own = |r: &str| -> Option<String> {
+        if r.starts_with('/') {
+            return Some(r.to_string());
+        }
+        let (_, h, path) = crate::archive::split_url(r)?;
+        (h == host).then(|| path.to_string())
+    };
+    let mut all: Vec<String> = Vec::new();
+    let add = |all: &mut Vec<String>, body: &[u8]| {
+        for r in crate::page::references(body).iter().filter_map(|r| own(r)) {
+            if !all.contains(&r) {
+                all.push(r);
+            }
+        }
+    };
+    add(&mut all, &page.body);
+    let mut i = 0;
+    while i < all.len() {
+        let f = respond(cat, host, &all[i]);
+        if is(&f, "text/css") {
+            add(&mut all, &f.body);
+        }
+        i += 1;
+    }
+    let n = (all.len() * share as usize).div_ceil(100);
+    all.truncate(n);
+    all
 }
 
 pub(crate) async fn serve_h3(ep: quinn::Endpoint, cat: Arc<Catalog>) -> Result<()> {
@@ -103,7 +187,7 @@ pub(crate) async fn serve_h3(ep: quinn::Endpoint, cat: Arc<Catalog>) -> Result<(
                     let Ok((req, mut stream)) = resolver.resolve_request().await else { return };
                     let pq = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
                     let found = respond(&cat, &crate::replay::request_host(&req), &pq);
-                    if stream.send_response(crate::replay::h3_head(&found)).await.is_err() {
+                    if stream.send_response(crate::replay::response_head(&found)).await.is_err() {
                         return;
                     }
                     let body = found.body;
@@ -154,4 +238,34 @@ pub async fn serve(opts: ServerOpts) -> Result<()> {
         crate::realtime::serve(rt_http, rt_ws, opts.nagle),
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn html(body: &str) -> Found {
+        Found { status: 200, headers: vec![("content-type".into(), "text/html; charset=utf-8".into())], body: Bytes::from(body.to_string()) }
+    }
+
+    #[test]
+    fn push_lists_a_pages_objects_and_its_stylesheets_objects_once_same_origin_only() {
+        let cat = Catalog::default();
+        let page = crate::page::Page::parse("4x1KB", 3).unwrap();
+        let found = respond(&cat, "h", &page.url());
+        let all = push_list(&cat, "h", &found, 100);
+        // Two chained stylesheets and four images, each once.
+        assert_eq!(all.len(), 6, "{all:?}");
+        assert_eq!(all.iter().filter(|p| p.contains(".css")).count(), 2, "{all:?}");
+        assert!(all.iter().all(|p| all.iter().filter(|q| *q == p).count() == 1));
+        // A share is rounded up; none is none.
+        assert_eq!(push_list(&cat, "h", &found, 50), all[..3]);
+        assert_eq!(push_list(&cat, "h", &found, 1), all[..1]);
+        assert!(push_list(&cat, "h", &found, 0).is_empty());
+        // Only an HTML page pushes; only its own origin's objects.
+        let image = respond(&cat, "h", all.iter().find(|p| p.starts_with("/obj/")).unwrap());
+        assert!(push_list(&cat, "h", &image, 100).is_empty());
+        let mixed = html(r#"<img src="https://other.test/x.png"><img src="https://h/y.png"><img src="/z.png"><img src="/z.png">"#);
+        assert_eq!(push_list(&cat, "h", &mixed, 100), ["/y.png", "/z.png"]);
+    }
 }

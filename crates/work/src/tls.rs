@@ -90,6 +90,7 @@ pub fn server_config(alpn: &[&[u8]]) -> Result<rustls::ServerConfig> {
     // Resumption would hide handshakes between runs; each run is a first visit.
     cfg.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
     cfg.send_tls13_tickets = 0;
+    cfg.max_fragment_size = Some(4096);
     Ok(cfg)
 }
 

@@ -6,7 +6,9 @@
 //!   opened as requests need them (as browsers do);
 //! - `h1-close`: a new connection per object (`Connection: close`), at most
 //!   6 at a time;
-//! - `h2`: every request multiplexed on one TLS connection;
+//! - `h2`: every request multiplexed on one TLS connection (h2, settings
+//!   as hyper's client); objects the server pushes are taken from the
+//!   push, not requested;
 //! - `h3`: every request on one QUIC connection.
 
 use std::net::SocketAddr;
@@ -49,6 +51,9 @@ pub struct ObjectTiming {
     pub end_ms: f64,
     /// Which connection carried it (0-based, in opening order).
     pub conn: usize,
+    /// Pushed by the server (HTTP/2): `start_ms` is when its promise came.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pushed: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -63,6 +68,9 @@ pub struct WebResult {
     /// Time to the first byte of the HTML response, ms.
     pub ttfb_ms: f64,
     pub requests: usize,
+    /// Objects the server pushed (HTTP/2), counted in `requests` too.
+    #[serde(default)]
+    pub pushed: usize,
     pub body_bytes: u64,
     pub connections: usize,
     /// Retransmitted segments (TCP, from TCP_INFO of the client's sockets,
@@ -89,7 +97,9 @@ impl AsRawFd for Fd {
 }
 
 type H1Send = hyper::client::conn::http1::SendRequest<Empty<Bytes>>;
-type H2Send = hyper::client::conn::http2::SendRequest<Empty<Bytes>>;
+type H2Send = h2::client::SendRequest<Bytes>;
+/// A pushed response, read as it arrives: its timing, type and body.
+type Pushed = tokio::sync::oneshot::Receiver<Result<(ObjectTiming, String, Bytes)>>;
 type H3Send = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 
 struct Tcp {
@@ -150,6 +160,17 @@ async fn read_hyper_body(mut body: hyper::body::Incoming) -> Result<Bytes> {
     Ok(Bytes::from(out))
 }
 
+/// Reads an HTTP/2 body, giving the window back as it goes.
+async fn read_h2_body(mut body: h2::RecvStream) -> Result<Bytes> {
+    let mut out = Vec::new();
+    while let Some(d) = body.data().await {
+        let d = d?;
+        out.extend_from_slice(&d);
+        let _ = body.flow_control().release_capacity(d.len());
+    }
+    Ok(Bytes::from(out))
+}
+
 fn request(path: &str, close: bool) -> Result<http::Request<Empty<Bytes>>> {
     let mut b = http::Request::get(format!("https://{}{path}", crate::tls::SERVER_NAME)).header("user-agent", "aerolink");
     if close {
@@ -161,7 +182,7 @@ fn request(path: &str, close: bool) -> Result<http::Request<Empty<Bytes>>> {
 enum Transport {
     H1 { tcp: Tcp, idle: Mutex<Vec<(usize, H1Send)>>, slots: Semaphore },
     H1Close { tcp: Tcp, slots: Semaphore },
-    H2 { tcp: Tcp, send: H2Send },
+    H2 { tcp: Tcp, send: H2Send, pushed: Mutex<std::collections::HashMap<String, Pushed>> },
     H3 { send: H3Send, conn: quinn::Connection, alpn: String },
 }
 
@@ -173,9 +194,16 @@ impl Transport {
             Protocol::H2 => {
                 let tcp = Tcp::new(addr, b"h2")?;
                 let (tls, _) = tcp.connect().await?;
-                let (send, conn) = hyper::client::conn::http2::handshake(hyper_util::rt::TokioExecutor::new(), hyper_util::rt::TokioIo::new(tls)).await?;
+                let (send, conn) = h2::client::Builder::new()
+                    .initial_window_size(2 << 20)
+                    .initial_connection_window_size(5 << 20)
+                    .max_send_buffer_size(1 << 20)
+                    .max_header_list_size(16 << 10)
+                    .enable_push(true)
+                    .handshake(tls)
+                    .await?;
                 tokio::spawn(conn);
-                Transport::H2 { tcp, send }
+                Transport::H2 { tcp, send, pushed: Mutex::default() }
             }
             Protocol::H3 => {
                 let ep = crate::quic::client_endpoint(addr, quic, &[b"h3"])?;
@@ -248,13 +276,57 @@ impl Transport {
                 let _ = driver.await;
                 (idx, resp_ms, ct, body)
             }
-            Transport::H2 { send, .. } => {
-                let mut send = send.clone();
-                send.ready().await?;
-                let resp = send.send_request(request(&path, false)?).await?;
-                let resp_ms = ms(t0);
-                let ct = content_type(resp.headers());
-                (0, resp_ms, ct, read_hyper_body(resp.into_body()).await?)
+            Transport::H2 { send, pushed, .. } => {
+                let promised = pushed.lock().expect("not poisoned").remove(&path);
+                if let Some(rx) = promised {
+                    let (timing, content_type, body) = rx.await.map_err(|_| crate::error::WorkError::Browser(format!("{path}: pushed response lost")))??;
+                    return Ok(Fetched { timing, content_type, body });
+                }
+                let mut send = send.clone().ready().await?;
+                let (mut resp, _) = send.send_request(http::Request::get(format!("https://{}{path}", crate::tls::SERVER_NAME)).header("user-agent", "aerolink").body(())?, true)?;
+                let mut promises = resp.push_promises();
+                let read = async {
+                    let resp = resp.await?;
+                    let resp_ms = ms(t0);
+                    Ok::<_, crate::error::WorkError>((resp_ms, content_type(resp.headers()), read_h2_body(resp.into_body()).await?))
+                };
+                // Promises come before the HTML's first byte, so all of
+                // them are known once its body has ended. h2 does not wake
+                // a promise reader when the stream ends, so promises are read
+                // while the body is, then drained without waiting.
+                let accept = |p: h2::client::PushPromise| {
+                    let (req, response) = p.into_parts();
+                    let (tx, rx) = tokio::sync::oneshot::channel();
+                    let path = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
+                    pushed.lock().expect("not poisoned").insert(path.clone(), rx);
+                    let start_ms = ms(t0);
+                    tokio::spawn(async move {
+                        let got = async {
+                            let resp = response.await?;
+                            let first_byte_ms = ms(t0);
+                            let ct = content_type(resp.headers());
+                            let body = read_h2_body(resp.into_body()).await?;
+                            Ok((ObjectTiming { path, bytes: body.len() as u64, start_ms, first_byte_ms, end_ms: ms(t0), conn: 0, pushed: true }, ct, body))
+                        };
+                        let _ = tx.send(got.await);
+                    });
+                };
+                let mut read = std::pin::pin!(read);
+                let mut open = true;
+                let read = loop {
+                    tokio::select! {
+                        r = &mut read => break r,
+                        p = promises.push_promise(), if open => match p {
+                            Some(Ok(p)) => accept(p),
+                            _ => open = false,
+                        },
+                    }
+                };
+                while let Some(Ok(p)) = promises.push_promise().await {
+                    accept(p);
+                }
+                let (resp_ms, ct, body) = read?;
+                (0, resp_ms, ct, body)
             }
             Transport::H3 { send, .. } => {
                 let mut send = send.clone();
@@ -276,7 +348,7 @@ impl Transport {
                 (0, resp_ms, ct, Bytes::from(out))
             }
         };
-        Ok(Fetched { timing: ObjectTiming { path, bytes: body.len() as u64, start_ms, first_byte_ms: resp_ms, end_ms: ms(t0), conn }, content_type: ct, body })
+        Ok(Fetched { timing: ObjectTiming { path, bytes: body.len() as u64, start_ms, first_byte_ms: resp_ms, end_ms: ms(t0), conn, pushed: false }, content_type: ct, body })
     }
 }
 
@@ -320,6 +392,7 @@ pub async fn load(protocol: Protocol, server: SocketAddr, page: &Page, quic: &Qu
         plt_ms,
         ttfb_ms,
         requests: objects.len(),
+        pushed: objects.iter().filter(|o| o.pushed).count(),
         body_bytes: objects.iter().map(|o| o.bytes).sum(),
         connections,
         client_retransmits,
