@@ -26,50 +26,50 @@ pub struct LinkArgs {
     pub seed: u64,
 
     /// Rate of both directions, e.g. "2Mbit/s", or "unlimited".
-    #[arg(long, value_name = "RATE", help_heading = "Link overrides (both directions)")]
+    #[arg(long, allow_hyphen_values = true, value_name = "RATE", help_heading = "Link overrides (both directions)")]
     pub rate: Option<String>,
     /// Round-trip propagation delay, split evenly, e.g. "300ms".
-    #[arg(long, value_name = "DURATION", conflicts_with = "delay", help_heading = "Link overrides (both directions)")]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION", conflicts_with = "delay", help_heading = "Link overrides (both directions)")]
     pub rtt: Option<String>,
     /// One-way propagation delay of each direction, e.g. "150ms".
-    #[arg(long, value_name = "DURATION", help_heading = "Link overrides (both directions)")]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION", help_heading = "Link overrides (both directions)")]
     pub delay: Option<String>,
     /// Random (Bernoulli) loss of each direction, e.g. "1%".
-    #[arg(long, value_name = "PROB", help_heading = "Link overrides (both directions)")]
+    #[arg(long, allow_hyphen_values = true, value_name = "PROB", help_heading = "Link overrides (both directions)")]
     pub loss: Option<String>,
     /// Jitter of each direction: "normal 5ms", "uniform 5ms" or "none".
-    #[arg(long, value_name = "DIST", help_heading = "Link overrides (both directions)")]
+    #[arg(long, allow_hyphen_values = true, value_name = "DIST", help_heading = "Link overrides (both directions)")]
     pub jitter: Option<String>,
     /// Drop-tail queue: "bdp" (default), "64KB", "100 packets", "unlimited".
-    #[arg(long, value_name = "SIZE", help_heading = "Link overrides (both directions)")]
+    #[arg(long, allow_hyphen_values = true, value_name = "SIZE", help_heading = "Link overrides (both directions)")]
     pub queue: Option<String>,
     /// Per-packet overhead charged by the rate, e.g. "8B".
-    #[arg(long, value_name = "SIZE", help_heading = "Link overrides (both directions)")]
+    #[arg(long, allow_hyphen_values = true, value_name = "SIZE", help_heading = "Link overrides (both directions)")]
     pub overhead: Option<String>,
     /// Let jitter reorder packets (default: a FIFO link never reorders).
     #[arg(long, help_heading = "Link overrides (both directions)")]
     pub reorder: bool,
 
-    #[arg(long, value_name = "RATE", help_heading = "Up (aircraft → ground) only")]
+    #[arg(long, allow_hyphen_values = true, value_name = "RATE", help_heading = "Up (aircraft → ground) only")]
     pub up_rate: Option<String>,
-    #[arg(long, value_name = "DURATION", help_heading = "Up (aircraft → ground) only")]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION", help_heading = "Up (aircraft → ground) only")]
     pub up_delay: Option<String>,
-    #[arg(long, value_name = "PROB", help_heading = "Up (aircraft → ground) only")]
+    #[arg(long, allow_hyphen_values = true, value_name = "PROB", help_heading = "Up (aircraft → ground) only")]
     pub up_loss: Option<String>,
-    #[arg(long, value_name = "DIST", help_heading = "Up (aircraft → ground) only")]
+    #[arg(long, allow_hyphen_values = true, value_name = "DIST", help_heading = "Up (aircraft → ground) only")]
     pub up_jitter: Option<String>,
-    #[arg(long, value_name = "SIZE", help_heading = "Up (aircraft → ground) only")]
+    #[arg(long, allow_hyphen_values = true, value_name = "SIZE", help_heading = "Up (aircraft → ground) only")]
     pub up_queue: Option<String>,
 
-    #[arg(long, value_name = "RATE", help_heading = "Down (ground → aircraft) only")]
+    #[arg(long, allow_hyphen_values = true, value_name = "RATE", help_heading = "Down (ground → aircraft) only")]
     pub down_rate: Option<String>,
-    #[arg(long, value_name = "DURATION", help_heading = "Down (ground → aircraft) only")]
+    #[arg(long, allow_hyphen_values = true, value_name = "DURATION", help_heading = "Down (ground → aircraft) only")]
     pub down_delay: Option<String>,
-    #[arg(long, value_name = "PROB", help_heading = "Down (ground → aircraft) only")]
+    #[arg(long, allow_hyphen_values = true, value_name = "PROB", help_heading = "Down (ground → aircraft) only")]
     pub down_loss: Option<String>,
-    #[arg(long, value_name = "DIST", help_heading = "Down (ground → aircraft) only")]
+    #[arg(long, allow_hyphen_values = true, value_name = "DIST", help_heading = "Down (ground → aircraft) only")]
     pub down_jitter: Option<String>,
-    #[arg(long, value_name = "SIZE", help_heading = "Down (ground → aircraft) only")]
+    #[arg(long, allow_hyphen_values = true, value_name = "SIZE", help_heading = "Down (ground → aircraft) only")]
     pub down_queue: Option<String>,
 }
 

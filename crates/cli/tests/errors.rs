@@ -35,6 +35,19 @@ fn bad_profiles_and_flags_name_what_is_wrong() {
     assert!(e.contains("--up-jitter"), "{e}");
     let e = one_line_error(&["stats", "/etc/hostname"]);
     assert!(e.contains("not an aerolink packet log"), "{e}");
+
+    // A negative value reaches our parser, not clap's "unexpected argument".
+    let e = one_line_error(&["run", "--rate", "-1Mbit/s", "--client", "true"]);
+    assert!(e.contains("--rate") && !e.contains("unexpected argument"), "{e}");
+    let e = one_line_error(&["run", "--up-delay", "-5ms", "--client", "true"]);
+    assert!(e.contains("--up-delay"), "{e}");
+    // A page size without a unit is refused, not read as bytes.
+    let e = one_line_error(&["bench", "web", "--page", "10x100", "--rtt", "10ms"]);
+    assert!(e.contains("10x100") && e.contains("no unit"), "{e}");
+    // A TOML syntax error: one line, with its line and column.
+    std::fs::write(&bad, "name = \"x\"\n[link\nrtt = \"1 ms\"\n").unwrap();
+    let e = one_line_error(&["profiles", "show", bad.to_str().unwrap()]);
+    assert!(e.contains("bad.toml") && e.contains("line 2, column 6") && e.contains("TOML syntax error"), "{e}");
 }
 
 #[test]

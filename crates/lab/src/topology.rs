@@ -124,7 +124,10 @@ impl Topology {
     /// where relative paths start.
     pub fn parse(text: &str, file: &str) -> Result<Topology, TopologyError> {
         let err = |key: &str, m: &str| TopologyError::Spec { file: file.into(), key: key.into(), message: m.into() };
-        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| err("(syntax)", &format!("not valid TOML: {}", e.message())))?;
+        let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
+            let (at, msg) = aerolink_link::units::toml_syntax(text, &e);
+            err(&at, &msg)
+        })?;
         for k in table.keys() {
             if !["name", "hosts", "hop"].contains(&k.as_str()) {
                 return Err(err(k, "unknown key; allowed: name, hosts, hop"));

@@ -191,3 +191,27 @@ mod tests {
         assert!(parse_size("12 parsecs").is_err());
     }
 }
+
+/// A TOML syntax error as the "key" and message of our one-line errors:
+/// (`line 3, column 6`, `TOML syntax error: invalid table header, expected …`).
+pub fn toml_syntax(text: &str, e: &toml::de::Error) -> (String, String) {
+    let at = e.span().map(|s| s.start.min(text.len())).unwrap_or(0);
+    let before = &text[..at];
+    let line = before.matches('\n').count() + 1;
+    let column = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
+    let message = e.message().lines().map(str::trim).filter(|l| !l.is_empty()).collect::<Vec<_>>().join(", ");
+    let message = if message.is_empty() { "a value or closing bracket is missing".to_string() } else { message };
+    (format!("line {line}, column {column}"), format!("TOML syntax error: {message}"))
+}
+
+#[cfg(test)]
+mod toml_tests {
+    #[test]
+    fn a_syntax_error_is_one_line_with_its_place() {
+        let text = "name = \"x\"\n[link\nrtt = \"1 ms\"\n";
+        let e = text.parse::<toml::Table>().unwrap_err();
+        let (at, m) = super::toml_syntax(text, &e);
+        assert_eq!(at, "line 2, column 6");
+        assert!(!m.contains('\n') && m.starts_with("TOML syntax error: "), "{m}");
+    }
+}

@@ -243,8 +243,8 @@ impl Profile {
     pub fn parse(text: &str, origin: &str, overrides: &[Override], load: Loader<'_>) -> Result<Profile, ProfileError> {
         let perr = |key: &str, m: String| ProfileError { origin: origin.to_string(), key: key.to_string(), message: m };
         let table: toml::Table = text.parse().map_err(|e: toml::de::Error| {
-            let msg = e.message().to_string();
-            perr("(syntax)", format!("not valid TOML: {msg}"))
+            let (at, msg) = crate::units::toml_syntax(text, &e);
+            perr(&at, msg)
         })?;
         for k in table.keys() {
             if !TOP_KEYS.contains(&k.as_str()) {
