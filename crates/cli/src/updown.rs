@@ -4,7 +4,8 @@
 //! lab, writes `/run/aerolink/NAME.json` and pumps packets until `down`
 //! sends it SIGTERM. The namespaces are ordinary named namespaces, visible
 //! to `ip netns`. After a SIGKILL, `down --all` finds the leftovers by
-//! their `al-` prefix and removes them.
+//! their `al-` prefix and removes them, with the runs' temporary
+//! directories and monitor files.
 
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -196,6 +197,7 @@ pub fn down(args: DownArgs) -> anyhow::Result<i32> {
         for ns in lab::leftover_namespaces(Some(name)) {
             lab::remove_namespace(&ns);
         }
+        let _ = std::fs::remove_dir_all(lab::run_tmp_dir(name));
         let _ = std::fs::remove_file(state_path(name));
         let _ = std::fs::remove_file(PathBuf::from(STATE_DIR).join(format!("{name}.log")));
         println!("removed lab {name}");
@@ -206,6 +208,11 @@ pub fn down(args: DownArgs) -> anyhow::Result<i32> {
         for ns in lab::leftover_namespaces(None) {
             lab::remove_namespace(&ns);
             println!("removed leftover namespace {ns}");
+            removed += 1;
+        }
+        for f in lab::leftover_files() {
+            let _ = if f.is_dir() { std::fs::remove_dir_all(&f) } else { std::fs::remove_file(&f) };
+            println!("removed leftover {}", f.display());
             removed += 1;
         }
         if removed == 0 {

@@ -112,9 +112,12 @@ fn after_sigkill_down_all_removes_the_leftovers() {
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(!leftover_namespaces().is_empty(), "a SIGKILL cannot clean up; this test expects leftovers");
+    let run_tmp = || std::fs::read_dir(std::env::temp_dir()).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().to_string()).filter(|n| n.starts_with("aerolink-") && n.ends_with("-tmp")).count();
+    assert!(run_tmp() > 0, "the killed run's TMPDIR is expected to remain");
     let o = aerolink(&["down", "--all"]);
     assert!(o.status.success(), "{:?}", text(&o));
     assert!(leftover_namespaces().is_empty(), "{:?}", leftover_namespaces());
+    assert_eq!(run_tmp(), 0, "down --all removes the runs' temporary directories");
     wait_until("orphans to die", || processes_matching("4[12]\\.4") == 0);
 }
 

@@ -127,7 +127,7 @@ impl Lab {
             pumps: Vec::new(),
             logger: None,
             monitors: Vec::new(),
-            tmp: std::env::temp_dir().join(format!("aerolink-{}-tmp", spec.run)),
+            tmp: run_tmp_dir(&spec.run),
             torn_down: false,
         };
         std::fs::create_dir_all(&lab.tmp).map_err(|e| NetError::Io(format!("creating {}", lab.tmp.display()), e))?;
@@ -402,6 +402,29 @@ pub fn remove_namespace(ns: &str) {
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
     let _ = ip(&["netns", "del", ns]);
+}
+
+/// The temporary directory of run `run` (its programs' `TMPDIR`).
+pub fn run_tmp_dir(run: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("aerolink-{run}-tmp"))
+}
+
+/// Temporary directories and link monitor files of runs that have no
+/// namespace any more (left by an aerolink killed with SIGKILL).
+pub fn leftover_files() -> Vec<std::path::PathBuf> {
+    let live: Vec<String> = leftover_namespaces(None);
+    let Ok(dir) = std::fs::read_dir(std::env::temp_dir()) else { return Vec::new() };
+    let mut out: Vec<std::path::PathBuf> = dir
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            let run = name.strip_prefix("aerolink-").and_then(|r| r.strip_suffix("-tmp").or_else(|| r.strip_suffix(".monitor").and_then(|m| m.rsplit_once("-link").map(|(run, _)| run))));
+            run.is_some_and(|run| !live.iter().any(|ns| ns.starts_with(&format!("{NS_PREFIX}{run}-"))))
+        })
+        .map(|e| e.path())
+        .collect();
+    out.sort();
+    out
 }
 
 /// Every namespace aerolink created that still exists (optionally for one
