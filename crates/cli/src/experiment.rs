@@ -49,8 +49,8 @@ pub struct RunArgs {
     /// The SQLite result store.
     #[arg(long, default_value = "results.db")]
     pub db: PathBuf,
-    /// Run failed runs again too (default: they are retried; this flag keeps
-    /// them and only runs what is missing).
+    /// Keep the failed runs already in the store and run only what is
+    /// missing (by default a run that failed is run again).
     #[arg(long)]
     pub keep_failed: bool,
 }
