@@ -44,6 +44,7 @@ test: build
 bench: build
 	$(SUDO) $(AEROLINK) bench emulator
 	$(SUDO) $(AEROLINK) bench pep
+	$(SUDO) $(AEROLINK) bench queue
 
 clean:
 	$(CARGO) clean

@@ -93,6 +93,15 @@ fn bdp_queue_defaults_to_rate_times_rtt() {
 }
 
 #[test]
+fn bdp_queue_on_a_short_path_is_sized_for_20_ms() {
+    // `--rtt 0ms` at 100 Mbit/s: 100e6 × 0.020 / 8, not the 6000 B floor.
+    let prof = profile("[link]\nrate = \"100 Mbit/s\"\nrtt = \"0 ms\"\n");
+    assert_eq!(prof.up.queue_limit(prof.base_rtt()), aerolink_link::queue::QueueLimit::Bytes(250_000));
+    let slow = profile("[link]\nrate = \"1 Mbit/s\"\nrtt = \"0 ms\"\n");
+    assert_eq!(slow.up.queue_limit(slow.base_rtt()), aerolink_link::queue::QueueLimit::Bytes(6000));
+}
+
+#[test]
 fn hold_outage_releases_at_the_end_and_drop_outage_drops() {
     let prof = profile(
         "[link]\nrate = \"1 Mbit/s\"\nqueue = \"1000 packets\"\noutages = [{ start = \"100 ms\", duration = \"1 s\", mode = \"hold\" }, { start = \"2 s\", duration = \"1 s\", mode = \"drop\" }]\n",

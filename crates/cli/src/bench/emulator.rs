@@ -59,11 +59,13 @@ pub struct EmulatorResult {
 }
 
 
-fn through_lab(profile: Profile, seconds: u32) -> anyhow::Result<(f64, LabReport)> {
+/// One iperf3 flow over a lab with `profile`: up (client to server), or
+/// down when `down`.
+pub(super) fn through_lab(profile: Profile, seconds: u32, down: bool) -> anyhow::Result<(f64, LabReport)> {
     let spec = LabSpec { run: run_id(), hosts: vec!["client".into(), "server".into()], hops: vec![profile], seed: 1, log_meta: vec![] };
     let lab = Lab::build(&spec, None)?;
     let (c, s) = (lab.hosts[0].netns.clone(), lab.hosts[1].netns.clone());
-    let bps = iperf(&s, &c, &lab.hosts[1].ipv4.clone(), &lab.env(), seconds);
+    let bps = iperf(&s, &c, &lab.hosts[1].ipv4.clone(), &lab.env(), seconds, down);
     let rep = lab.shutdown();
     Ok((bps?, rep))
 }
@@ -81,7 +83,7 @@ fn through_veth(seconds: u32) -> anyhow::Result<f64> {
             ip(&["-n", ns, "link", "set", d, "up"])?;
             ip(&["-n", ns, "link", "set", "lo", "up"])?;
         }
-        iperf(&b, &a, "198.19.0.2", &[], seconds)
+        iperf(&b, &a, "198.19.0.2", &[], seconds, false)
     })();
     remove_namespace(&a);
     remove_namespace(&b);
@@ -95,15 +97,15 @@ pub fn run(a: EmulatorArgs) -> anyhow::Result<i32> {
     let load = &mut |_: &str| Err::<String, String>("no files".into());
     eprintln!("bench 1/4: TCP through aerolink, no rate limit, no delay ({} s)…", a.seconds);
     let open = Profile::from_overrides(&flags(&[("rate", "unlimited")]), load)?;
-    let (pass_bps, pass_rep) = through_lab(open, a.seconds)?;
+    let (pass_bps, pass_rep) = through_lab(open, a.seconds, false)?;
     eprintln!("bench 2/4: TCP over a plain veth pair ({} s)…", a.seconds);
     let veth_bps = through_veth(a.seconds)?;
     eprintln!("bench 3/4: TCP through aerolink packet by packet, 10 Gbit/s cap ({} s)…", a.seconds);
     let capped = Profile::from_overrides(&flags(&[("rate", "10 Gbit/s")]), load)?;
-    let (pp_bps, pp_rep) = through_lab(capped, a.seconds)?;
+    let (pp_bps, pp_rep) = through_lab(capped, a.seconds, false)?;
     eprintln!("bench 4/4: TCP at 100 Mbit/s, 50 ms one way ({} s)…", a.seconds);
     let slow = Profile::from_overrides(&flags(&[("rate", "100 Mbit/s"), ("delay", "50 ms")]), load)?;
-    let (slow_bps, slow_rep) = through_lab(slow, a.seconds)?;
+    let (slow_bps, slow_rep) = through_lab(slow, a.seconds, false)?;
     let cpu: f64 = pass_rep.directions.iter().map(|d| d.cpu_s).sum();
     let gbps = pass_bps / 1e9;
     let pp_cpu: f64 = pp_rep.directions.iter().map(|d| d.cpu_s).sum();

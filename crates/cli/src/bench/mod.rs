@@ -27,8 +27,10 @@
 mod emulator;
 mod orchestration;
 mod pep;
+mod queue;
 
 pub use emulator::EmulatorArgs;
+pub use queue::QueueArgs;
 pub use orchestration::OrchestrationArgs;
 pub use pep::PepBenchArgs;
 
@@ -63,6 +65,10 @@ pub enum BenchCmd {
     /// Orchestration: set-up and tear-down time per run, and runs per hour
     /// of an experiment at several degrees of parallelism.
     Orchestration(OrchestrationArgs),
+    /// The default queue: one TCP flow's goodput with it against an
+    /// unlimited queue, on every built-in profile and at several rates with
+    /// `--rtt 0ms` (target ≥ 0.95).
+    Queue(QueueArgs),
     /// Load a synthetic page over h1, h1-close, h2 or h3 across a link.
     Web {
         #[command(flatten)]
@@ -162,6 +168,7 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
     let (common, workload) = match w {
         BenchCmd::Emulator(a) => return emulator::run(a),
         BenchCmd::Pep(a) => return pep::run(a),
+        BenchCmd::Queue(a) => return queue::run(a),
         BenchCmd::Orchestration(a) => return orchestration::run(a),
         BenchCmd::Web { common, params: WebParams { protocol, page, depth } } => (common, Workload::Web { protocol, page, depth }),
         BenchCmd::Browser { common, params, har, screenshot } => {
@@ -199,7 +206,7 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
     };
     let timeout = c.timeout;
     let s = &c.server;
-    let knobs = aerolink_lab::workload::Knobs { tcp_cc: s.cc, initcwnd: s.initcwnd, quic: s.quic.knobs(), nagle: s.nagle, tcp: c.tcp, pep: c.link.topology.is_some().then_some(pep) };
+    let knobs = aerolink_lab::workload::Knobs { tcp_cc: s.cc, initcwnd: s.initcwnd, quic: s.quic.knobs(), nagle: s.nagle, push: s.push, tcp: c.tcp, pep: c.link.topology.is_some().then_some(pep) };
     aerolink_net::sys::check_preconditions()?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
@@ -247,10 +254,13 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
         let mut v: Vec<f64> = all.iter().filter_map(|r| r["metrics"][headline].as_f64()).collect();
         v.sort_by(f64::total_cmp);
         if !v.is_empty() {
+            // "web h2", "bulk tcp", but "browser h3" (its protocol names it).
+            let what = match workload.protocol() {
+                p if p.starts_with(workload.name()) => p,
+                p => format!("{} {p}", workload.name()),
+            };
             println!(
-                "{} {} on {}: {headline} median {} over {} run(s) (min {}, max {})",
-                workload.name(),
-                workload.protocol(),
+                "{what} on {}: {headline} median {} over {} run(s) (min {}, max {})",
                 match &knobs.pep {
                     Some(p) => format!("ifc around {} via {}", profile.name, p.label()),
                     None => profile.name.clone(),
@@ -295,13 +305,18 @@ fn flags(pairs: &[(&str, &str)]) -> Vec<Override> {
 }
 
 
-/// Runs iperf3 between two namespaces and returns received goodput (bit/s).
-fn iperf(server_ns: &str, client_ns: &str, server_ip: &str, env: &[(String, String)], seconds: u32) -> anyhow::Result<f64> {
+/// Runs iperf3 between two namespaces and returns received goodput (bit/s):
+/// client to server, or server to client when `down`.
+fn iperf(server_ns: &str, client_ns: &str, server_ip: &str, env: &[(String, String)], seconds: u32, down: bool) -> anyhow::Result<f64> {
     let mut server = netns_command(server_ns, &["iperf3", "-s", "-1", "-B", server_ip], env).stdout(Stdio::null()).stderr(Stdio::null()).spawn()?;
     // If it never listens, the client's error says so.
     let _ = aerolink_net::procs::wait_listening(&mut server, &[], std::time::Duration::from_secs(5), || false);
     let secs = seconds.to_string();
-    let out = netns_command(client_ns, &["iperf3", "-c", server_ip, "-t", &secs, "-J", "-C", "cubic"], env).output()?;
+    let mut argv = vec!["iperf3", "-c", server_ip, "-t", &secs, "-J", "-C", "cubic"];
+    if down {
+        argv.push("-R");
+    }
+    let out = netns_command(client_ns, &argv, env).output()?;
     crate::run::kill_group(&mut server);
     let v: Value = serde_json::from_slice(&out.stdout).context("iperf3 printed no JSON")?;
     if let Some(e) = v.get("error") {

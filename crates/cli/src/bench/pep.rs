@@ -124,7 +124,7 @@ pub fn run(a: PepBenchArgs) -> anyhow::Result<i32> {
             let pids: Vec<u32> = gw.processes().into_iter().map(|(_, p)| p).collect();
             let before: f64 = pids.iter().map(|p| cpu_seconds(*p)).sum();
             let (c, s) = (lab.hosts[0].netns.clone(), lab.hosts[3].netns.clone());
-            let bps = iperf(&s, &c, &lab.hosts[3].ipv4.clone(), &lab.env(), a.seconds)?;
+            let bps = iperf(&s, &c, &lab.hosts[3].ipv4.clone(), &lab.env(), a.seconds, false)?;
             let cores = (pids.iter().map(|p| cpu_seconds(*p)).sum::<f64>() - before) / a.seconds as f64;
             let gbps = bps / 1e9;
             Ok(PepBenchRow { mode, gbps, pep_cores: cores, pep_cores_per_gbps: if gbps > 0.0 && mode != PepMode::None { cores / gbps } else { 0.0 } })
