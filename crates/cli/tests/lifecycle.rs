@@ -90,6 +90,35 @@ fn interrupted_run_leaves_nothing(signal: i32, marker: &str) {
 }
 
 #[test]
+fn an_interrupted_benchmark_removes_its_lab_at_once() {
+    require_root();
+    let d = tempdir("bench-int");
+    let mut child = KillOnDrop(
+        Command::new(bin())
+            .args(["bench", "queue", "--profiles", "satcom-100", "--rates", "1Mbit/s", "--seconds", "60"])
+            .arg("--out")
+            .arg(d.join("b.jsonl"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let iperf_clients = || String::from_utf8_lossy(&Command::new("pgrep").args(["-f", "^iperf3 -c 198.18"]).output().unwrap().stdout).lines().count();
+    wait_until("iperf3 to start in the lab", || iperf_clients() > 0);
+    // SAFETY: signalling our own child.
+    unsafe {
+        libc::kill(child.0.id() as i32, libc::SIGTERM);
+    }
+    // Stopped in the middle of a 60 s transfer, not after it.
+    let t = Instant::now();
+    assert_eq!(child.0.wait().unwrap().code(), Some(130));
+    assert!(t.elapsed() < Duration::from_secs(30), "took {:?}", t.elapsed());
+    assert!(leftover_namespaces().is_empty(), "left: {:?}", leftover_namespaces());
+    assert_eq!(iperf_clients(), 0, "iperf3 left behind");
+    assert!(!d.join("b.jsonl").exists(), "an interrupted benchmark stores no figure");
+}
+
+#[test]
 fn sigterm_removes_everything() {
     interrupted_run_leaves_nothing(libc::SIGTERM, "31.4159");
 }

@@ -166,9 +166,18 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
     use aerolink_lab::workload::Workload;
     let parse_size = |s: &str| aerolink_work::page::parse_bytes(s).ok_or_else(|| user(format!("--size {s}: expected a size like 1MB or 500KB")));
     let (common, workload) = match w {
-        BenchCmd::Emulator(a) => return emulator::run(a),
-        BenchCmd::Pep(a) => return pep::run(a),
-        BenchCmd::Queue(a) => return queue::run(a),
+        BenchCmd::Emulator(a) => {
+            stop_flag();
+            return exit_on_interrupt(emulator::run(a));
+        }
+        BenchCmd::Pep(a) => {
+            stop_flag();
+            return exit_on_interrupt(pep::run(a));
+        }
+        BenchCmd::Queue(a) => {
+            stop_flag();
+            return exit_on_interrupt(queue::run(a));
+        }
         BenchCmd::Orchestration(a) => return orchestration::run(a),
         BenchCmd::Web { common, params: WebParams { protocol, page, depth } } => (common, Workload::Web { protocol, page, depth }),
         BenchCmd::Browser { common, params, har, screenshot } => {
@@ -316,8 +325,25 @@ fn iperf(server_ns: &str, client_ns: &str, server_ip: &str, env: &[(String, Stri
     if down {
         argv.push("-R");
     }
-    let out = netns_command(client_ns, &argv, env).output()?;
+    let client = netns_command(client_ns, &argv, env).stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
+    let pgid = client.id() as i32;
+    let waiter = std::thread::spawn(move || client.wait_with_output());
+    // Polls the waiter so that SIGINT/SIGTERM stops the transfer at once
+    // and the caller still removes its lab.
+    while !waiter.is_finished() {
+        if interrupted() {
+            // SAFETY: signalling the client's own process group.
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = waiter.join().map_err(|_| anyhow::anyhow!("iperf3 waiter panicked"))??;
     crate::run::kill_group(&mut server);
+    if interrupted() {
+        bail!(Interrupted);
+    }
     let v: Value = serde_json::from_slice(&out.stdout).context("iperf3 printed no JSON")?;
     if let Some(e) = v.get("error") {
         bail!("iperf3: {e}");
@@ -325,6 +351,48 @@ fn iperf(server_ns: &str, client_ns: &str, server_ip: &str, env: &[(String, Stri
     v["end"]["sum_received"]["bits_per_second"].as_f64().context("iperf3 JSON has no sum_received")
 }
 
+
+/// Set by SIGINT, SIGTERM or SIGHUP once [`stop_flag`] has been called: a
+/// benchmark finishes the step it is in (stopping its iperf3 at once),
+/// removes its lab and exits 130.
+pub(super) fn stop_flag() -> &'static std::sync::Arc<std::sync::atomic::AtomicBool> {
+    static STOP: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> = std::sync::OnceLock::new();
+    STOP.get_or_init(|| {
+        let s = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
+            let _ = signal_hook::flag::register(sig, s.clone());
+        }
+        s
+    })
+}
+
+fn interrupted() -> bool {
+    stop_flag().load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// The error a benchmark step returns when a signal stopped it.
+#[derive(Debug)]
+pub(super) struct Interrupted;
+
+impl std::fmt::Display for Interrupted {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("interrupted")
+    }
+}
+
+impl std::error::Error for Interrupted {}
+
+/// Exit status 130 for a benchmark a signal stopped (its lab already
+/// removed), the error otherwise.
+pub(super) fn exit_on_interrupt(r: anyhow::Result<i32>) -> anyhow::Result<i32> {
+    match r {
+        Err(e) if e.is::<Interrupted>() || interrupted() => {
+            eprintln!("interrupted; the lab is removed");
+            Ok(130)
+        }
+        r => r,
+    }
+}
 
 /// Appends a result as one JSON line to `out`.
 fn append_result(out: &std::path::Path, r: &impl Serialize) -> anyhow::Result<()> {
