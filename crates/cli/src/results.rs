@@ -3,6 +3,7 @@
 use std::collections::BTreeSet;
 use std::path::PathBuf;
 
+use aerolink_lab::report::series_name;
 use aerolink_lab::store::Store;
 use clap::Args;
 
@@ -12,10 +13,12 @@ use crate::error::user;
 pub struct ExportArgs {
     #[arg(long, default_value = "results.db")]
     pub db: PathBuf,
-    /// CSV: one row per run, one column per metric.
+    /// CSV: one row per run, one column per metric (knobs as JSON text).
     #[arg(long, conflicts_with = "json")]
     pub csv: bool,
-    /// JSON: every run with its metrics.
+    /// JSON: every run with its metrics, knobs and workload as objects, and
+    /// its series (protocol plus the knobs that differ, as the report
+    /// names it).
     #[arg(long)]
     pub json: bool,
     /// Only this experiment.
@@ -58,7 +61,7 @@ pub fn export(a: ExportArgs) -> anyhow::Result<i32> {
     let runs = store.runs(a.experiment.as_deref())?;
     let text = if a.csv || !a.json {
         let metrics: BTreeSet<String> = runs.iter().flat_map(|r| r.metrics.keys().cloned()).collect();
-        let mut out = String::from("run_key,experiment,profile,profile_hash,workload,protocol,params,knobs,seed,rep,aerolink_version,host,started_at,duration_s,ok,error,setup_ms,teardown_ms,wire_bytes_down,wire_bytes_up");
+        let mut out = String::from("run_key,experiment,profile,profile_hash,workload,protocol,series,params,knobs,seed,rep,aerolink_version,host,started_at,duration_s,ok,error,setup_ms,teardown_ms,wire_bytes_down,wire_bytes_up");
         for m in &metrics {
             out.push(',');
             out.push_str(m);
@@ -66,7 +69,7 @@ pub fn export(a: ExportArgs) -> anyhow::Result<i32> {
         out.push('\n');
         for r in &runs {
             let fields = [
-                r.run_key.clone(), r.experiment.clone(), r.profile.clone(), r.profile_hash.clone(), r.workload.clone(), r.protocol.clone(), r.params.clone(),
+                r.run_key.clone(), r.experiment.clone(), r.profile.clone(), r.profile_hash.clone(), r.workload.clone(), r.protocol.clone(), series_name(r), r.params.clone(),
                 r.knobs_json.clone(), r.seed.to_string(), r.rep.to_string(), r.aerolink_version.clone(), r.host.clone(), r.started_at.clone(),
                 format!("{:.3}", r.duration_s), (r.ok as u8).to_string(), r.error.clone().unwrap_or_default(), format!("{:.1}", r.setup_ms),
                 format!("{:.1}", r.teardown_ms), r.wire_bytes_down.to_string(), r.wire_bytes_up.to_string(),
@@ -82,6 +85,7 @@ pub fn export(a: ExportArgs) -> anyhow::Result<i32> {
         }
         out
     } else {
+        let runs: Vec<serde_json::Value> = runs.iter().map(json_run).collect::<anyhow::Result<_>>()?;
         serde_json::to_string_pretty(&runs)? + "\n"
     };
     match &a.output {
@@ -89,6 +93,20 @@ pub fn export(a: ExportArgs) -> anyhow::Result<i32> {
         None => print!("{text}"),
     }
     Ok(0)
+}
+
+/// One run for `export --json`: its knobs and workload as objects (the
+/// store keeps them as JSON text), and its series as the report names it.
+fn json_run(r: &aerolink_lab::store::RunRow) -> anyhow::Result<serde_json::Value> {
+    let mut v = serde_json::to_value(r)?;
+    let o = v.as_object_mut().expect("a run serializes to an object");
+    o.remove("knobs_json");
+    o.remove("workload_json");
+    let parse = |t: &str| serde_json::from_str::<serde_json::Value>(t).unwrap_or_else(|_| serde_json::Value::String(t.to_string()));
+    o.insert("series".into(), series_name(r).into());
+    o.insert("knobs".into(), parse(&r.knobs_json));
+    o.insert("workload_spec".into(), parse(&r.workload_json));
+    Ok(v)
 }
 
 pub fn report(a: ReportArgs) -> anyhow::Result<i32> {

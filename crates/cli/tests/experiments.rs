@@ -82,6 +82,13 @@ fn an_interrupted_experiment_resumes_without_repeating_or_losing_runs() {
     // The seeds are the experiment's: 3, 4, 5 for the three repetitions.
     let seeds: std::collections::BTreeSet<i64> = after.iter().map(|r| r["seed"].as_i64().unwrap()).collect();
     assert_eq!(seeds.into_iter().collect::<Vec<_>>(), vec![3, 4, 5]);
+    // Knobs and workload are objects a script can index, and each run
+    // names its series as the report does (here: the bare protocol).
+    for r in &after {
+        assert!(r["knobs"].is_object() && r["workload_spec"].is_object(), "{r}");
+        assert_eq!(r["series"], r["protocol"], "{r}");
+        assert!(r.get("knobs_json").is_none(), "{r}");
+    }
 
     // A third run has nothing to do.
     let o = aerolink(&["experiment", "run", spec.to_str().unwrap(), "--db", db.to_str().unwrap()]);
@@ -94,9 +101,11 @@ fn an_interrupted_experiment_resumes_without_repeating_or_losing_runs() {
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("resume-test") && page.contains("<svg"));
     assert!(!page.contains("src=\"http") && !page.contains("<script"), "the report must open offline");
-    // CSV export has one line per run plus the header.
+    // CSV export has one line per run plus the header, with a series column.
     let o = aerolink(&["results", "export", "--csv", "--db", db.to_str().unwrap()]);
-    assert_eq!(String::from_utf8_lossy(&o.stdout).lines().count(), 10);
+    let csv = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(csv.lines().count(), 10);
+    assert!(csv.lines().next().unwrap().split(',').any(|c| c == "series"), "{csv}");
 }
 
 #[test]
