@@ -52,6 +52,12 @@ pub struct RunArgs {
     /// Print nothing of aerolink's own (the programs' output still shows).
     #[arg(long, short)]
     pub quiet: bool,
+    /// Print one JSON object on standard output at the end: the client's
+    /// exit status, its standard output (captured; parsed when it is JSON,
+    /// e.g. `iperf3 -J`) and what the link did (as `--report` writes it).
+    /// Implies --quiet.
+    #[arg(long)]
+    pub json: bool,
     #[command(flatten)]
     pub pep: PepSpec,
 }
@@ -221,7 +227,8 @@ pub fn print_report(rep: &LabReport, hosts: &[String]) {
     }
 }
 
-pub fn run(args: RunArgs) -> anyhow::Result<i32> {
+pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
+    args.quiet |= args.json;
     let timeout = args.ready_timeout;
     let pep = pep_spec(&args.pep)?;
     let (spec, label) = lab_spec(&args.link, run_id())?;
@@ -247,6 +254,7 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         }
         None => None,
     };
+    let mut captured: Option<std::thread::JoinHandle<Vec<u8>>> = None;
     let outcome = (|| -> anyhow::Result<Result<ExitStatus, i32>> {
         if let Some(s) = server.as_mut() {
             wait_ready(s, &args.ready_port, std::time::Duration::from_nanos(timeout.0), &signals, args.quiet)?;
@@ -254,7 +262,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
         if let Some(sig) = signals.received() {
             return Ok(Err(sig));
         }
-        let mut client = aerolink_net::lab::netns_command(&lab.hosts[0].netns, &["sh", "-c", &args.client], &env).spawn().context("starting the client command")?;
+        let mut cmd = aerolink_net::lab::netns_command(&lab.hosts[0].netns, &["sh", "-c", &args.client], &env);
+        if args.json {
+            cmd.stdout(std::process::Stdio::piped());
+        }
+        let mut client = cmd.spawn().context("starting the client command")?;
+        if let Some(mut out) = client.stdout.take() {
+            captured = Some(std::thread::spawn(move || {
+                let mut v = Vec::new();
+                let _ = std::io::Read::read_to_end(&mut out, &mut v);
+                v
+            }));
+        }
         let r = wait_child(&mut client, &signals, true)?;
         if r.is_err() {
             kill_group(&mut client);
@@ -270,6 +289,18 @@ pub fn run(args: RunArgs) -> anyhow::Result<i32> {
     if let Some(path) = &args.report {
         let text = serde_json::to_string_pretty(&rep)?;
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if args.json {
+        let out = captured.and_then(|h| h.join().ok()).unwrap_or_default();
+        let text = String::from_utf8_lossy(&out);
+        let client_stdout = serde_json::from_str::<serde_json::Value>(&text).unwrap_or_else(|_| serde_json::Value::String(text.into_owned()));
+        let (exit_status, signal) = match &outcome {
+            Ok(Ok(st)) => (Some(exit_code(*st)), None),
+            Ok(Err(sig)) => (None, Some(*sig)),
+            Err(_) => (None, None),
+        };
+        let v = serde_json::json!({ "link_label": label, "seed": spec.seed, "hosts": spec.hosts, "exit_status": exit_status, "interrupted_by_signal": signal, "client_stdout": client_stdout, "link": rep });
+        println!("{}", serde_json::to_string_pretty(&v)?);
     }
     if !args.quiet {
         print_report(&rep, &spec.hosts);

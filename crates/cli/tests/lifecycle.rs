@@ -36,6 +36,22 @@ fn the_client_exit_status_is_aerolinks() {
     assert!(leftover_namespaces().is_empty(), "{:?}", leftover_namespaces());
 }
 
+/// `run --json`: one object on standard output with the client's status,
+/// its output (parsed when JSON) and what the link did, nothing else there.
+#[test]
+fn run_json_reports_the_client_and_the_link() {
+    let o = aerolink(&["run", "--json", "--rtt", "10ms", "--client", "echo '{\"x\": 1}'; ping -c 3 -i 0.2 -q $AEROLINK_SERVER >&2; exit 3"]);
+    assert_eq!(o.status.code(), Some(3));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).expect("standard output is one JSON object");
+    assert_eq!(v["exit_status"], 3);
+    assert_eq!(v["client_stdout"]["x"], 1);
+    let dirs = v["link"]["directions"].as_array().unwrap();
+    assert_eq!(dirs.len(), 2, "{v}");
+    // Three echo requests up, three replies down.
+    assert!(dirs.iter().all(|d| d["packets_out"].as_u64().unwrap() >= 3), "{v}");
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("aerolink:"), "--json implies --quiet");
+}
+
 /// A server that takes a moment to listen, on a host that itself listens
 /// (as nearly every host does: sshd). Programs enter their namespace only
 /// after they start, and until then their sockets are the host's: the client
