@@ -75,3 +75,21 @@ fn without_root_it_says_so() {
     assert!(err.contains("root"), "{err}");
     assert_eq!(err.trim().lines().count(), 1, "{err}");
 }
+
+/// A profile written in tc's spellings is the same link as ours, and is
+/// shown back in our form.
+#[test]
+fn tc_spellings_parse_to_the_same_link() {
+    let d = tempdir("tc-units");
+    let (tc, ours) = (d.join("tc.toml"), d.join("ours.toml"));
+    std::fs::write(&tc, "name = \"x\"\n[link]\nrate = \"2mbit\"\ndelay = \"50msec\"\njitter = \"uniform 250usec\"\n").unwrap();
+    std::fs::write(&ours, "name = \"x\"\n[link]\nrate = \"2 Mbit/s\"\ndelay = \"50 ms\"\njitter = \"uniform 0.25 ms\"\n").unwrap();
+    let show = |p: &std::path::Path| {
+        let o = aerolink(&["profiles", "show", "--json", p.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    let (a, b) = (show(&tc), show(&ours));
+    assert_eq!(a, b);
+    assert_eq!(a["down"]["rate"], "2 Mbit/s");
+}

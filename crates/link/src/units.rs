@@ -64,10 +64,16 @@ fn split_number(s: &str) -> Option<(f64, String)> {
     Some((value, rest.trim().to_ascii_lowercase()))
 }
 
-pub const RATE_HELP: &str = "a rate like \"1.89 Mbit/s\", \"468 kbit/s\", \"2.4kbps\" or \"10 Gbit/s\"";
+pub const RATE_HELP: &str = "a rate like \"1.89 Mbit/s\", \"468 kbit/s\", \"2.4kbps\", \"2mbit\" (tc) or \"10 Gbit/s\"";
 
 /// Parses a rate: a positive number with a unit in bit/s, kbit/s, Mbit/s,
-/// Gbit/s (also `bps`, `kbps`, `Mbps`, `Gbps`, and `B/s` forms in bytes).
+/// Gbit/s (also `bps`, `kbps`, `Mbps`, `Gbps`, and `B/s` forms in bytes),
+/// or as tc spells bits: `bit`, `kbit`, `mbit`, `gbit` (SI) and `kibit`,
+/// `mibit`, `gibit` (powers of 1024), shown back as bit/s.
+///
+/// tc reads `kbps` as kilobytes per second; here, as everywhere outside
+/// tc, it is kilobits (`2.4 kbps` is one Iridium channel). Write tc's
+/// `kbit` or our `KB/s` to be unambiguous.
 pub fn parse_rate(s: &str) -> Result<Rate, String> {
     let (v, unit) = split_number(s).ok_or_else(|| RATE_HELP.to_string())?;
     let unit = unit.replace(' ', "");
@@ -76,6 +82,14 @@ pub fn parse_rate(s: &str) -> Result<Rate, String> {
         "kbit/s" | "kbps" | "kb/s" => 1e3,
         "mbit/s" | "mbps" | "mb/s" => 1e6,
         "gbit/s" | "gbps" | "gb/s" => 1e9,
+        "bit" => 1.0,
+        "kbit" => 1e3,
+        "mbit" => 1e6,
+        "gbit" => 1e9,
+        "tbit" => 1e12,
+        "kibit" => 1024.0,
+        "mibit" => 1048576.0,
+        "gibit" => 1073741824.0,
         _ => return Err(RATE_HELP.to_string()),
     };
     // Byte units are spelt with a capital B; the lower-cased match above
@@ -94,10 +108,11 @@ pub const DURATION_HELP: &str = "a duration like \"380.5 ms\", \"2 s\", \"250 us
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let (v, unit) = split_number(s).ok_or_else(|| DURATION_HELP.to_string())?;
     let mult = match unit.as_str() {
-        "ns" => 1e-9,
-        "us" | "µs" => 1e-6,
-        "ms" => 1e-3,
-        "s" | "sec" => 1.0,
+        // tc's spellings too: usec, msec, secs.
+        "ns" | "nsec" => 1e-9,
+        "us" | "µs" | "usec" => 1e-6,
+        "ms" | "msec" => 1e-3,
+        "s" | "sec" | "secs" => 1.0,
         "min" => 60.0,
         "h" => 3600.0,
         _ => return Err(DURATION_HELP.to_string()),
@@ -163,6 +178,11 @@ mod tests {
         assert_eq!(parse_rate("1.89 Mbit/s").unwrap().bits_per_sec, 1.89e6);
         assert_eq!(parse_rate("468kbit/s").unwrap().bits_per_sec, 468e3);
         assert_eq!(parse_rate("2.4 kbps").unwrap().bits_per_sec, 2400.0);
+        // tc's forms: 2mbit, 100kbit, 1gibit.
+        assert_eq!(parse_rate("2mbit").unwrap().bits_per_sec, 2e6);
+        assert_eq!(parse_rate("100kbit").unwrap().bits_per_sec, 1e5);
+        assert_eq!(parse_rate("1gibit").unwrap().bits_per_sec, 1073741824.0);
+        assert_eq!(parse_rate("2mbit").unwrap().to_string(), "2 Mbit/s");
         assert_eq!(parse_rate("1 MB/s").unwrap().bits_per_sec, 8e6);
         assert_eq!(parse_rate("2Mbit/s").unwrap().bits_per_sec, 2e6);
         assert!(parse_rate("fast").is_err());
@@ -173,6 +193,8 @@ mod tests {
     #[test]
     fn durations() {
         assert_eq!(parse_duration("380.5 ms").unwrap(), Duration::from_micros(380_500));
+        assert_eq!(parse_duration("100msec").unwrap(), Duration::from_millis(100));
+        assert_eq!(parse_duration("250usec").unwrap(), Duration::from_micros(250));
         assert_eq!(parse_duration("2s").unwrap(), Duration::from_secs(2));
         assert_eq!(parse_duration("3 min").unwrap(), Duration::from_secs(180));
         assert_eq!(parse_duration("250 us").unwrap(), Duration::from_micros(250));
