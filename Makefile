@@ -45,6 +45,7 @@ bench: build
 	$(SUDO) $(AEROLINK) bench emulator
 	$(SUDO) $(AEROLINK) bench pep
 	$(SUDO) $(AEROLINK) bench queue
+	$(SUDO) $(AEROLINK) bench parallel
 
 clean:
 	$(CARGO) clean

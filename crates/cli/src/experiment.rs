@@ -44,8 +44,12 @@ pub struct RunArgs {
     /// The experiment file (see experiments/).
     pub file: String,
     /// Runs at the same time (each has its own namespaces and link).
-    #[arg(long, default_value_t = 1)]
-    pub parallel: usize,
+    /// Default: as many as this machine's cores allow for this
+    /// experiment's links (their pumps may take half the cores; 0.5 core per
+    /// 100 Mbit/s a hop carries, as `aerolink bench parallel` measured;
+    /// at most 2 per core). More than that is allowed, with a warning.
+    #[arg(long)]
+    pub parallel: Option<usize>,
     /// The SQLite result store.
     #[arg(long, default_value = "results.db")]
     pub db: PathBuf,
@@ -114,10 +118,20 @@ fn check(file: &str, db: &std::path::Path, json: bool) -> anyhow::Result<i32> {
 }
 
 fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
-    if a.parallel == 0 || a.parallel > 64 {
+    if a.parallel.is_some_and(|n| n == 0 || n > 64) {
         return Err(user("--parallel: expected 1 to 64"));
     }
     let e = Arc::new(load(&a.file)?);
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+    let safe = e.safe_parallelism(cores);
+    let parallel = a.parallel.unwrap_or(safe);
+    if parallel > safe {
+        eprintln!(
+            "warning: --parallel {parallel}: this experiment's runs may each take up to {:.2} cores of pump time ({:.1} per 100 Mbit/s a hop carries); more than {safe} at once on {cores} cores can make departures late (see `aerolink bench parallel`)",
+            e.pump_cores_per_run(),
+            aerolink_lab::experiment::PUMP_CORES_PER_100_MBIT
+        );
+    }
     aerolink_net::sys::check_preconditions()?;
     let mut store = Store::open(&a.db).map_err(|err| user(err.to_string()))?;
     store.record_experiment(&e.name, &a.file, &e.description, e.baseline.as_deref(), &e.source, &now_rfc3339())?;
@@ -128,13 +142,13 @@ fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
     let held: std::collections::HashSet<String> = store.runs(Some(&e.name))?.into_iter().filter(|r| a.keep_failed || r.ok).map(|r| r.run_key).collect();
     let todo: Vec<PlannedRun> = plan.into_iter().filter(|p| !held.contains(&p.key)).collect();
     let skipped = total - todo.len();
-    eprintln!("{}: {total} runs ({} profiles × {} cases × {} repetitions); {skipped} already in {}, {} to go, {} at a time", e.name, e.profiles.len(), e.cases.len(), e.repetitions, a.db.display(), todo.len(), a.parallel);
+    eprintln!("{}: {total} runs ({} profiles × {} cases × {} repetitions); {skipped} already in {}, {} to go, {} at a time{}", e.name, e.profiles.len(), e.cases.len(), e.repetitions, a.db.display(), todo.len(), parallel, if a.parallel.is_none() { " (--parallel default for this machine)" } else { "" });
     let n_todo = todo.len();
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
         signal_hook::flag::register(sig, stop.clone())?;
     }
-    let (rx, workers) = aerolink_lab::pool::start(e.clone(), todo, a.parallel, std::env::current_exe()?, crate::run::run_id(), stop.clone());
+    let (rx, workers) = aerolink_lab::pool::start(e.clone(), todo, parallel, std::env::current_exe()?, crate::run::run_id(), stop.clone());
     let tty = std::io::stderr().is_terminal();
     let bar = if tty {
         let b = indicatif::ProgressBar::new(n_todo as u64);

@@ -95,6 +95,43 @@ impl Chain {
     }
 }
 
+/// Pump CPU per 100 Mbit/s a hop carries, cores, as `aerolink bench
+/// emulator` and `bench parallel` measured it on a 2-core virtual machine
+/// (0.45 for a saturated 100 Mbit/s link with 50 ms each way, kernel TCP's
+/// receive work included; rounded up).
+pub const PUMP_CORES_PER_100_MBIT: f64 = 0.5;
+/// What an unlimited chain is taken to carry when estimating its cost.
+const UNLIMITED_BPS: f64 = 1e9;
+/// The share of the machine's cores the pumps of parallel runs may take
+/// before their timing degrades (`bench parallel`: beyond about 1.5 of 2
+/// cores, departures run milliseconds late).
+pub const PUMP_SHARE_OF_CORES: f64 = 0.5;
+
+impl Experiment {
+    /// The most CPU one run's pumps can take, cores: every hop of the chain
+    /// carries at most the chain's bottleneck rate (either direction).
+    pub fn pump_cores_per_run(&self) -> f64 {
+        self.profiles
+            .iter()
+            .map(|p| {
+                let hops = self.chain.build(p).hops;
+                let bottleneck = hops.iter().flat_map(|h| [h.up.capacity_bps(), h.down.capacity_bps()]).flatten().fold(UNLIMITED_BPS, f64::min);
+                hops.len() as f64 * bottleneck / 1e8 * PUMP_CORES_PER_100_MBIT
+            })
+            .fold(0.0, f64::max)
+    }
+
+    /// How many runs may go at once on `cores` cores without their pumps
+    /// taking more than [`PUMP_SHARE_OF_CORES`] of them: at least 1, at
+    /// most 2 per core (`bench orchestration`: 4 at once on 2 cores gives
+    /// 3.3× the runs per hour; more only queues).
+    pub fn safe_parallelism(&self, cores: usize) -> usize {
+        let budget = cores as f64 * PUMP_SHARE_OF_CORES;
+        let per_run = self.pump_cores_per_run().max(1e-6);
+        ((budget / per_run).floor() as usize).clamp(1, 2 * cores.max(1))
+    }
+}
+
 #[derive(Clone, Debug, Serialize)]
 pub struct Case {
     pub workload: Workload,

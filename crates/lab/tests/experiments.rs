@@ -107,3 +107,27 @@ fn bad_files_name_the_file_the_key_and_what_is_allowed() {
     }
     let _ = std::fs::remove_dir_all(&d);
 }
+
+#[test]
+fn the_default_parallelism_follows_what_the_links_cost() {
+    let exp = |profiles: &str, topology: &str| {
+        let topology = if topology.is_empty() { String::new() } else { format!("topology = \"{topology}\"\n") };
+        let text = format!("name = \"p\"\nrepetitions = 1\n{topology}profiles = [{profiles}]\n[[workload]]\ntype = \"bulk\"\nsizes = [\"1MB\"]\n");
+        Experiment::parse(&text, "p.toml").unwrap_or_else(|e| panic!("{e}"))
+    };
+    // Kbit/s and Mbit/s links: pumps cost little, so 2 runs per core.
+    assert_eq!(exp("\"mss\", \"da2gc\"", "ifc").safe_parallelism(2), 4);
+    assert_eq!(exp("\"iridium-3ch\"", "").safe_parallelism(2), 4);
+    // satcom-100 (50 Mbit/s each way) direct: a quarter core a run.
+    let satcom = exp("\"satcom-100\"", "");
+    assert!((satcom.pump_cores_per_run() - 0.25).abs() < 0.01, "{}", satcom.pump_cores_per_run());
+    assert_eq!(satcom.safe_parallelism(2), 4);
+    // Through the gateway chain every hop carries it: 0.75 core a run, so
+    // one at a time on 2 cores, 5 on 8.
+    let chain = exp("\"satcom-100\"", "ifc");
+    assert!((chain.pump_cores_per_run() - 0.75).abs() < 0.01, "{}", chain.pump_cores_per_run());
+    assert_eq!(chain.safe_parallelism(2), 1);
+    assert_eq!(chain.safe_parallelism(8), 5);
+    assert_eq!(exp("\"mss\", \"satcom-100\"", "ifc").safe_parallelism(2), 1);
+    assert_eq!(exp("\"mss\"", "").safe_parallelism(0), 1);
+}

@@ -44,6 +44,9 @@ pub struct LabSpec {
     pub seed: u64,
     /// Metadata written at the top of the packet log.
     pub log_meta: Vec<(String, String)>,
+    /// How late a departure may be before the pump polls (ns); `None`:
+    /// [`crate::pump::default_lateness_target_ns`].
+    pub lateness_target_ns: Option<u64>,
 }
 
 /// A host's place in the lab.
@@ -212,6 +215,7 @@ impl Lab {
                 log: log_tx.clone(),
                 buf_len,
                 max_spin_ns: crate::pump::default_spin_ns(),
+                lateness_target_ns: spec.lateness_target_ns.unwrap_or_else(crate::pump::default_lateness_target_ns),
                 monitor,
             };
             let handle = std::thread::Builder::new()

@@ -6,7 +6,7 @@
 //! packet — is checked exactly here. The real pump on TUN devices is
 //! checked end to end by the accuracy tests of the `aerolink` crate.
 
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::Arc;
 
@@ -25,15 +25,23 @@ struct Hop {
     /// The ground side.
     right: Arc<SimDevice>,
     log: mpsc::Receiver<Vec<Event>>,
+    /// Rounds of polling the pump did.
+    spins: Arc<AtomicU64>,
 }
 
 fn hop(profile: &str, oversleep_ns: u64, max_spin_ns: u64, buf_len: usize) -> Hop {
+    hop_with_target(profile, oversleep_ns, max_spin_ns, 0, buf_len)
+}
+
+/// A hop whose pump may be `lateness_target_ns` late before it polls.
+fn hop_with_target(profile: &str, oversleep_ns: u64, max_spin_ns: u64, lateness_target_ns: u64, buf_len: usize) -> Hop {
     let prof = Profile::parse(profile, "test.toml", &[], &mut |_| Err("no files".into())).unwrap_or_else(|e| panic!("{e}"));
     let clock = Arc::new(SimClock::default());
     let left = SimDevice::new("to-server", clock.clone());
     let right = SimDevice::new("to-client", clock.clone());
     let stop = Arc::new(AtomicBool::new(false));
     let (tx, log) = mpsc::channel();
+    let spins = Arc::new(AtomicU64::new(0));
     let rtt = prof.base_rtt();
     let pump = Pump {
         hop: 0,
@@ -41,14 +49,15 @@ fn hop(profile: &str, oversleep_ns: u64, max_spin_ns: u64, buf_len: usize) -> Ho
             Side { dir: Dir::Up, src: left.clone(), dst: right.clone(), pipeline: Pipeline::new(&prof.up, rtt, 1, 0) },
             Side { dir: Dir::Down, src: right.clone(), dst: left.clone(), pipeline: Pipeline::new(&prof.down, rtt, 1, 1) },
         ],
-        timer: SimTimer { clock, inputs: vec![left.clone(), right.clone()], oversleep_ns, spin_ns: 1_000, stop: stop.clone() },
+        timer: SimTimer { clock, inputs: vec![left.clone(), right.clone()], oversleep_ns, spin_ns: 1_000, spins: spins.clone(), stop: stop.clone() },
         stop,
         log: Some(tx),
         buf_len,
         max_spin_ns,
+        lateness_target_ns,
         monitor: None,
     };
-    Hop { pump, left, right, log }
+    Hop { pump, left, right, log, spins }
 }
 
 /// A packet whose bytes say which one it is.
@@ -111,6 +120,41 @@ fn polling_covers_a_timer_that_oversleeps() {
     let (p50, p99) = lateness(150_000);
     assert!(p50 <= 1.0, "with polling p50 {p50} µs");
     assert!(p99 <= 81.0, "with polling p99 {p99} µs");
+}
+
+#[test]
+fn the_pump_polls_only_for_lateness_beyond_its_target() {
+    // The same packets and link; the pump may be 60 µs late.
+    let link = "[link]\ndelay = \"11 ms\"\n";
+    let run_with = |oversleep_ns: u64| {
+        let h = hop_with_target(link, oversleep_ns, 150_000, 60_000, 1600 + VNET_HDR_LEN);
+        for n in 0..400u32 {
+            h.left.schedule(aerolink_link::Instant(n as u64 * 2 * MS), &packet(n, 100));
+        }
+        let spins = h.spins.clone();
+        let (reps, ..) = run(h);
+        assert_eq!(reps[0].packets_out, 400);
+        (reps[0].lateness_us_p50, reps[0].lateness_us_p99, spins.load(Ordering::Relaxed))
+    };
+    // A timer 30 µs late is within the target: once learnt, no polling at
+    // all, and departures are as late as the timer.
+    let (p50, p99, spins_30) = run_with(30_000);
+    assert!((29.0..=31.0).contains(&p50) && p99 <= 61.0, "30 µs timer: p50 {p50} µs, p99 {p99} µs");
+    // A timer 80 µs late: polling covers only what exceeds the target
+    // (80 µs + 10 µs headroom - 60 µs = 30 µs), so departures stay within it.
+    let (p50, p99, spins_80) = run_with(80_000);
+    assert!((45.0..=61.0).contains(&p50) && p99 <= 61.0, "80 µs timer: p50 {p50} µs, p99 {p99} µs");
+    // Polling is what the target needs, no more: fewer rounds than with no
+    // target, where the pump polls the whole learnt lateness.
+    let h = hop(link, 80_000, 150_000, 1600 + VNET_HDR_LEN);
+    for n in 0..400u32 {
+        h.left.schedule(aerolink_link::Instant(n as u64 * 2 * MS), &packet(n, 100));
+    }
+    let spins = h.spins.clone();
+    run(h);
+    let spins_exact = spins.load(Ordering::Relaxed);
+    assert!(spins_30 < 64 * 80, "30 µs timer polled {spins_30} rounds (only while learning)");
+    assert!(spins_80 * 2 < spins_exact, "80 µs timer polled {spins_80} rounds, exact timing {spins_exact}");
 }
 
 #[test]

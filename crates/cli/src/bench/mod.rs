@@ -19,6 +19,10 @@
 //! tunnel, as ratios to no PEP and to the physical floor; then forwarding
 //! goodput with every hop unlimited and the proxies' CPU per Gbit/s.
 //!
+//! [`parallel`]: accuracy while other links load the machine — a delay
+//! probe's round trips and each saturated link's goodput at N = 0…4 links
+//! at once; what it finds safe bounds the experiment runner's parallelism.
+//!
 //! [`orchestration`] times experiment runs at several degrees
 //! of parallelism; `aerolink bench web|bulk|…` repeats one workload.
 //!
@@ -26,11 +30,13 @@
 
 mod emulator;
 mod orchestration;
+mod parallel;
 mod pep;
 mod queue;
 
 pub use emulator::EmulatorArgs;
 pub use queue::QueueArgs;
+pub use parallel::ParallelArgs;
 pub use orchestration::OrchestrationArgs;
 pub use pep::PepBenchArgs;
 
@@ -69,6 +75,12 @@ pub enum BenchCmd {
     /// unlimited queue, on every built-in profile and at several rates with
     /// `--rtt 0ms` (target ≥ 0.95).
     Queue(QueueArgs),
+    /// Accuracy under load: N saturated 100 Mbit/s links (N = 0…4) beside
+    /// one delay probe (ping over 300 ms), all at once; the probe's round
+    /// trips against the configured RTT and each link's goodput against one
+    /// alone. The largest N that meets the targets is this machine's safe
+    /// parallelism.
+    Parallel(ParallelArgs),
     /// Load a synthetic page over h1, h1-close, h2 or h3 across a link.
     Web {
         #[command(flatten)]
@@ -177,6 +189,10 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
         BenchCmd::Queue(a) => {
             stop_flag();
             return exit_on_interrupt(queue::run(a));
+        }
+        BenchCmd::Parallel(a) => {
+            stop_flag();
+            return exit_on_interrupt(parallel::run(a));
         }
         BenchCmd::Orchestration(a) => return orchestration::run(a),
         BenchCmd::Web { common, params: WebParams { protocol, page, depth } } => (common, Workload::Web { protocol, page, depth }),
@@ -326,24 +342,9 @@ fn iperf(server_ns: &str, client_ns: &str, server_ip: &str, env: &[(String, Stri
         argv.push("-R");
     }
     let client = netns_command(client_ns, &argv, env).stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
-    let pgid = client.id() as i32;
-    let waiter = std::thread::spawn(move || client.wait_with_output());
-    // Polls the waiter so that SIGINT/SIGTERM stops the transfer at once
-    // and the caller still removes its lab.
-    while !waiter.is_finished() {
-        if interrupted() {
-            // SAFETY: signalling the client's own process group.
-            unsafe {
-                libc::kill(-pgid, libc::SIGKILL);
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let out = waiter.join().map_err(|_| anyhow::anyhow!("iperf3 waiter panicked"))??;
+    let out = wait_interruptibly(client);
     crate::run::kill_group(&mut server);
-    if interrupted() {
-        bail!(Interrupted);
-    }
+    let out = out?;
     let v: Value = serde_json::from_slice(&out.stdout).context("iperf3 printed no JSON")?;
     if let Some(e) = v.get("error") {
         bail!("iperf3: {e}");
@@ -351,6 +352,29 @@ fn iperf(server_ns: &str, client_ns: &str, server_ip: &str, env: &[(String, Stri
     v["end"]["sum_received"]["bits_per_second"].as_f64().context("iperf3 JSON has no sum_received")
 }
 
+
+/// Waits for a benchmark's program (the leader of its own process group,
+/// as `netns_command` starts it) and its output; SIGINT/SIGTERM kills the
+/// group at once, so the caller still removes its lab, and returns
+/// [`Interrupted`].
+fn wait_interruptibly(child: std::process::Child) -> anyhow::Result<std::process::Output> {
+    let pgid = child.id() as i32;
+    let waiter = std::thread::spawn(move || child.wait_with_output());
+    while !waiter.is_finished() {
+        if interrupted() {
+            // SAFETY: signalling the child's own process group.
+            unsafe {
+                libc::kill(-pgid, libc::SIGKILL);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let out = waiter.join().map_err(|_| anyhow::anyhow!("waiter thread panicked"))??;
+    if interrupted() {
+        bail!(Interrupted);
+    }
+    Ok(out)
+}
 
 /// Set by SIGINT, SIGTERM or SIGHUP once [`stop_flag`] has been called: a
 /// benchmark finishes the step it is in (stopping its iperf3 at once),

@@ -49,14 +49,24 @@ pub trait Timer: Send {
     /// Time since the run began.
     fn now(&self) -> Instant;
     /// Sleeps `timeout_ns` (`None`: no limit) or until a frame or the stop
-    /// signal arrives. Whether the whole time passed.
-    fn wait(&mut self, timeout_ns: Option<u64>) -> bool;
+    /// signal arrives: whether the whole time passed, and which of the two
+    /// sides' sources has a frame waiting.
+    fn wait(&mut self, timeout_ns: Option<u64>) -> Woken;
     /// One round of busy-waiting before a departure.
     fn spin(&mut self);
     /// CPU time the pump's thread has used, seconds.
     fn cpu_seconds(&self) -> f64 {
         0.0
     }
+}
+
+/// How a [`Timer::wait`] ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Woken {
+    /// The whole time passed (no frame, no stop signal).
+    pub timed_out: bool,
+    /// Which side's source device has a frame to read.
+    pub readable: [bool; 2],
 }
 
 /// A packet's bytes as read from the TUN device (virtio header included).
@@ -114,6 +124,10 @@ pub struct Pump<D, T> {
     /// Upper bound of the polling margin before a departure (ns); 0 turns
     /// polling off.
     pub max_spin_ns: u64,
+    /// How late a departure may be (ns, a high quantile): the pump polls
+    /// only for the part of its timer's lateness beyond this, so a machine
+    /// whose wake-ups are late by less costs no polling at all.
+    pub lateness_target_ns: u64,
     /// The link monitor's file (the lab writes it first): the hop's capacity
     /// per direction, rewritten whenever a channel changes (bonded channels dropping and coming back), for
     /// gateway transports that follow it ([`crate::monitor`]).
@@ -132,23 +146,39 @@ pub fn default_spin_ns() -> u64 {
 
 pub const DEFAULT_MAX_SPIN_NS: u64 = 150_000;
 
+/// Default for [`Pump::lateness_target_ns`]: 50 µs, which keeps the 99th
+/// percentile of departure-time error under 100 µs with room for the
+/// machine's noise; `AEROLINK_LATENESS_US` overrides it (0: poll for the
+/// whole learnt lateness, the most precise and the most CPU).
+pub fn default_lateness_target_ns() -> u64 {
+    std::env::var("AEROLINK_LATENESS_US").ok().and_then(|v| v.parse::<u64>().ok()).map(|us| us * 1000).unwrap_or(DEFAULT_LATENESS_TARGET_NS)
+}
+
+pub const DEFAULT_LATENESS_TARGET_NS: u64 = 50_000;
+
 const MAX_READS_PER_ROUND: usize = 128;
 
-/// Learns how late this machine's timer wake-ups are and polls for that
-/// long (plus a little) before each departure, instead of sleeping through
-/// it. On bare metal the margin shrinks to a few µs; on a virtual machine
-/// it grows to the 50–100 µs its wake-ups take.
+/// Learns how late this machine's timer wake-ups are and polls, before
+/// each departure, for the part of that lateness beyond the target,
+/// instead of sleeping through it. Polling costs a core while it lasts and
+/// a wake-up costs tens of µs of CPU on a virtual machine, so the pump
+/// polls only what the target needs: where wake-ups are late by less than
+/// the target (bare metal), never; on a virtual machine whose wake-ups are
+/// 30–100 µs late, the last few tens of µs.
 struct SpinMargin {
-    /// Recent oversleeps, ns; the margin is a high quantile of them.
+    /// Recent oversleeps, ns; the margin comes from a high quantile.
     recent: [u64; 64],
     next: usize,
     margin: u64,
     max: u64,
+    target: u64,
 }
 
 impl SpinMargin {
-    fn new(max: u64) -> Self {
-        SpinMargin { recent: [max / 2; 64], next: 0, margin: max / 2, max }
+    fn new(max: u64, target: u64) -> Self {
+        // Until the first 64 wake-ups are learnt, poll as if they were late
+        // by half the bound, target or not.
+        SpinMargin { recent: [max / 2; 64], next: 0, margin: max / 2, max, target }
     }
     fn record(&mut self, oversleep: u64) {
         self.recent[self.next] = oversleep.min(self.max);
@@ -156,8 +186,9 @@ impl SpinMargin {
         if self.next == 0 {
             let mut v = self.recent;
             v.sort_unstable();
-            // The 90th percentile plus 10 µs of headroom.
-            self.margin = (v[57] + 10_000).min(self.max);
+            // The 97th percentile plus 10 µs of headroom, less what the
+            // target allows.
+            self.margin = (v[61] + 10_000).saturating_sub(self.target).min(self.max);
         }
     }
 }
@@ -173,12 +204,20 @@ impl<D: Device, T: Timer> Pump<D, T> {
         // A channel went down or came back this round: rewrite the monitor.
         let mut capacity_changed = false;
         let logging = self.log.is_some();
-        let mut spin = SpinMargin::new(self.max_spin_ns);
+        let mut spin = SpinMargin::new(self.max_spin_ns, self.lateness_target_ns);
+        // Which sources may have frames: after a wait, what it saw; after a
+        // round of polling or a busy round, both (a write can make the far
+        // stack answer at once).
+        let mut readable = [true, true];
         let hop = self.hop;
         while !self.stop.load(Ordering::Relaxed) {
-            for (side, rep) in self.sides.iter_mut().zip(reps.iter_mut()) {
+            for ((side, rep), readable) in self.sides.iter_mut().zip(reps.iter_mut()).zip(readable) {
                 // 1. Take in what is waiting (bounded, so departures are not
-                //    starved by a flood).
+                //    starved by a flood); a source the wait saw empty is not
+                //    asked again.
+                if !readable {
+                    continue;
+                }
                 for _ in 0..MAX_READS_PER_ROUND {
                     let mut buf = pool.pop().unwrap_or_else(|| vec![0u8; self.buf_len]);
                     match side.src.read(&mut buf) {
@@ -279,6 +318,7 @@ impl<D: Device, T: Timer> Pump<D, T> {
                 (a, b) => a.or(b),
             };
             let now = self.timer.now();
+            readable = [true, true];
             match wake {
                 Some(w) if w <= now => continue,
                 // Close to a departure: poll rather than sleep.
@@ -288,14 +328,15 @@ impl<D: Device, T: Timer> Pump<D, T> {
                 }
                 Some(w) => {
                     let sleep = w.0 - now.0 - spin.margin;
-                    let timed_out = self.timer.wait(Some(sleep));
-                    if timed_out {
+                    let woken = self.timer.wait(Some(sleep));
+                    if woken.timed_out {
                         let over = self.timer.now().0.saturating_sub(now.0 + sleep);
                         spin.record(over);
                     }
+                    readable = woken.readable;
                 }
                 None => {
-                    self.timer.wait(None);
+                    readable = self.timer.wait(None).readable;
                 }
             }
         }
@@ -308,9 +349,10 @@ impl<D: Device, T: Timer> Pump<D, T> {
         }
         // One thread serves both directions; split its CPU time by packets.
         let cpu = self.timer.cpu_seconds();
-        let total = (reps[0].packets_out + reps[1].packets_out).max(1) as f64;
+        // An idle hop's time (no packet out) is split evenly, not lost.
+        let total = reps[0].packets_out + reps[1].packets_out;
         for rep in reps.iter_mut() {
-            rep.cpu_s = cpu * rep.packets_out as f64 / total;
+            rep.cpu_s = if total == 0 { cpu / 2.0 } else { cpu * rep.packets_out as f64 / total as f64 };
         }
         reps
     }

@@ -5,7 +5,7 @@ use std::os::fd::RawFd;
 
 use aerolink_link::Instant;
 
-use super::{Device, Timer};
+use super::{Device, Timer, Woken};
 use crate::sys::{realtime_priority, tight_timer_slack};
 use crate::tun::Tun;
 
@@ -51,13 +51,18 @@ impl Timer for PollTimer {
     fn now(&self) -> Instant {
         self.clock.now()
     }
-    fn wait(&mut self, timeout_ns: Option<u64>) -> bool {
+    fn wait(&mut self, timeout_ns: Option<u64>) -> Woken {
         let mut fds = self.fds.map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 });
         let ts = timeout_ns.map(|ns| libc::timespec { tv_sec: (ns / 1_000_000_000) as libc::time_t, tv_nsec: (ns % 1_000_000_000) as libc::c_long });
         let tsp = ts.as_ref().map(|t| t as *const libc::timespec).unwrap_or(std::ptr::null());
         // SAFETY: fds and ts outlive the call.
         let n = unsafe { libc::ppoll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, tsp, std::ptr::null()) };
-        n == 0
+        if n < 0 {
+            // EINTR: look at both sources again.
+            return Woken { timed_out: false, readable: [true, true] };
+        }
+        let ready = |i: usize| fds[i].revents & (libc::POLLIN | libc::POLLERR | libc::POLLHUP | libc::POLLNVAL) != 0;
+        Woken { timed_out: n == 0, readable: [ready(0), ready(1)] }
     }
     fn spin(&mut self) {
         std::hint::spin_loop();

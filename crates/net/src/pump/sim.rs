@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use aerolink_link::Instant;
 
-use super::{Device, Timer};
+use super::{Device, Timer, Woken};
 use crate::tun::VNET_HDR_LEN;
 
 /// The simulated time, shared by the timer and the devices.
@@ -95,6 +95,9 @@ pub struct SimTimer {
     pub oversleep_ns: u64,
     /// Simulated time one round of busy-waiting takes, ns (at least 1).
     pub spin_ns: u64,
+    /// Rounds of busy-waiting so far (shared, so a test can read it after
+    /// the pump is gone).
+    pub spins: Arc<AtomicU64>,
     pub stop: Arc<AtomicBool>,
 }
 
@@ -102,11 +105,11 @@ impl Timer for SimTimer {
     fn now(&self) -> Instant {
         self.clock.now()
     }
-    fn wait(&mut self, timeout_ns: Option<u64>) -> bool {
+    fn wait(&mut self, timeout_ns: Option<u64>) -> Woken {
         let now = self.clock.now();
         let next_in = self.inputs.iter().filter_map(|d| d.next_arrival()).min();
         let deadline = timeout_ns.map(|t| Instant(now.0 + t + self.oversleep_ns));
-        match (next_in, deadline) {
+        let timed_out = match (next_in, deadline) {
             (Some(a), Some(d)) if a < d => {
                 self.clock.advance_to(a);
                 false
@@ -123,9 +126,15 @@ impl Timer for SimTimer {
                 self.stop.store(true, Ordering::Relaxed);
                 false
             }
-        }
+        };
+        // What a poll would report: the first two inputs are the two
+        // sides' sources.
+        let now = self.clock.now();
+        let ready = |i: usize| self.inputs.get(i).and_then(|d| d.next_arrival()).is_some_and(|a| a <= now);
+        Woken { timed_out, readable: [ready(0), ready(1)] }
     }
     fn spin(&mut self) {
+        self.spins.fetch_add(1, Ordering::Relaxed);
         let t = Instant(self.clock.now().0 + self.spin_ns.max(1));
         self.clock.advance_to(t);
     }
