@@ -50,6 +50,37 @@ pub struct LinkArgs {
     #[arg(long, help_heading = "Link overrides (both directions)")]
     pub reorder: bool,
 
+    /// netem's options, applied to each direction, e.g. "delay 100ms 10ms
+    /// distribution normal loss 1% rate 2mbit limit 1000" (also `loss gemodel
+    /// p r 1-h 1-k`, `rate R OVERHEAD`). As netem, jitter reorders. The
+    /// flags above beat what it sets.
+    #[arg(long, value_name = "OPTIONS", value_parser = netem_arg, help_heading = "Other tools' words")]
+    pub netem: Option<Netem>,
+    /// netem's options for the up direction (aircraft → ground) only.
+    #[arg(long, value_name = "OPTIONS", value_parser = netem_arg, help_heading = "Other tools' words")]
+    pub up_netem: Option<Netem>,
+    /// netem's options for the down direction (ground → aircraft) only.
+    #[arg(long, value_name = "OPTIONS", value_parser = netem_arg, help_heading = "Other tools' words")]
+    pub down_netem: Option<Netem>,
+    /// Mahimahi's `mm-link` uplink trace (one line per 1500-byte delivery
+    /// opportunity, ms), read unchanged: the up direction's rate.
+    #[arg(long, value_name = "FILE", help_heading = "Other tools' words")]
+    pub uplink_trace: Option<std::path::PathBuf>,
+    /// Mahimahi's downlink trace: the down direction's rate.
+    #[arg(long, value_name = "FILE", help_heading = "Other tools' words")]
+    pub downlink_trace: Option<std::path::PathBuf>,
+    /// Mahimahi's uplink queue: droptail (with --uplink-queue-args
+    /// bytes=N or packets=N) or infinite.
+    #[arg(long, value_name = "KIND", help_heading = "Other tools' words")]
+    pub uplink_queue: Option<String>,
+    #[arg(long, value_name = "ARGS", requires = "uplink_queue", help_heading = "Other tools' words")]
+    pub uplink_queue_args: Option<String>,
+    /// Mahimahi's downlink queue (see --uplink-queue).
+    #[arg(long, value_name = "KIND", help_heading = "Other tools' words")]
+    pub downlink_queue: Option<String>,
+    #[arg(long, value_name = "ARGS", requires = "downlink_queue", help_heading = "Other tools' words")]
+    pub downlink_queue_args: Option<String>,
+
     #[arg(long, allow_hyphen_values = true, value_name = "RATE", help_heading = "Up (aircraft → ground) only")]
     pub up_rate: Option<String>,
     #[arg(long, allow_hyphen_values = true, value_name = "DURATION", help_heading = "Up (aircraft → ground) only")]
@@ -73,9 +104,38 @@ pub struct LinkArgs {
     pub down_queue: Option<String>,
 }
 
+/// netem's options as our keys, checked when the flag is read.
+#[derive(Clone, Debug)]
+pub struct Netem(pub Vec<aerolink_link::profile::foreign::KeyValue>);
+
+fn netem_arg(s: &str) -> Result<Netem, String> {
+    aerolink_link::profile::foreign::netem(s).map(Netem)
+}
+
 impl LinkArgs {
-    pub fn overrides(&self) -> Vec<Override> {
+    /// Every flag as an override of a profile key, in the order they apply:
+    /// other tools' words first, so our own flags beat them.
+    pub fn overrides(&self) -> anyhow::Result<Vec<Override>> {
         let mut v = Vec::new();
+        for (scope, flag, n) in [("link", "--netem", &self.netem), ("up", "--up-netem", &self.up_netem), ("down", "--down-netem", &self.down_netem)] {
+            for (key, value) in n.iter().flat_map(|n| n.0.iter()) {
+                v.push(Override { scope: scope.into(), key: key.to_string(), value: value.clone(), flag: flag.into() });
+            }
+        }
+        for (scope, flag, trace) in [("up", "--uplink-trace", &self.uplink_trace), ("down", "--downlink-trace", &self.downlink_trace)] {
+            if let Some(t) = trace {
+                // Relative to where the user is, whatever profile file is read.
+                let abs = std::path::absolute(t).unwrap_or_else(|_| t.clone());
+                let quoted = toml::Value::String(abs.display().to_string()).to_string();
+                v.push(Override { scope: scope.into(), key: "rate".into(), value: format!("{{ trace = {quoted} }}"), flag: flag.into() });
+            }
+        }
+        for (scope, flag, kind, args) in [("up", "--uplink-queue", &self.uplink_queue, &self.uplink_queue_args), ("down", "--downlink-queue", &self.downlink_queue, &self.downlink_queue_args)] {
+            if let Some(k) = kind {
+                let q = aerolink_link::profile::foreign::mahimahi_queue(k, args.as_deref()).map_err(|m| crate::error::user(format!("{flag}: {m}")))?;
+                v.push(Override { scope: scope.into(), key: "queue".into(), value: q, flag: flag.into() });
+            }
+        }
         let mut add = |scope: &str, key: &str, val: &Option<String>, flag: &str| {
             if let Some(x) = val {
                 v.push(Override { scope: scope.into(), key: key.into(), value: x.clone(), flag: flag.into() });
@@ -99,16 +159,17 @@ impl LinkArgs {
         add("down", "loss", &self.down_loss, "--down-loss");
         add("down", "jitter", &self.down_jitter, "--down-jitter");
         add("down", "queue", &self.down_queue, "--down-queue");
-        v
+        Ok(v)
     }
 
     /// The single-hop profile these flags describe.
     pub fn profile(&self) -> anyhow::Result<Profile> {
-        let ov = self.overrides();
+        let ov = self.overrides()?;
         match &self.profile {
             Some(p) => load_profile(p, &ov),
             None => {
-                let mut load = |_: &str| Err("no file given".to_string());
+                // Trace files named by flags are absolute paths.
+                let mut load = |p: &str| std::fs::read_to_string(p).map_err(|e| e.to_string());
                 Ok(Profile::from_overrides(&ov, &mut load)?)
             }
         }

@@ -119,9 +119,15 @@ enum ProfilesCmd {
         json: bool,
     },
     /// A profile in full: both directions, its source and how it was split.
+    /// Link flags apply on top, or alone describe the link — e.g.
+    /// `aerolink profiles show --netem "delay 100ms 10ms loss 1%"` shows what
+    /// netem's words become.
     Show {
-        /// A built-in name or a profile file.
-        name: String,
+        /// A built-in name or a profile file (or use --profile, or only
+        /// link flags).
+        name: Option<String>,
+        #[command(flatten)]
+        link: linkargs::LinkArgs,
         #[arg(long)]
         json: bool,
     },
@@ -166,7 +172,7 @@ fn main() {
     }
     let result = match cli.cmd {
         Cmd::Profiles { what: ProfilesCmd::List { json } } => profiles::list(json),
-        Cmd::Profiles { what: ProfilesCmd::Show { name, json } } => profiles::show(&name, json),
+        Cmd::Profiles { what: ProfilesCmd::Show { name, link, json } } => profiles::show(name, link, json),
         Cmd::Run(a) => run::run(a),
         Cmd::Shell(a) => run::shell(a),
         Cmd::Up(a) => {

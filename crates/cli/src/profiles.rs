@@ -31,13 +31,23 @@ pub fn list(json_out: bool) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-pub fn show(name: &str, json_out: bool) -> anyhow::Result<i32> {
-    let p = load_profile(name, &[])?;
+pub fn show(name: Option<String>, mut link: crate::linkargs::LinkArgs, json_out: bool) -> anyhow::Result<i32> {
+    if name.is_some() && link.profile.is_some() {
+        return Err(crate::error::user("profiles show: give the profile as NAME or --profile, not both"));
+    }
+    link.profile = name.or(link.profile);
+    if link.topology.is_some() || link.space.is_some() {
+        return Err(crate::error::user("profiles show: --topology and --space describe chains; show one profile (NAME) or the link flags"));
+    }
+    if link.profile.is_none() && link.overrides()?.is_empty() {
+        return Err(crate::error::user("profiles show: give a profile NAME (see `aerolink profiles list`) or link flags such as --rate or --netem"));
+    }
+    let p = link.profile()?;
     if json_out {
         println!("{}", serde_json::to_string_pretty(&profile_json(&p))?);
     } else {
         print!("{p}");
-        if let Some(text) = builtin::get(name) {
+        if let Some(text) = link.profile.as_deref().filter(|_| link.overrides().map(|o| o.is_empty()).unwrap_or(false)).and_then(builtin::get) {
             println!("\n# the profile file:\n{text}");
         }
     }

@@ -121,12 +121,12 @@ pub fn lab_spec(link: &LinkArgs, run: String) -> anyhow::Result<(LabSpec, String
     }
     let (hosts, hops, label) = match &link.topology {
         Some(preset) if preset == IFC_PRESET && !std::path::Path::new(preset).exists() => {
-            let space = crate::linkargs::load_profile(link.space.as_deref().unwrap_or("mss"), &link.overrides())?;
+            let space = crate::linkargs::load_profile(link.space.as_deref().unwrap_or("mss"), &link.overrides()?)?;
             let t = Topology::ifc(space);
             (t.hosts.clone(), t.hops.clone(), t.label())
         }
         Some(file) => {
-            if !link.overrides().is_empty() {
+            if !link.overrides()?.is_empty() {
                 return Err(user("--topology: link flags (--rate, --loss, …) apply to single-hop runs; put per-hop values in the topology file"));
             }
             let t = Topology::load(file)?;

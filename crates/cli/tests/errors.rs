@@ -93,3 +93,51 @@ fn tc_spellings_parse_to_the_same_link() {
     assert_eq!(a, b);
     assert_eq!(a["down"]["rate"], "2 Mbit/s");
 }
+
+#[test]
+fn netem_and_mahimahi_words_describe_the_same_link_as_ours() {
+    let show = |args: &[&str]| {
+        let mut a = vec!["profiles", "show", "--json"];
+        a.extend_from_slice(args);
+        let o = aerolink(&a);
+        assert!(o.status.success(), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        serde_json::from_slice::<serde_json::Value>(&o.stdout).unwrap()
+    };
+    // netem's one string, jitter reordering as netem's does.
+    let netem = show(&["--netem", "delay 100ms 10ms loss 1% rate 2mbit limit 1000"]);
+    let ours = show(&["--delay", "100ms", "--jitter", "uniform 10ms", "--reorder", "--loss", "1%", "--rate", "2Mbit/s", "--queue", "1000 packets"]);
+    assert_eq!(netem["up"], ours["up"]);
+    assert_eq!(netem["down"], ours["down"]);
+    // Gilbert–Elliott in netem's order (p, r, 1-h, 1-k), per direction;
+    // our own flags beat it.
+    let ge = show(&["--down-netem", "loss gemodel 1% 10% 70% 0.1%", "--netem", "delay 5ms", "--delay", "7ms"]);
+    let loss = ge["down"]["loss"].to_string();
+    assert!(loss.contains("gilbert-elliott") && loss.contains("70%"), "{loss}");
+    assert_eq!(ge["up"]["loss"], show(&["--delay", "7ms"])["up"]["loss"]);
+    assert_eq!(ge["down"]["delay"], "7 ms");
+
+    // Mahimahi's trace and queue flags, traces read unchanged.
+    let d = tempdir("mahimahi-flags");
+    let trace = d.join("down.trace");
+    std::fs::write(&trace, "1\n2\n3\n4\n").unwrap();
+    let mm = show(&["--downlink-trace", trace.to_str().unwrap(), "--downlink-queue", "droptail", "--downlink-queue-args", "bytes=30000", "--uplink-queue", "infinite"]);
+    assert!(mm["down"]["rate"].as_str().unwrap().contains("down.trace"), "{}", mm["down"]);
+    assert_eq!(mm["down"]["queue"], show(&["--down-queue", "30000 B"])["down"]["queue"]);
+    assert_eq!(mm["up"]["queue"], show(&["--up-queue", "unlimited"])["up"]["queue"]);
+
+    // What has no equivalent: one line, exit 2, naming the flag and what to use.
+    for (args, says) in [
+        (vec!["--netem", "delay 100ms 10ms 25%"], "--netem"),
+        (vec!["--netem", "reorder 25%"], "through jitter"),
+        (vec!["--uplink-queue", "codel"], "--uplink-queue: codel"),
+        (vec!["--downlink-trace", "/nonexistent/d.trace"], "--downlink-trace"),
+    ] {
+        let mut a = vec!["profiles", "show"];
+        a.extend_from_slice(&args);
+        let o = aerolink(&a);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}

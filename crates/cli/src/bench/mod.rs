@@ -224,7 +224,7 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
     use std::sync::Arc;
     let pep = crate::run::pep_spec(&c.pep)?;
     let profile = match c.link.topology.as_deref() {
-        Some(crate::run::IFC_PRESET) => crate::linkargs::load_profile(c.link.space.as_deref().unwrap_or("mss"), &c.link.overrides())?,
+        Some(crate::run::IFC_PRESET) => crate::linkargs::load_profile(c.link.space.as_deref().unwrap_or("mss"), &c.link.overrides()?)?,
         Some(other) => return Err(user(format!("--topology {other}: benchmarks run one hop, or the ifc preset (--topology ifc --space PROFILE)"))),
         None if pep.mode != PepMode::None => return Err(user(format!("--pep {}: needs the gateway chain (--topology ifc --space PROFILE)", pep.mode))),
         None => c.link.profile()?,

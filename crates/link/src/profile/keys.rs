@@ -120,13 +120,32 @@ pub(crate) fn parse_jitter(r: &Raw, load: Loader<'_>) -> Result<Option<Jitter>, 
     }
 }
 
-pub(crate) const LOSS_HELP: &str = "a probability like \"3.3%\", or a table { model = \"bernoulli\", p } | { model = \"gilbert-elliott\", p, r, bad_loss, good_loss } | { trace = \"file\", window = \"100 s\" }";
+pub(crate) const LOSS_HELP: &str = "a probability like \"3.3%\", netem's \"gemodel p r 1-h 1-k\", or a table { model = \"bernoulli\", p } | { model = \"gilbert-elliott\", p, r, bad_loss, good_loss } | { trace = \"file\", window = \"100 s\" }";
 
 pub(crate) fn parse_loss(r: &Raw, load: Loader<'_>) -> Result<LossSpec, ProfileError> {
     match &r.value {
         toml::Value::String(s) => {
-            let p = units::parse_probability(s).map_err(|_| r.err(format!("expected {LOSS_HELP}")))?;
-            Ok(if p == 0.0 { LossSpec::None } else { LossSpec::Bernoulli(p) })
+            let mut words = s.split_whitespace();
+            match words.next() {
+                // netem's words: `gemodel p [r [1-h [1-k]]]`, `random p`.
+                Some("gemodel" | "gilbert-elliott") => {
+                    let ps = words.map(units::parse_probability).collect::<Result<Vec<f64>, String>>().map_err(|m| r.err(format!("gemodel: expected {m}")))?;
+                    if ps.is_empty() || ps.len() > 4 {
+                        return Err(r.err("gemodel: expected p [r [1-h [1-k]]], like \"gemodel 1% 10% 70% 0.1%\""));
+                    }
+                    let p = ps[0];
+                    let rr = ps.get(1).copied().unwrap_or(1.0 - p);
+                    if p + rr == 0.0 {
+                        return Err(r.err("p and r cannot both be 0"));
+                    }
+                    Ok(LossSpec::GilbertElliott { p, r: rr, bad_loss: ps.get(2).copied().unwrap_or(1.0), good_loss: ps.get(3).copied().unwrap_or(0.0) })
+                }
+                first => {
+                    let text = if first == Some("random") { s.trim_start().trim_start_matches("random").trim() } else { s.as_str() };
+                    let p = units::parse_probability(text).map_err(|_| r.err(format!("expected {LOSS_HELP}")))?;
+                    Ok(if p == 0.0 { LossSpec::None } else { LossSpec::Bernoulli(p) })
+                }
+            }
         }
         toml::Value::Table(t) if t.contains_key("trace") => {
             only_keys(r, t, &["trace", "window"])?;

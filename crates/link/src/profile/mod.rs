@@ -21,6 +21,7 @@
 //! this module never touches the file system itself.
 
 pub mod describe;
+pub mod foreign;
 pub mod keys;
 
 use std::collections::BTreeMap;
@@ -294,6 +295,14 @@ impl Profile {
                     "false" | "no" | "off" => toml::Value::Boolean(false),
                     _ => return Err(ProfileError { origin: "command line".into(), key: o.flag.clone(), message: "expected true or false".into() }),
                 }
+            } else if o.value.trim_start().starts_with('{') {
+                // An inline table, as in a profile: `--down-rate '{ trace = "d.trace" }'`.
+                let doc: toml::Table = format!("v = {}", o.value).parse().map_err(|e: toml::de::Error| ProfileError {
+                    origin: "command line".into(),
+                    key: o.flag.clone(),
+                    message: format!("not an inline TOML table: {}", e.message()),
+                })?;
+                doc.get("v").cloned().unwrap_or(toml::Value::String(o.value.clone()))
             } else {
                 toml::Value::String(o.value.clone())
             };
