@@ -39,11 +39,26 @@ pub struct ReportArgs {
     /// Only this experiment.
     #[arg(long)]
     pub experiment: Option<String>,
+    /// Compare two stores of the same experiments (two versions, two
+    /// machines, before and after a change): per setting, link and series,
+    /// both medians and B / A with a 95 % interval; writes the comparison
+    /// instead of the report (-o, default compare.html when -o is not
+    /// given). E.g. `aerolink report --compare before.db after.db`.
+    #[arg(long, num_args = 2, value_names = ["A.db", "B.db"])]
+    pub compare: Vec<PathBuf>,
+    /// With --compare: print the comparison rows as JSON on standard
+    /// output too.
+    #[arg(long, requires = "compare")]
+    pub json: bool,
 }
 
 fn open(db: &PathBuf) -> anyhow::Result<Store> {
+    open_as(db, "--db")
+}
+
+fn open_as(db: &PathBuf, flag: &str) -> anyhow::Result<Store> {
     if !db.exists() {
-        return Err(user(format!("--db {}: no such file; run an experiment first (aerolink experiment run FILE)", db.display())));
+        return Err(user(format!("{flag} {}: no such file; run an experiment first (aerolink experiment run FILE)", db.display())));
     }
     Store::open(db).map_err(|e| user(e.to_string()))
 }
@@ -110,6 +125,9 @@ fn json_run(r: &aerolink_lab::store::RunRow) -> anyhow::Result<serde_json::Value
 }
 
 pub fn report(a: ReportArgs) -> anyhow::Result<i32> {
+    if let [da, db] = a.compare.as_slice() {
+        return compare(&a, da, db);
+    }
     let store = open(&a.db)?;
     let mut exps = store.experiments()?;
     if let Some(n) = &a.experiment {
@@ -122,5 +140,26 @@ pub fn report(a: ReportArgs) -> anyhow::Result<i32> {
     let html = aerolink_lab::report::render(&exps, &runs, &a.db.display().to_string(), &crate::experiment::now_rfc3339());
     std::fs::write(&a.output, html).map_err(|e| user(format!("{}: {e}", a.output.display())))?;
     println!("{}", std::fs::canonicalize(&a.output).unwrap_or(a.output.clone()).display());
+    Ok(0)
+}
+
+fn compare(a: &ReportArgs, da: &PathBuf, db: &PathBuf) -> anyhow::Result<i32> {
+    let (sa, sb) = (open_as(da, "--compare")?, open_as(db, "--compare")?);
+    let exp = a.experiment.as_deref();
+    let (ra, rb) = (sa.runs(exp)?, sb.runs(exp)?);
+    if let Some(n) = exp {
+        if ra.is_empty() || rb.is_empty() {
+            return Err(user(format!("--experiment {n}: not in {}", if ra.is_empty() { da.display() } else { db.display() })));
+        }
+    }
+    let exps = sa.experiments()?;
+    let out = if a.output == PathBuf::from("report.html") { PathBuf::from("compare.html") } else { a.output.clone() };
+    let html = aerolink_lab::compare::render(&da.display().to_string(), &db.display().to_string(), &ra, &rb, &exps, &crate::experiment::now_rfc3339());
+    std::fs::write(&out, html).map_err(|e| user(format!("{}: {e}", out.display())))?;
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&aerolink_lab::compare::compare(&ra, &rb))?);
+    } else {
+        println!("{}", std::fs::canonicalize(&out).unwrap_or(out.clone()).display());
+    }
     Ok(0)
 }

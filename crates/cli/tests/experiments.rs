@@ -94,6 +94,14 @@ fn an_interrupted_experiment_resumes_without_repeating_or_losing_runs() {
     let o = aerolink(&["experiment", "run", spec.to_str().unwrap(), "--db", db.to_str().unwrap()]);
     assert!(text(&o).1.contains("9 already in"), "{}", text(&o).1);
 
+    // A store compared with itself: every series the same, ratio 1.
+    let o = aerolink(&["report", "--compare", db.to_str().unwrap(), db.to_str().unwrap(), "-o", d.join("cmp.html").to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let rows: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(rows.len(), 3, "one row per protocol: {rows:?}");
+    assert!(rows.iter().all(|r| r["verdict"] == "same" && r["ratio"] == 1.0), "{rows:?}");
+    assert!(std::fs::read_to_string(d.join("cmp.html")).unwrap().contains("B / A"));
+
     // The report: one file, no external references, the experiment in it.
     let html = d.join("report.html");
     let o = aerolink(&["report", "--db", db.to_str().unwrap(), "-o", html.to_str().unwrap()]);

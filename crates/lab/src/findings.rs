@@ -260,25 +260,8 @@ pub fn judge(f: &Finding, runs: &[RunRow]) -> Judged {
         Quantity::Ratio => a / b,
         Quantity::Difference => a - b,
     };
-    let value = combine(median(&mut of.clone()), if vs.is_empty() { 0.0 } else { median(&mut vs.clone()) });
-    // Bootstrap: resample each side's runs with replacement.
     let seed = f.id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let draw = |v: &[f64], rng: &mut rand_chacha::ChaCha8Rng| -> f64 {
-        if v.is_empty() {
-            return 0.0;
-        }
-        let mut s: Vec<f64> = (0..v.len()).map(|_| v[rng.random_range(0..v.len())]).collect();
-        median(&mut s)
-    };
-    let mut boot: Vec<f64> = (0..RESAMPLES).map(|_| {
-        let a = draw(&of, &mut rng);
-        let b = draw(&vs, &mut rng);
-        combine(a, b)
-    }).collect();
-    boot.retain(|x| x.is_finite());
-    boot.sort_by(f64::total_cmp);
-    let (lo, hi) = (boot[(boot.len() as f64 * 0.025) as usize], boot[((boot.len() as f64 * 0.975) as usize).min(boot.len() - 1)]);
+    let (value, lo, hi) = bootstrap(&of, &vs, combine, seed);
     out.value = Some(value);
     out.lo = Some(lo);
     out.hi = Some(hi);
@@ -303,6 +286,34 @@ pub fn judge(f: &Finding, runs: &[RunRow]) -> Judged {
         _ => None,
     };
     out
+}
+
+/// The median of `of` combined with the median of `vs` (a ratio, a
+/// difference…), and its 95 % bootstrap interval: each side's runs
+/// resampled with replacement, [`RESAMPLES`] times, from `seed`.
+pub fn bootstrap(of: &[f64], vs: &[f64], combine: impl Fn(f64, f64) -> f64, seed: u64) -> (f64, f64, f64) {
+    let value = combine(median(&mut of.to_vec()), if vs.is_empty() { 0.0 } else { median(&mut vs.to_vec()) });
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let draw = |v: &[f64], rng: &mut rand_chacha::ChaCha8Rng| -> f64 {
+        if v.is_empty() {
+            return 0.0;
+        }
+        let mut s: Vec<f64> = (0..v.len()).map(|_| v[rng.random_range(0..v.len())]).collect();
+        median(&mut s)
+    };
+    let mut boot: Vec<f64> = (0..RESAMPLES)
+        .map(|_| {
+            let a = draw(of, &mut rng);
+            let b = draw(vs, &mut rng);
+            combine(a, b)
+        })
+        .collect();
+    boot.retain(|x| x.is_finite());
+    if boot.is_empty() {
+        return (value, value, value);
+    }
+    boot.sort_by(f64::total_cmp);
+    (value, boot[(boot.len() as f64 * 0.025) as usize], boot[((boot.len() as f64 * 0.975) as usize).min(boot.len() - 1)])
 }
 
 fn rule_text(f: &Finding) -> String {

@@ -8,6 +8,7 @@
 //! ([`store`]), the seeds' findings and their verdicts ([`findings`]), and
 //! the self-contained HTML report ([`report`]).
 
+pub mod compare;
 pub mod experiment;
 pub mod findings;
 pub mod gateways;

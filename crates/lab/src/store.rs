@@ -37,7 +37,7 @@ pub struct Store {
 }
 
 /// One run as stored.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Default)]
 pub struct RunRow {
     pub id: i64,
     pub run_key: String,
