@@ -20,6 +20,12 @@ pub fn record(e: &Experiment, f: &Finished, host: &str) -> RunRecord {
     let c = &e.cases[f.planned.case];
     let mut metrics = if f.outcome.ok { c.workload.metrics(&f.outcome.result) } else { Default::default() };
     add_rtt_metrics(&mut metrics, p.base_rtt().as_millis_f64());
+    if f.outcome.ok {
+        // What the link itself dropped, beside what the protocols report
+        // as retransmitted or lost.
+        metrics.insert("link_drops_down".into(), f.outcome.link_drops_down as f64);
+        metrics.insert("link_drops_up".into(), f.outcome.link_drops_up as f64);
+    }
     RunRecord {
         run_key: f.planned.key.clone(),
         experiment: e.name.clone(),

@@ -124,7 +124,9 @@ fn metric_title(m: &str) -> &str {
         "latency_rtt_mean" => "mean update latency in RTTs",
         "latency_ms_mean_s2c" => "server → client latency",
         "latency_ms_mean_c2s" => "client → server latency",
-        "client_retransmits" => "client retransmits",
+        "client_retransmits" => "client retransmits (TCP) / lost packets (QUIC)",
+        "link_drops_down" => "link drops ↓",
+        "link_drops_up" => "link drops ↑",
         "sender_retransmits" => "sender retransmits",
         "sender_srtt_ms_max" => "largest smoothed RTT (sender)",
         "latency_ms_p50_up" => "median message latency (up)",
@@ -358,10 +360,10 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
     let against = if baseline == PEP_BASELINE { "no PEP".to_string() } else { esc(&baseline) };
     let _ = write!(h, "<table><tr><th>profile</th><th>protocol</th><th>runs</th><th>median</th><th>p5</th><th>p95</th><th>× {against}</th>");
     let extra: Vec<&str> = match &w {
-        Workload::Web { .. } => vec!["ttfb_ms", "connections", "client_retransmits"],
-        Workload::Browser { .. } => vec!["fcp_ms", "lcp_ms", "connections"],
-        Workload::Objects { .. } => vec!["connections", "client_retransmits"],
-        Workload::Bulk { .. } => vec!["goodput_bps", "sender_retransmits", "sender_srtt_ms_max"],
+        Workload::Web { .. } => vec!["ttfb_ms", "connections", "client_retransmits", "link_drops_down", "link_drops_up"],
+        Workload::Browser { .. } => vec!["fcp_ms", "lcp_ms", "connections", "link_drops_down", "link_drops_up"],
+        Workload::Objects { .. } => vec!["connections", "client_retransmits", "link_drops_down", "link_drops_up"],
+        Workload::Bulk { .. } => vec!["goodput_bps", "sender_retransmits", "sender_srtt_ms_max", "link_drops_down", "link_drops_up"],
         Workload::Realtime { .. } => vec!["latency_rtt_mean", "latency_ms_mean_s2c", "latency_ms_mean_c2s"],
         Workload::Messages { direction, .. } => {
             if *direction == aerolink_work::messages::Direction::Down {

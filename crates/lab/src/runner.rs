@@ -50,6 +50,12 @@ pub struct RunOutcome {
     pub wire_bytes_up: u64,
     pub link_drops_loss: u64,
     pub link_drops_queue: u64,
+    /// Packets the measured hop itself dropped (random loss, ARQ given up,
+    /// queue overflow, outages) toward the client and toward the server.
+    #[serde(default)]
+    pub link_drops_down: u64,
+    #[serde(default)]
+    pub link_drops_up: u64,
     /// Building the lab and starting the server, ms.
     pub setup_ms: f64,
     /// Stopping the server and removing the lab, ms.
@@ -63,7 +69,7 @@ pub struct RunOutcome {
 }
 
 fn failed(e: impl std::fmt::Display) -> RunOutcome {
-    RunOutcome { ok: false, error: Some(e.to_string()), result: serde_json::Value::Null, wire_bytes_down: 0, wire_bytes_up: 0, link_drops_loss: 0, link_drops_queue: 0, setup_ms: 0.0, teardown_ms: 0.0, client_ms: 0.0, lateness_us_p99: 0.0 }
+    RunOutcome { ok: false, error: Some(e.to_string()), result: serde_json::Value::Null, wire_bytes_down: 0, wire_bytes_up: 0, link_drops_loss: 0, link_drops_queue: 0, link_drops_down: 0, link_drops_up: 0, setup_ms: 0.0, teardown_ms: 0.0, client_ms: 0.0, lateness_us_p99: 0.0 }
 }
 
 fn kill_group(child: &mut std::process::Child) {
@@ -179,9 +185,16 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     outcome.teardown_ms = td.elapsed().as_secs_f64() * 1e3;
     outcome.lateness_us_p99 = rep.directions.iter().map(|d| d.lateness_us_p99).fold(0.0, f64::max);
     for d in rep.directions.iter().filter(|d| d.hop as usize == measured_hop) {
+        let dropped = d.dropped_loss + d.dropped_arq + d.dropped_queue + d.dropped_outage;
         match d.dir {
-            Some(aerolink_net::log::Dir::Up) => outcome.wire_bytes_up += d.bytes_out,
-            _ => outcome.wire_bytes_down += d.bytes_out,
+            Some(aerolink_net::log::Dir::Up) => {
+                outcome.wire_bytes_up += d.bytes_out;
+                outcome.link_drops_up += dropped;
+            }
+            _ => {
+                outcome.wire_bytes_down += d.bytes_out;
+                outcome.link_drops_down += dropped;
+            }
         }
         outcome.link_drops_loss += d.dropped_loss + d.dropped_arq;
         outcome.link_drops_queue += d.dropped_queue;

@@ -23,6 +23,8 @@ fn outcome(plt_ms: f64, ok: bool) -> RunOutcome {
         wire_bytes_up: 40_000,
         link_drops_loss: 2,
         link_drops_queue: 0,
+        link_drops_down: 57,
+        link_drops_up: 4,
         setup_ms: 70.0,
         teardown_ms: 50.0,
         client_ms: plt_ms,
@@ -67,6 +69,8 @@ fn records_round_trip_through_the_store() {
     assert_eq!(r.started_at, "2026-11-18T11:06:40Z");
     // Latencies in round trips are added from the profile's RTT.
     assert!(r.metrics.contains_key("requests"));
+    // The link's own drops per direction are stored with the run.
+    assert_eq!((r.metrics["link_drops_down"], r.metrics["link_drops_up"]), (57.0, 4.0));
     let failed = runs.iter().find(|r| !r.ok).unwrap();
     assert_eq!(failed.error.as_deref(), Some("the client timed out"));
     assert!(failed.metrics.is_empty());
@@ -94,6 +98,10 @@ fn the_report_is_one_self_contained_page_with_the_figures() {
     assert!(html.contains("11.00 s"), "h1 median");
     assert!(html.contains("31.50 s"), "h2 median");
     assert!(html.contains("2.86"), "h2 / h1 ratio");
+    // The link's drops per direction stand beside the protocols' own
+    // retransmission counts, named for what they are.
+    assert!(html.contains("link drops ↓") && html.contains("link drops ↑") && html.contains("lost packets (QUIC)"), "drop columns");
+    assert!(html.contains("<td>57</td><td>4</td>"), "drop medians");
     // Failures are listed with their reason.
     assert!(html.contains("the client timed out"));
     // The findings open the report: one holds, one does not (and why), one
