@@ -144,6 +144,9 @@ svg{max-width:100%;height:auto;background:#fff}svg .t{font-size:14px;font-weight
 svg .grid{stroke:#e6e6e6}svg .err{stroke:#222;stroke-width:1.3}svg .floor{stroke:#000;stroke-dasharray:5 3;stroke-width:1.6}
 .charts{display:flex;flex-wrap:wrap;gap:8px}code{background:#f4f4f4;padding:1px 4px}";
 
+/// Below this many runs a series' CDF is drawn as points, not a staircase.
+const CDF_MIN_RUNS: usize = 10;
+
 /// Writes the report for `experiments` (all runs of each).
 pub fn render(experiments: &[ExperimentRow], runs: &[RunRow], db: &str, generated_at: &str) -> String {
     let mut h = String::new();
@@ -403,16 +406,22 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
         }
     }
     h.push_str("</table><div class=\"charts\">");
-    // CDFs, one chart per profile.
+    // CDFs, one chart per profile, all on one x scale so links compare;
+    // with fewer than CDF_MIN_RUNS runs a series shows its runs as points.
+    let x_max = profile_names.iter().flat_map(|p| series.iter().flat_map(move |s| values(p, s, metric))).fold(0.0, f64::max) * scale;
     for p in &profile_names {
         let mut lines = Vec::new();
+        let mut fewest = usize::MAX;
         for s in &series {
             let mut v: Vec<f64> = values(p, s, metric).into_iter().map(|x| x * scale).collect();
             v.sort_by(f64::total_cmp);
             let n = v.len() as f64;
+            fewest = fewest.min(v.len());
             lines.push((s.clone(), v.iter().enumerate().map(|(i, x)| (*x, (i + 1) as f64 / n)).collect::<Vec<_>>()));
         }
-        h.push_str(&svg::lines(&format!("CDF on {p}"), &y_label, "fraction of runs", &lines, true));
+        let few = fewest < CDF_MIN_RUNS;
+        let title = if few { format!("runs on {p} (CDF points)") } else { format!("CDF on {p}") };
+        h.push_str(&svg::lines_with(&title, &y_label, "fraction of runs", &lines, true, Some(x_max), few));
     }
     // Goodput over time for bulk transfers: the median run of each series.
     if let Workload::Bulk { .. } = w {

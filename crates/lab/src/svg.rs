@@ -98,10 +98,17 @@ fn legend(s: &mut String, series: &[String], x0: f64, y0: f64, mark: Option<&str
 
 /// Lines: `series[i]` is a name and its points `(x, y)`.
 pub fn lines(title: &str, x_label: &str, y_label: &str, series: &[(String, Vec<(f64, f64)>)], step: bool) -> String {
+    lines_with(title, x_label, y_label, series, step, None, false)
+}
+
+/// [`lines`] with the x axis reaching at least `x_max` (so charts side by
+/// side share a scale), and with `points` each value as a dot rather than
+/// joined (for a handful of runs, where a staircase would mislead).
+pub fn lines_with(title: &str, x_label: &str, y_label: &str, series: &[(String, Vec<(f64, f64)>)], step: bool, x_max: Option<f64>, points: bool) -> String {
     let (w, h, ml, mr, mt, mb) = (370.0, 260.0, 56.0, 12.0, 30.0, 64.0);
     let pw = w - ml - mr;
     let ph = h - mt - mb;
-    let xmax = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(0.0, f64::max);
+    let xmax = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(x_max.unwrap_or(0.0), f64::max);
     let ymax_raw = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(0.0, f64::max);
     let (xm, xs) = nice_axis(xmax);
     let (ym, ys) = nice_axis(ymax_raw);
@@ -124,6 +131,12 @@ pub fn lines(title: &str, x_label: &str, y_label: &str, series: &[(String, Vec<(
     let _ = write!(s, r#"<text transform="translate(12,{}) rotate(-90)" class="ax" text-anchor="middle">{}</text>"#, mt + ph / 2.0, esc(y_label));
     for (i, (name, pts)) in series.iter().enumerate() {
         if pts.is_empty() {
+            continue;
+        }
+        if points {
+            for (x, yv) in pts {
+                let _ = write!(s, r#"<circle cx="{:.1}" cy="{:.1}" r="3.5" fill="{}"><title>{}</title></circle>"#, fx(*x), fy(*yv), PALETTE[i % PALETTE.len()], esc(name));
+            }
             continue;
         }
         let mut d = String::new();

@@ -102,6 +102,9 @@ fn the_report_is_one_self_contained_page_with_the_figures() {
     // retransmission counts, named for what they are.
     assert!(html.contains("link drops ↓") && html.contains("link drops ↑") && html.contains("lost packets (QUIC)"), "drop columns");
     assert!(html.contains("<td>57</td><td>4</td>"), "drop medians");
+    // Three runs a series: the CDF shows the runs as points, not a
+    // staircase.
+    assert!(html.contains("runs on mss (CDF points)") && html.contains("<circle"), "CDF points");
     // Failures are listed with their reason.
     assert!(html.contains("the client timed out"));
     // The findings open the report: one holds, one does not (and why), one
