@@ -76,9 +76,15 @@ fn every_request_goes_over_the_protocol_asked_and_the_har_is_har_1_2() {
         let f = |k: &str| r[k].as_f64().unwrap_or_else(|| panic!("{proto}: no {k}: {r}"));
         assert!(f("fcp_ms") >= 80.0 && f("fcp_ms") <= f("onload_ms") && f("dcl_ms") <= f("onload_ms") && f("onload_ms") <= f("last_byte_ms") + 50.0, "{proto}: {r}");
         assert!(f("lcp_ms") >= f("fcp_ms"), "{proto}: {r}");
+        let h: Value = serde_json::from_slice(&std::fs::read(&har).unwrap()).unwrap();
+        // Every object of the page was asked for (named if not, with the
+        // load's timings, so a miss says which object and when).
+        let asked: std::collections::BTreeSet<&str> = h["log"]["entries"].as_array().unwrap().iter().filter_map(|e| e["request"]["url"].as_str()).collect();
+        let page = aerolink_work::corpus::page("news").unwrap();
+        let missing: Vec<&str> = page.entries.iter().map(|e| e.url.as_str()).filter(|u| !asked.contains(u)).collect();
+        assert!(missing.is_empty(), "{proto}: never requested: {missing:?}; {r}");
         assert!(r["bytes"].as_u64().unwrap() > 950_000, "{proto}: {r}");
 
-        let h: Value = serde_json::from_slice(&std::fs::read(&har).unwrap()).unwrap();
         let errors: Vec<String> = validator.iter_errors(&h).map(|e| format!("{} at {}", e, e.instance_path)).take(5).collect();
         assert!(errors.is_empty(), "{proto}: the HAR is not HAR 1.2: {errors:?}");
         let entries = h["log"]["entries"].as_array().unwrap();
