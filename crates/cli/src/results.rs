@@ -24,6 +24,12 @@ pub struct ExportArgs {
     /// Only this experiment.
     #[arg(long)]
     pub experiment: Option<String>,
+    /// One row per object of every web or object-set load instead of one
+    /// per run: when it was asked for, its first and last byte (ms since
+    /// the load began), its size, the connection that carried it and
+    /// whether it was pushed — a waterfall per run.
+    #[arg(long)]
+    pub objects: bool,
     /// Write to FILE instead of standard output.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
@@ -74,7 +80,9 @@ fn csv_field(s: &str) -> String {
 pub fn export(a: ExportArgs) -> anyhow::Result<i32> {
     let store = open(&a.db)?;
     let runs = store.runs(a.experiment.as_deref())?;
-    let text = if a.csv || !a.json {
+    let text = if a.objects {
+        objects_text(&runs, a.json)?
+    } else if a.csv || !a.json {
         let metrics: BTreeSet<String> = runs.iter().flat_map(|r| r.metrics.keys().cloned()).collect();
         let mut out = String::from("run_key,experiment,profile,profile_hash,workload,protocol,series,params,knobs,seed,rep,aerolink_version,host,started_at,duration_s,ok,error,setup_ms,teardown_ms,wire_bytes_down,wire_bytes_up");
         for m in &metrics {
@@ -108,6 +116,41 @@ pub fn export(a: ExportArgs) -> anyhow::Result<i32> {
         None => print!("{text}"),
     }
     Ok(0)
+}
+
+/// Per-object timings of every successful web or object-set run: CSV, or
+/// JSON (one object per row).
+fn objects_text(runs: &[aerolink_lab::store::RunRow], json: bool) -> anyhow::Result<String> {
+    const COLUMNS: [&str; 13] = ["run_key", "experiment", "profile", "series", "seed", "rep", "path", "bytes", "start_ms", "first_byte_ms", "end_ms", "conn", "pushed"];
+    let mut rows: Vec<serde_json::Value> = Vec::new();
+    for r in runs.iter().filter(|r| r.ok) {
+        let v: serde_json::Value = serde_json::from_str(&r.result_json).unwrap_or_default();
+        let Some(objects) = v["objects"].as_array() else { continue };
+        for o in objects {
+            rows.push(serde_json::json!({
+                "run_key": r.run_key, "experiment": r.experiment, "profile": r.profile, "series": series_name(r), "seed": r.seed, "rep": r.rep,
+                "path": o["path"], "bytes": o["bytes"], "start_ms": o["start_ms"], "first_byte_ms": o["first_byte_ms"], "end_ms": o["end_ms"],
+                "conn": o["conn"], "pushed": o["pushed"].as_bool().unwrap_or(false),
+            }));
+        }
+    }
+    if json {
+        return Ok(serde_json::to_string_pretty(&rows)? + "\n");
+    }
+    let mut out = COLUMNS.join(",") + "\n";
+    for row in &rows {
+        let fields: Vec<String> = COLUMNS
+            .iter()
+            .map(|c| match &row[*c] {
+                serde_json::Value::String(s) => csv_field(s),
+                serde_json::Value::Null => String::new(),
+                v => v.to_string(),
+            })
+            .collect();
+        out.push_str(&fields.join(","));
+        out.push('\n');
+    }
+    Ok(out)
 }
 
 /// One run for `export --json`: its knobs and workload as objects (the

@@ -94,6 +94,20 @@ fn an_interrupted_experiment_resumes_without_repeating_or_losing_runs() {
     let o = aerolink(&["experiment", "run", spec.to_str().unwrap(), "--db", db.to_str().unwrap()]);
     assert!(text(&o).1.contains("9 already in"), "{}", text(&o).1);
 
+    // Per-object timings: 4 objects plus the page, per run, in load order.
+    let o = aerolink(&["results", "export", "--objects", "--db", db.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let csv = String::from_utf8(o.stdout).unwrap();
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("run_key,experiment,profile,series,seed,rep,path,bytes,start_ms,first_byte_ms,end_ms,conn,pushed"));
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len(), 9 * 5, "{csv}");
+    for r in &rows {
+        let (start, first, end): (f64, f64, f64) = (r[8].parse().unwrap(), r[9].parse().unwrap(), r[10].parse().unwrap());
+        assert!(start <= first && first <= end, "{r:?}");
+    }
+    assert_eq!(rows.iter().filter(|r| r[7] == "10000").count(), 9 * 4, "four 10 KB objects a run: {csv}");
+
     // A store compared with itself: every series the same, ratio 1.
     let o = aerolink(&["report", "--compare", db.to_str().unwrap(), db.to_str().unwrap(), "-o", d.join("cmp.html").to_str().unwrap(), "--json"]);
     assert!(o.status.success(), "{}", text(&o).1);
