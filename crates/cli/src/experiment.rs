@@ -185,7 +185,9 @@ fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
         match &bar {
             Some(b) => {
                 b.inc(1);
-                b.set_message(format!("{failed} failed"));
+                // The workers keep `parallel` runs going while any are left.
+                let running = parallel.min(n_todo - done);
+                b.set_message(format!("{running} running, {failed} failed; last: {what}: {result}"));
                 if !d.outcome.ok {
                     b.println(format!("{what}: {result}"));
                 }

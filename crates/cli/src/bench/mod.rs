@@ -254,7 +254,18 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
             timeout: std::time::Duration::from_nanos(timeout.0),
             ipv6: c.ipv6,
         };
+        // On a terminal, a spinner with the elapsed time while the run goes.
+        let spinner = (!c.json && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {
+            let b = indicatif::ProgressBar::new_spinner();
+            b.set_style(indicatif::ProgressStyle::with_template("{spinner} {msg} {elapsed}").unwrap_or_else(|_| indicatif::ProgressStyle::default_spinner()));
+            b.set_message(format!("run {}/{} (seed {seed}): {} over {}…", rep + 1, c.repeat, workload.protocol(), profile.name));
+            b.enable_steady_tick(std::time::Duration::from_millis(120));
+            b
+        });
         let o = aerolink_lab::runner::run_once(&req, &stop);
+        if let Some(b) = spinner {
+            b.finish_and_clear();
+        }
         let mut metrics = if o.ok { workload.metrics(&o.result) } else { Default::default() };
         aerolink_lab::workload::add_rtt_metrics(&mut metrics, profile.base_rtt().as_millis_f64());
         if !c.json {
