@@ -144,6 +144,9 @@ svg{max-width:100%;height:auto;background:#fff}svg .t{font-size:14px;font-weight
 svg .grid{stroke:#e6e6e6}svg .err{stroke:#222;stroke-width:1.3}svg .floor{stroke:#000;stroke-dasharray:5 3;stroke-width:1.6}
 .charts{display:flex;flex-wrap:wrap;gap:8px}code{background:#f4f4f4;padding:1px 4px}";
 
+/// Rows of one waterfall at most (a bigger page shows every k-th object).
+const WATERFALL_ROWS: usize = 80;
+
 /// Below this many runs a series' CDF is drawn as points, not a staircase.
 const CDF_MIN_RUNS: usize = 10;
 
@@ -441,4 +444,43 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
         }
     }
     h.push_str("</div>");
+    // Waterfalls for page loads: the median run of each series, per link,
+    // on one time scale.
+    if matches!(w, Workload::Web { .. } | Workload::Objects { .. }) {
+        let mut charts = Vec::new();
+        for p in &profile_names {
+            for s in &series {
+                let mut runs: Vec<&&RunRow> = rs.iter().filter(|r| r.ok && &r.profile == p && &series_name(r) == s && r.metrics.contains_key(metric)).collect();
+                runs.sort_by(|a, b| a.metrics[metric].total_cmp(&b.metrics[metric]));
+                let Some(r) = runs.get(runs.len() / 2) else { continue };
+                let v: Value = serde_json::from_str(&r.result_json).unwrap_or(Value::Null);
+                let Some(objects) = v["objects"].as_array() else { continue };
+                // A page of more objects than rows shows every k-th, so the
+                // chart still spans the whole load.
+                let every = objects.len().div_ceil(WATERFALL_ROWS).max(1);
+                let spans: Vec<svg::Span> = objects
+                    .iter()
+                    .step_by(every)
+                    .map(|o| svg::Span {
+                        label: o["path"].as_str().unwrap_or("").to_string(),
+                        start: o["start_ms"].as_f64().unwrap_or(0.0) / 1e3,
+                        first_byte: o["first_byte_ms"].as_f64().unwrap_or(0.0) / 1e3,
+                        end: o["end_ms"].as_f64().unwrap_or(0.0) / 1e3,
+                        conn: o["conn"].as_u64().unwrap_or(0) as usize,
+                        pushed: o["pushed"].as_bool().unwrap_or(false),
+                    })
+                    .collect();
+                let sub = format!("median run (seed {}), {}", r.seed, if every > 1 { format!("every {every}th of {} objects", objects.len()) } else { format!("{} objects", objects.len()) });
+                charts.push((format!("{s} on {p}"), sub, spans));
+            }
+        }
+        let x_max = charts.iter().flat_map(|(_, _, sp)| sp.iter().map(|x| x.end)).fold(0.0, f64::max);
+        if !charts.is_empty() {
+            h.push_str("<h4>Waterfalls</h4><div class=\"charts\">");
+            for (title, sub, spans) in &charts {
+                h.push_str(&svg::waterfall(title, sub, spans, x_max));
+            }
+            h.push_str("</div>");
+        }
+    }
 }

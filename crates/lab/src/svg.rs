@@ -157,3 +157,50 @@ pub fn lines_with(title: &str, x_label: &str, y_label: &str, series: &[(String, 
     s.push_str("</svg>");
     s
 }
+
+/// One object of a page load, for [`waterfall`]: when it was asked for,
+/// its first and last byte (s since the load began), which connection
+/// carried it, whether the server pushed it.
+pub struct Span {
+    pub label: String,
+    pub start: f64,
+    pub first_byte: f64,
+    pub end: f64,
+    pub conn: usize,
+    pub pushed: bool,
+}
+
+/// A waterfall: one row per object in request order — a light bar while
+/// waiting for the first byte, a dark one while receiving, coloured by
+/// connection; pushed objects hatched. `x_max` puts charts side by side on
+/// one scale.
+pub fn waterfall(title: &str, subtitle: &str, spans: &[Span], x_max: f64) -> String {
+    let row = 9.0;
+    let (w, ml, mr, mt, mb) = (370.0, 120.0, 12.0, 44.0, 34.0);
+    let h = mt + mb + row * spans.len().max(1) as f64;
+    let pw = w - ml - mr;
+    let xmax = spans.iter().map(|s| s.end).fold(x_max, f64::max);
+    let (xm, xs) = nice_axis(xmax);
+    let fx = |v: f64| ml + (v / xm * pw).clamp(0.0, pw);
+    let mut s = String::new();
+    let _ = write!(s, r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{}">"#, esc(title));
+    let _ = write!(s, r#"<text x="8" y="18" class="t">{}</text><text x="8" y="33" class="ax">{}</text>"#, esc(title), esc(subtitle));
+    let mut t = 0.0;
+    while t <= xm + 1e-9 {
+        let _ = write!(s, r#"<line x1="{x:.1}" x2="{x:.1}" y1="{mt}" y2="{}" class="grid"/><text x="{x:.1}" y="{}" class="ax" text-anchor="middle">{}</text>"#, h - mb, h - mb + 14.0, fmt_tick(t), x = fx(t));
+        t += xs;
+    }
+    let _ = write!(s, r#"<text x="{}" y="{}" class="ax" text-anchor="middle">s since the load began; light: waiting, dark: receiving</text>"#, ml + pw / 2.0, h - 6.0);
+    for (i, sp) in spans.iter().enumerate() {
+        let y = mt + row * i as f64;
+        let colour = PALETTE[sp.conn % PALETTE.len()];
+        let label: String = sp.label.chars().rev().take(22).collect::<Vec<_>>().into_iter().rev().collect();
+        let _ = write!(s, r#"<text x="{}" y="{:.1}" class="ax" text-anchor="end" style="font-size:8px">{}</text>"#, ml - 4.0, y + row - 1.5, esc(&label));
+        let tip = format!("{}: asked {:.3} s, first byte {:.3} s, done {:.3} s, connection {}{}", sp.label, sp.start, sp.first_byte, sp.end, sp.conn, if sp.pushed { ", pushed" } else { "" });
+        let _ = write!(s, r#"<g><title>{}</title><rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{colour}" opacity="0.3"/><rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{colour}"{}/></g>"#,
+            esc(&tip), fx(sp.start), y + 1.0, (fx(sp.first_byte) - fx(sp.start)).max(0.5), row - 2.0, fx(sp.first_byte), y + 1.0, (fx(sp.end) - fx(sp.first_byte)).max(1.0), row - 2.0,
+            if sp.pushed { r##" stroke="#000" stroke-dasharray="2 1""## } else { "" });
+    }
+    s.push_str("</svg>");
+    s
+}

@@ -18,7 +18,8 @@ fn outcome(plt_ms: f64, ok: bool) -> RunOutcome {
     RunOutcome {
         ok,
         error: (!ok).then(|| "the client timed out".to_string()),
-        result: if ok { serde_json::json!({ "plt_ms": plt_ms, "ttfb_ms": 800.0, "connections": 6, "requests": 11, "body_bytes": 1_000_000, "client_retransmits": 3 }) } else { serde_json::Value::Null },
+        result: if ok { serde_json::json!({ "plt_ms": plt_ms, "ttfb_ms": 800.0, "connections": 6, "requests": 11, "body_bytes": 1_000_000, "client_retransmits": 3,
+            "objects": [{ "path": "/page", "bytes": 2000, "start_ms": 0.0, "first_byte_ms": 700.0, "end_ms": 900.0, "conn": 0 }, { "path": "/obj/0", "bytes": 100000, "start_ms": 950.0, "first_byte_ms": 1500.0, "end_ms": plt_ms, "conn": 1 }] }) } else { serde_json::Value::Null },
         wire_bytes_down: 1_100_000,
         wire_bytes_up: 40_000,
         link_drops_loss: 2,
@@ -105,6 +106,8 @@ fn the_report_is_one_self_contained_page_with_the_figures() {
     // Three runs a series: the CDF shows the runs as points, not a
     // staircase.
     assert!(html.contains("runs on mss (CDF points)") && html.contains("<circle"), "CDF points");
+    // A waterfall of the median run per series and link.
+    assert!(html.contains("<h4>Waterfalls</h4>") && html.contains("h2 on mss") && html.contains("median run (seed") && html.contains("/obj/0: asked 0.950 s"), "waterfalls");
     // Failures are listed with their reason.
     assert!(html.contains("the client timed out"));
     // The findings open the report: one holds, one does not (and why), one
