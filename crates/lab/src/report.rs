@@ -442,6 +442,25 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
             }
             h.push_str(&svg::lines(&format!("goodput on {p}, median run"), "time (s)", "Mbit/s per 100 ms", &lines, true));
         }
+        // Throughput against delay, one point per run, as Pantheon draws
+        // it: the sender's largest smoothed RTT (the queue it built) and
+        // the goodput it got.
+        for p in &profile_names {
+            let pts: Vec<(String, Vec<(f64, f64)>)> = series
+                .iter()
+                .map(|s| {
+                    let v = rs
+                        .iter()
+                        .filter(|r| r.ok && &r.profile == p && &series_name(r) == s)
+                        .filter_map(|r| Some((*r.metrics.get("sender_srtt_ms_max").filter(|x| **x > 0.0)?, r.metrics.get("goodput_bps")? / 1e6)))
+                        .collect();
+                    (s.clone(), v)
+                })
+                .collect();
+            if pts.iter().any(|(_, v)| !v.is_empty()) {
+                h.push_str(&svg::lines_with(&format!("goodput against delay on {p}"), "largest smoothed RTT of the sender (ms)", "goodput (Mbit/s)", &pts, false, None, true));
+            }
+        }
     }
     h.push_str("</div>");
     // Waterfalls for page loads: the median run of each series, per link,

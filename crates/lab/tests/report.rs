@@ -135,3 +135,26 @@ fn one_formatter_for_every_metric() {
     assert_eq!(fmt_metric("connections", 6.0), "6");
     assert_eq!(fmt_metric("plt_ms", f64::NAN), "–");
 }
+
+#[test]
+fn bulk_runs_get_a_throughput_against_delay_chart() {
+    let path = db("bulk");
+    let spec = "name = \"bulkfix\"\nrepetitions = 3\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"bulk\"\nsizes = [\"1MB\"]\ntcp_cc = [\"cubic\", \"bbr\"]\n";
+    let e = Experiment::parse(spec, "bulkfix.toml").unwrap();
+    let mut store = Store::open(&path).unwrap();
+    store.record_experiment(&e.name, &e.file, &e.description, e.baseline.as_deref(), &e.source, "2026-11-22T00:00:00Z").unwrap();
+    for (i, p) in e.plan().into_iter().enumerate() {
+        let result = serde_json::json!({ "completion_ms": 5000.0 + i as f64, "goodput_bps": 1.6e6 + i as f64 * 1e4, "sender_retransmits": 2, "sender_srtt_ms_max": 900.0 + i as f64 * 10.0, "bins_bytes": [1000, 2000] });
+        let mut o = outcome(0.0, true);
+        o.result = result;
+        let f = Finished { planned: p, outcome: o, started: SystemTime::UNIX_EPOCH, seconds: 5.0 };
+        store.insert_run(&record(&e, &f, "testhost")).unwrap();
+    }
+    let html = aerolink_lab::report::render(&store.experiments().unwrap(), &store.runs(None).unwrap(), "bulk.db", "now");
+    assert!(html.contains("goodput against delay on mss"), "the scatter");
+    // One point per run, as dots.
+    let chart = &html[html.find("goodput against delay on mss").unwrap()..];
+    let chart = &chart[..chart.find("</svg>").unwrap()];
+    assert_eq!(chart.matches("<circle").count(), 6, "{chart}");
+    let _ = std::fs::remove_file(&path);
+}
