@@ -241,3 +241,101 @@ mod tests {
         assert!(!line.contains('\n') && line.contains("--protocol") && line.contains("h1-close"), "{line}");
     }
 }
+
+/// The commands the docs show are commands aerolink takes: every
+/// `aerolink …` line of a shell block in the README and the guide parses,
+/// and the lab's variables (`$AEROLINK_SERVER`) are in single quotes, so
+/// that the user's shell passes them on instead of expanding them (empty)
+/// before aerolink runs.
+#[cfg(test)]
+mod doc_commands {
+    use super::*;
+
+    /// `aerolink …` command lines of the ```sh blocks of `text`: continued
+    /// lines joined, cut at the first unquoted pipe, redirection, `&&`,
+    /// `;` or comment.
+    fn commands(text: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut in_sh = false;
+        let mut pending = String::new();
+        for line in text.lines() {
+            let t = line.trim();
+            if t.starts_with("```") {
+                in_sh = !in_sh && (t == "```sh" || t == "```bash" || t == "```shell");
+                pending.clear();
+                continue;
+            }
+            if !in_sh {
+                continue;
+            }
+            if let Some(head) = t.strip_suffix('\\') {
+                pending.push_str(head.trim_end());
+                pending.push(' ');
+                continue;
+            }
+            pending.push_str(t);
+            let full = std::mem::take(&mut pending);
+            let full = full.trim_start_matches("sudo ").trim_start_matches("$ ");
+            if full.starts_with("aerolink ") {
+                out.push(cut(full));
+            }
+        }
+        out
+    }
+
+    fn cut(s: &str) -> String {
+        let (mut single, mut double) = (false, false);
+        let b: Vec<char> = s.chars().collect();
+        for (i, &c) in b.iter().enumerate() {
+            match c {
+                '\'' if !double => single = !single,
+                '"' if !single => double = !double,
+                '|' | '>' | '<' | ';' | '&' if !single && !double => return b[..i].iter().collect::<String>().trim().to_string(),
+                '#' if !single && !double && i > 0 && b[i - 1] == ' ' => return b[..i].iter().collect::<String>().trim().to_string(),
+                _ => {}
+            }
+        }
+        s.to_string()
+    }
+
+    /// Where `$AEROLINK…` appears outside single quotes.
+    fn unquoted_lab_variable(s: &str) -> bool {
+        let mut single = false;
+        for (i, c) in s.char_indices() {
+            match c {
+                '\'' => single = !single,
+                '$' if !single && s[i..].starts_with("$AEROLINK") => return true,
+                _ => {}
+            }
+        }
+        false
+    }
+
+    #[test]
+    fn every_command_in_the_docs_parses_with_its_variables_quoted() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut checked = 0;
+        for doc in ["README.md", "docs/guide.md"] {
+            let text = std::fs::read_to_string(root.join(doc)).unwrap();
+            for cmd in commands(&text) {
+                assert!(!unquoted_lab_variable(&cmd), "{doc}: `{cmd}`: put $AEROLINK_… in single quotes, or your shell expands it before aerolink runs");
+                let words = shlex::split(&cmd).unwrap_or_else(|| panic!("{doc}: `{cmd}`: unbalanced quotes"));
+                if let Err(e) = Cli::try_parse_from(&words) {
+                    if !matches!(e.kind(), clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion) {
+                        panic!("{doc}: `{cmd}` does not parse: {}", one_line(&e.to_string()));
+                    }
+                }
+                checked += 1;
+            }
+        }
+        assert!(checked > 40, "only {checked} commands found in the docs");
+    }
+
+    #[test]
+    fn the_scanner_finds_what_a_shell_would_run() {
+        let md = "text\n```sh\naerolink run --rate 2Mbit/s \\\n  --client 'ping $AEROLINK_SERVER' | tee x # note\nsudo aerolink report --db r.db > out\necho no\n```\n";
+        assert_eq!(commands(md), vec!["aerolink run --rate 2Mbit/s --client 'ping $AEROLINK_SERVER'", "aerolink report --db r.db"]);
+        assert!(!unquoted_lab_variable("aerolink run --client 'ping $AEROLINK_SERVER'"));
+        assert!(unquoted_lab_variable("aerolink run --client \"ping $AEROLINK_SERVER\""));
+    }
+}
