@@ -24,6 +24,11 @@ pub enum ExperimentCmd {
         file: String,
         #[arg(long)]
         json: bool,
+        /// Split the runs into N shards balanced by expected run time (the
+        /// same file and N give the same shards on any machine); run one
+        /// with `experiment run FILE --shard I/N`.
+        #[arg(long, value_name = "N")]
+        shards: Option<usize>,
     },
     /// Judge the experiment's findings (`[[finding]]`: a seed's claim, the
     /// paper's value, the rule it must obey) by the runs in the store: ours
@@ -57,6 +62,20 @@ pub struct RunArgs {
     /// missing (by default a run that failed is run again).
     #[arg(long)]
     pub keep_failed: bool,
+    /// Run only shard I of N (1-based; see `experiment plan --shards N`),
+    /// e.g. `--shard 2/4 --db shard-2.db`; merge the stores with `aerolink
+    /// results merge`.
+    #[arg(long, value_name = "I/N", value_parser = shard_arg)]
+    pub shard: Option<(usize, usize)>,
+}
+
+fn shard_arg(s: &str) -> Result<(usize, usize), String> {
+    let (i, n) = s.split_once('/').ok_or_else(|| format!("{s:?}: expected I/N, like 2/4"))?;
+    let (i, n): (usize, usize) = (i.trim().parse().map_err(|_| format!("{s:?}: expected I/N, like 2/4"))?, n.trim().parse().map_err(|_| format!("{s:?}: expected I/N, like 2/4"))?);
+    if n == 0 || i == 0 || i > n {
+        return Err(format!("{s:?}: I must be 1 to N"));
+    }
+    Ok((i, n))
 }
 
 pub fn now_rfc3339() -> String {
@@ -74,7 +93,28 @@ pub fn load(file: &str) -> anyhow::Result<Experiment> {
 
 pub fn run(cmd: ExperimentCmd) -> anyhow::Result<i32> {
     match cmd {
-        ExperimentCmd::Plan { file, json } => {
+        ExperimentCmd::Plan { file, json, shards: Some(n) } => {
+            if n == 0 || n > 10_000 {
+                return Err(user("--shards: expected 1 to 10000"));
+            }
+            let e = load(&file)?;
+            let shards = e.shards(n);
+            if json {
+                let v: Vec<_> = shards
+                    .iter()
+                    .enumerate()
+                    .map(|(i, sh)| serde_json::json!({"shard": format!("{}/{n}", i + 1), "runs": sh.len(), "expected_s": sh.iter().map(|r| e.expected_seconds(r)).sum::<f64>(), "keys": sh.iter().map(|r| &r.key).collect::<Vec<_>>()}))
+                    .collect();
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                println!("{}: {} runs in {n} shards (balanced by expected run time; `aerolink experiment run {file} --shard I/{n}`)", e.name, shards.iter().map(|s| s.len()).sum::<usize>());
+                for (i, sh) in shards.iter().enumerate() {
+                    println!("  shard {}/{n}: {} runs, about {:.0} s of runs", i + 1, sh.len(), sh.iter().map(|r| e.expected_seconds(r)).sum::<f64>());
+                }
+            }
+            Ok(0)
+        }
+        ExperimentCmd::Plan { file, json, shards: None } => {
             let e = load(&file)?;
             let plan = e.plan();
             if json {
@@ -135,7 +175,10 @@ fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
     aerolink_net::sys::check_preconditions()?;
     let mut store = Store::open(&a.db).map_err(|err| user(err.to_string()))?;
     store.record_experiment(&e.name, &a.file, &e.description, e.baseline.as_deref(), &e.source, &now_rfc3339())?;
-    let plan = e.plan();
+    let plan = match a.shard {
+        Some((i, n)) => e.shards(n).swap_remove(i - 1),
+        None => e.plan(),
+    };
     let total = plan.len();
     // What the store already holds: every run with --keep-failed, else the
     // successful ones (failed runs are tried again).

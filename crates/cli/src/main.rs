@@ -109,6 +109,11 @@ enum Cmd {
 enum ResultsCmd {
     /// Every run with its metrics: `--csv` (default) or `--json`.
     Export(results::ExportArgs),
+    /// Merge stores (the shards of an experiment, runs from several
+    /// machines) into one: never a run twice, each keeping its host;
+    /// idempotent. Refuses stores of different experiment files or aerolink
+    /// versions unless --force.
+    Merge(results::MergeArgs),
 }
 
 #[derive(Subcommand, Debug)]
@@ -190,6 +195,7 @@ fn main() {
         Cmd::Pep { what } => pep::run(what),
         Cmd::Experiment { what } => experiment::run(what),
         Cmd::Results { what: ResultsCmd::Export(a) } => results::export(a),
+        Cmd::Results { what: ResultsCmd::Merge(a) } => results::merge(a),
         Cmd::Report(a) => results::report(a),
     };
     match result {

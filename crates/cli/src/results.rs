@@ -206,3 +206,56 @@ fn compare(a: &ReportArgs, da: &PathBuf, db: &PathBuf) -> anyhow::Result<i32> {
     }
     Ok(0)
 }
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// The stores to merge (e.g. shard-*.db).
+    #[arg(required = true, value_name = "DB")]
+    pub inputs: Vec<PathBuf>,
+    /// The merged store (created, or added to).
+    #[arg(short, long, value_name = "DB")]
+    pub output: PathBuf,
+    /// Merge even stores of different experiment files or aerolink versions.
+    #[arg(long)]
+    pub force: bool,
+    /// Print what was merged as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn merge(a: MergeArgs) -> anyhow::Result<i32> {
+    for i in &a.inputs {
+        if std::fs::canonicalize(i).ok().is_some_and(|c| std::fs::canonicalize(&a.output).ok() == Some(c)) {
+            return Err(user(format!("{}: is also the output (-o)", i.display())));
+        }
+    }
+    // Every input is checked before anything is written.
+    let stores: Vec<Store> = a.inputs.iter().map(|i| open_as(i, "results merge")).collect::<anyhow::Result<_>>()?;
+    let mut out = Store::open(&a.output).map_err(|e| user(e.to_string()))?;
+    if !a.force {
+        let mut seen: Vec<&Store> = vec![&out];
+        for (s, path) in stores.iter().zip(&a.inputs) {
+            for other in &seen {
+                if let Some(m) = other.mismatches(s)?.first() {
+                    return Err(user(format!("{}: {m}; merge anyway with --force", path.display())));
+                }
+            }
+            seen.push(s);
+        }
+    }
+    let mut report = Vec::new();
+    for path in &a.inputs {
+        let m = out.merge_from(path)?;
+        if !a.json {
+            eprintln!("{}: {} runs added, {} already there", path.display(), m.added, m.kept);
+        }
+        report.push(serde_json::json!({"input": path.display().to_string(), "added": m.added, "kept": m.kept}));
+    }
+    let total = out.runs(None)?.len();
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&serde_json::json!({"output": a.output.display().to_string(), "runs": total, "inputs": report}))?);
+    } else {
+        println!("{}: {total} runs", a.output.display());
+    }
+    Ok(0)
+}

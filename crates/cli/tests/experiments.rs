@@ -152,3 +152,56 @@ fn a_malformed_experiment_is_refused_with_one_line() {
     }
     assert!(!d.join("x.db").exists(), "a refused experiment must not create a store");
 }
+
+#[test]
+fn shards_run_apart_and_merge_into_the_unsharded_set() {
+    require_root();
+    let d = tempdir("shards");
+    let spec = d.join("exp.toml");
+    std::fs::write(&spec, SPEC).unwrap();
+    let o = aerolink(&["experiment", "plan", spec.to_str().unwrap(), "--shards", "2", "--json"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let plan: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(plan.len(), 2);
+    let mut shard_dbs = Vec::new();
+    for i in 1..=2 {
+        let db = d.join(format!("shard-{i}.db"));
+        let o = aerolink(&["experiment", "run", spec.to_str().unwrap(), "--shard", &format!("{i}/2"), "--db", db.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", text(&o).1);
+        // Each shard ran exactly the runs the plan gave it.
+        let keys: std::collections::BTreeSet<String> = stored(&db).iter().map(|r| r["run_key"].as_str().unwrap().to_string()).collect();
+        let planned: std::collections::BTreeSet<String> = plan[i - 1]["keys"].as_array().unwrap().iter().map(|k| k.as_str().unwrap().to_string()).collect();
+        assert_eq!(keys, planned, "shard {i}");
+        shard_dbs.push(db);
+    }
+    let all = d.join("all.db");
+    let merge = |extra: &[&str]| {
+        let mut a = vec!["results", "merge", "-o", all.to_str().unwrap(), "--json"];
+        a.extend(shard_dbs.iter().map(|p| p.to_str().unwrap()));
+        a.extend_from_slice(extra);
+        aerolink(&a)
+    };
+    let o = merge(&[]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let m: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(m["runs"], 9, "{m}");
+    // The unsharded plan's runs, each once; merging again adds nothing.
+    let o = aerolink(&["experiment", "plan", spec.to_str().unwrap(), "--json"]);
+    let unsharded: std::collections::BTreeSet<String> = serde_json::from_slice::<Vec<Value>>(&o.stdout).unwrap().iter().map(|r| r["key"].as_str().unwrap().to_string()).collect();
+    let merged: std::collections::BTreeSet<String> = stored(&all).iter().map(|r| r["run_key"].as_str().unwrap().to_string()).collect();
+    assert_eq!(merged, unsharded);
+    let o = merge(&[]);
+    let m: Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert!(m["inputs"].as_array().unwrap().iter().all(|i| i["added"] == 0), "{m}");
+    assert_eq!(stored(&all).len(), 9);
+    // A store of another experiment file under the same name: refused, one line, exit 2.
+    let other_spec = d.join("other.toml");
+    std::fs::write(&other_spec, SPEC.replace("repetitions = 3", "repetitions = 1")).unwrap();
+    let other = d.join("other.db");
+    let o = aerolink(&["experiment", "run", other_spec.to_str().unwrap(), "--db", other.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let o = aerolink(&["results", "merge", "-o", all.to_str().unwrap(), other.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", text(&o).1);
+    assert!(text(&o).1.contains("different experiment file") && text(&o).1.contains("--force"), "{}", text(&o).1);
+    assert!(leftover_namespaces().is_empty());
+}

@@ -121,6 +121,43 @@ impl Experiment {
             .fold(0.0, f64::max)
     }
 
+    /// What a run is expected to take, s, to balance shards: set-up, four
+    /// round trips, the bytes at the link's bottleneck rate (down, or up
+    /// for uploads' sake whichever is lower), and a paced workload's own
+    /// duration. A guess for balancing, not a prediction.
+    pub fn expected_seconds(&self, run: &PlannedRun) -> f64 {
+        let p = &self.profiles[run.profile];
+        let w = &self.cases[run.case].workload;
+        let hops = self.chain.build(p).hops;
+        let bottleneck = hops.iter().flat_map(|h| [h.up.capacity_bps(), h.down.capacity_bps()]).flatten().fold(UNLIMITED_BPS, f64::min);
+        0.2 + 4.0 * p.base_rtt().as_secs_f64() + w.expected_bytes() as f64 * 8.0 / bottleneck + w.paced_seconds()
+    }
+
+    /// The plan split into `n` shards, balanced by expected run time
+    /// (longest first, each to the least loaded shard; ties by run key), so
+    /// the same file and `n` give the same shards on any machine.
+    pub fn shards(&self, n: usize) -> Vec<Vec<PlannedRun>> {
+        let n = n.max(1);
+        let mut runs: Vec<(f64, PlannedRun)> = self.plan().into_iter().map(|r| (self.expected_seconds(&r), r)).collect();
+        runs.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.key.cmp(&b.1.key)));
+        let mut shards: Vec<(f64, Vec<PlannedRun>)> = vec![(0.0, Vec::new()); n];
+        for (t, r) in runs {
+            // The least loaded shard; the lowest index on a tie.
+            let i = (0..n).min_by(|&a, &b| shards[a].0.total_cmp(&shards[b].0).then(a.cmp(&b))).unwrap_or(0);
+            shards[i].0 += t;
+            shards[i].1.push(r);
+        }
+        // Within a shard, the plan's own (random, seeded) order.
+        let order: std::collections::HashMap<String, usize> = self.plan().into_iter().enumerate().map(|(i, r)| (r.key, i)).collect();
+        shards
+            .into_iter()
+            .map(|(_, mut v)| {
+                v.sort_by_key(|r| order[&r.key]);
+                v
+            })
+            .collect()
+    }
+
     /// How many runs may go at once on `cores` cores without their pumps
     /// taking more than [`PUMP_SHARE_OF_CORES`] of them: at least 1, at
     /// most 2 per core (`bench orchestration`: 4 at once on 2 cores gives

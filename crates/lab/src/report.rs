@@ -245,12 +245,9 @@ fn experiment_section(h: &mut String, e: &ExperimentRow, runs: &[&RunRow]) {
 /// Bytes a setting moves, to order settings from small to large.
 fn setting_size(r: &RunRow) -> u64 {
     match serde_json::from_str::<Workload>(&r.workload_json) {
-        Ok(Workload::Web { page, depth, .. }) => aerolink_work::page::Page::parse(&page, depth).map(|p| p.total_bytes()).unwrap_or(0),
-        Ok(Workload::Objects { set, .. }) => aerolink_work::page::object_set(&set).map(|v| v.iter().sum()).unwrap_or(0),
-        Ok(Workload::Bulk { bytes, .. }) => bytes,
         Ok(Workload::Messages { rate_bps, .. }) => rate_bps as u64,
         Ok(Workload::Realtime { count, .. }) => count as u64,
-        Ok(Workload::Browser { page, .. }) => aerolink_work::corpus::shape(&page).map(|s| s.kilobytes() as u64 * 1000).unwrap_or(0),
+        Ok(w) => w.expected_bytes(),
         Err(_) => 0,
     }
 }

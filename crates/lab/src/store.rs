@@ -245,3 +245,109 @@ impl Store {
         Ok(rows)
     }
 }
+
+/// What [`Store::merge_from`] did.
+#[derive(Clone, Debug, Default, Serialize, PartialEq, Eq)]
+pub struct Merged {
+    /// Runs copied in (new keys, or a success replacing a failure).
+    pub added: usize,
+    /// Runs already here (same key, and this store's is no worse).
+    pub kept: usize,
+}
+
+/// Why two stores should not be merged without being told.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mismatch {
+    /// The same experiment name from different experiment files (by
+    /// content).
+    Spec { experiment: String },
+    /// Runs made by different aerolink versions.
+    Version { here: Vec<String>, there: Vec<String> },
+}
+
+impl std::fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Mismatch::Spec { experiment } => write!(f, "experiment {experiment} comes from a different experiment file (its text differs)"),
+            Mismatch::Version { here, there } => write!(f, "runs made by aerolink {} and {}", here.join(", "), there.join(", ")),
+        }
+    }
+}
+
+impl Store {
+    /// What would make merging `other` into this store mix different
+    /// experiments or versions (empty: nothing).
+    pub fn mismatches(&self, other: &Store) -> Result<Vec<Mismatch>, StoreError> {
+        let mut out = Vec::new();
+        let here: BTreeMap<String, String> = self.experiments()?.into_iter().map(|e| (e.name, e.spec_toml)).collect();
+        for e in other.experiments()? {
+            if here.get(&e.name).is_some_and(|s| *s != e.spec_toml) {
+                out.push(Mismatch::Spec { experiment: e.name });
+            }
+        }
+        let versions = |s: &Store| -> Result<Vec<String>, StoreError> {
+            let mut st = s.conn.prepare("SELECT DISTINCT aerolink_version FROM runs ORDER BY 1").map_err(|e| s.wrap(e))?;
+            let v = st.query_map([], |r| r.get::<_, String>(0)).map_err(|e| s.wrap(e))?.collect::<Result<Vec<_>, _>>().map_err(|e| s.wrap(e));
+            v
+        };
+        let (a, b) = (versions(self)?, versions(other)?);
+        if !a.is_empty() && !b.is_empty() && a != b {
+            out.push(Mismatch::Version { here: a, there: b });
+        }
+        Ok(out)
+    }
+
+    /// Copies `other`'s experiments and runs (with their metrics) into this
+    /// store, in one transaction. A run whose key is already here is kept,
+    /// unless this one failed and `other`'s succeeded; so merging is
+    /// idempotent and never duplicates a run. Each run keeps its host.
+    pub fn merge_from(&mut self, other: &Path) -> Result<Merged, StoreError> {
+        let wrap = |e| StoreError::Sqlite { path: self.path.clone(), source: e };
+        self.conn.execute("ATTACH DATABASE ?1 AS src", params![other.display().to_string()]).map_err(wrap)?;
+        let result = (|| -> Result<Merged, rusqlite::Error> {
+            let tx = self.conn.transaction()?;
+            tx.execute(
+                "INSERT INTO experiments(name, file, description, baseline, spec_toml, updated_at)
+                 SELECT name, file, description, baseline, spec_toml, updated_at FROM src.experiments WHERE true
+                 ON CONFLICT(name) DO UPDATE SET updated_at = max(updated_at, excluded.updated_at)",
+                [],
+            )?;
+            const COLS: &str = "run_key, experiment, profile, profile_hash, profile_json, workload, protocol, params, workload_json, knobs_json,
+               seed, rep, aerolink_version, host, started_at, duration_s, ok, error, setup_ms, teardown_ms, wire_bytes_down, wire_bytes_up,
+               link_drops_loss, link_drops_queue, result_json";
+            let candidates: Vec<(i64, String, bool)> = {
+                let mut st = tx.prepare("SELECT id, run_key, ok FROM src.runs ORDER BY id")?;
+                let v = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? == 1)))?.collect::<Result<Vec<_>, _>>()?;
+                v
+            };
+            let mut m = Merged::default();
+            for (id, key, ok) in candidates {
+                let here: Option<bool> = tx.query_row("SELECT ok FROM runs WHERE run_key = ?1", params![key], |r| Ok(r.get::<_, i64>(0)? == 1)).optional()?;
+                match here {
+                    Some(true) => {
+                        m.kept += 1;
+                        continue;
+                    }
+                    Some(false) if !ok => {
+                        m.kept += 1;
+                        continue;
+                    }
+                    Some(false) => {
+                        tx.execute("DELETE FROM runs WHERE run_key = ?1", params![key])?;
+                    }
+                    None => {}
+                }
+                tx.execute(&format!("INSERT INTO runs({COLS}) SELECT {COLS} FROM src.runs WHERE id = ?1"), params![id])?;
+                let new_id = tx.last_insert_rowid();
+                tx.execute("INSERT INTO metrics(run_id, name, value) SELECT ?1, name, value FROM src.metrics WHERE run_id = ?2", params![new_id, id])?;
+                m.added += 1;
+            }
+            tx.commit()?;
+            Ok(m)
+        })();
+        let detach = self.conn.execute("DETACH DATABASE src", []);
+        let m = result.map_err(wrap)?;
+        detach.map_err(wrap)?;
+        Ok(m)
+    }
+}

@@ -161,6 +161,28 @@ fn with_prefix(cmd: WorkloadCmd) -> Vec<String> {
 }
 
 impl Workload {
+    /// The bytes a run moves, as far as the workload says (pages, object
+    /// sets, bulk transfers, corpus pages; 0 for paced workloads).
+    pub fn expected_bytes(&self) -> u64 {
+        match self {
+            Workload::Web { page, depth, .. } => aerolink_work::page::Page::parse(page, *depth).map(|p| p.total_bytes()).unwrap_or(0),
+            Workload::Objects { set, .. } => aerolink_work::page::object_set(set).map(|v| v.iter().sum()).unwrap_or(0),
+            Workload::Bulk { bytes, .. } => *bytes,
+            Workload::Browser { page, .. } => aerolink_work::corpus::shape(page).map(|s| s.kilobytes() as u64 * 1000).unwrap_or(0),
+            Workload::Messages { .. } | Workload::Realtime { .. } => 0,
+        }
+    }
+
+    /// Seconds a paced workload runs whatever the link (messages for their
+    /// duration, real-time updates at their interval); 0 for the others.
+    pub fn paced_seconds(&self) -> f64 {
+        match self {
+            Workload::Messages { duration_s, .. } => *duration_s,
+            Workload::Realtime { count, interval_ms, .. } => *count as f64 * *interval_ms as f64 / 1e3,
+            _ => 0.0,
+        }
+    }
+
     /// Checks what the types do not: sizes, counts, page and set names.
     pub fn validate(&self) -> Result<(), WorkloadError> {
         match self {
