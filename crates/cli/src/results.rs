@@ -62,7 +62,7 @@ fn open(db: &PathBuf) -> anyhow::Result<Store> {
     open_as(db, "--db")
 }
 
-fn open_as(db: &PathBuf, flag: &str) -> anyhow::Result<Store> {
+fn open_as(db: &std::path::Path, flag: &str) -> anyhow::Result<Store> {
     if !db.exists() {
         return Err(user(format!("{flag} {}: no such file; run an experiment first (aerolink experiment run FILE)", db.display())));
     }
@@ -196,7 +196,7 @@ fn compare(a: &ReportArgs, da: &PathBuf, db: &PathBuf) -> anyhow::Result<i32> {
         }
     }
     let exps = sa.experiments()?;
-    let out = if a.output == PathBuf::from("report.html") { PathBuf::from("compare.html") } else { a.output.clone() };
+    let out = if a.output.as_os_str() == "report.html" { PathBuf::from("compare.html") } else { a.output.clone() };
     let html = aerolink_lab::compare::render(&da.display().to_string(), &db.display().to_string(), &ra, &rb, &exps, &crate::experiment::now_rfc3339());
     std::fs::write(&out, html).map_err(|e| user(format!("{}: {e}", out.display())))?;
     if a.json {
