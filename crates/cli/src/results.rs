@@ -84,7 +84,7 @@ pub fn export(a: ExportArgs) -> anyhow::Result<i32> {
         objects_text(&runs, a.json)?
     } else if a.csv || !a.json {
         let metrics: BTreeSet<String> = runs.iter().flat_map(|r| r.metrics.keys().cloned()).collect();
-        let mut out = String::from("run_key,experiment,profile,profile_hash,workload,protocol,series,params,knobs,seed,rep,aerolink_version,host,started_at,duration_s,ok,error,setup_ms,teardown_ms,wire_bytes_down,wire_bytes_up");
+        let mut out = String::from("run_key,experiment,profile,profile_hash,workload,protocol,series,params,knobs,seed,rep,aerolink_version,host,machine,started_at,duration_s,ok,error,setup_ms,teardown_ms,wire_bytes_down,wire_bytes_up");
         for m in &metrics {
             out.push(',');
             out.push_str(m);
@@ -93,7 +93,7 @@ pub fn export(a: ExportArgs) -> anyhow::Result<i32> {
         for r in &runs {
             let fields = [
                 r.run_key.clone(), r.experiment.clone(), r.profile.clone(), r.profile_hash.clone(), r.workload.clone(), r.protocol.clone(), series_name(r), r.params.clone(),
-                r.knobs_json.clone(), r.seed.to_string(), r.rep.to_string(), r.aerolink_version.clone(), r.host.clone(), r.started_at.clone(),
+                r.knobs_json.clone(), r.seed.to_string(), r.rep.to_string(), r.aerolink_version.clone(), r.host.clone(), r.machine.clone(), r.started_at.clone(),
                 format!("{:.3}", r.duration_s), (r.ok as u8).to_string(), r.error.clone().unwrap_or_default(), format!("{:.1}", r.setup_ms),
                 format!("{:.1}", r.teardown_ms), r.wire_bytes_down.to_string(), r.wire_bytes_up.to_string(),
             ];

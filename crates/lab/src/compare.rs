@@ -42,12 +42,14 @@ pub struct CompareRow {
 #[derive(Clone, Debug, Serialize, Default)]
 pub struct Provenance {
     pub hosts: BTreeSet<String>,
+    /// Cores and kernel of the machines (empty for old stores).
+    pub machines: BTreeSet<String>,
     pub versions: BTreeSet<String>,
     pub runs: usize,
 }
 
 fn provenance(runs: &[RunRow]) -> Provenance {
-    Provenance { hosts: runs.iter().map(|r| r.host.clone()).collect(), versions: runs.iter().map(|r| r.aerolink_version.clone()).collect(), runs: runs.len() }
+    Provenance { hosts: runs.iter().map(|r| r.host.clone()).collect(), machines: runs.iter().map(|r| r.machine.clone()).filter(|m| !m.is_empty()).collect(), versions: runs.iter().map(|r| r.aerolink_version.clone()).collect(), runs: runs.len() }
 }
 
 type Key = (String, String, String, String);
@@ -108,13 +110,13 @@ pub fn render(a_label: &str, b_label: &str, a_runs: &[RunRow], b_runs: &[RunRow]
     let mut h = String::new();
     let _ = write!(h, "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>aerolink comparison</title><style>{}</style></head><body>", crate::report::CSS);
     let _ = write!(h, "<h1>aerolink comparison</h1><p class=\"meta\">A = <code>{}</code>, B = <code>{}</code>; generated {}.</p>", esc(a_label), esc(b_label), esc(generated_at));
-    h.push_str("<table><tr><th></th><th>runs</th><th>hosts</th><th>aerolink versions</th></tr>");
+    h.push_str("<table><tr><th></th><th>runs</th><th>hosts</th><th>machines</th><th>aerolink versions</th></tr>");
     for (name, p) in [("A", &pa), ("B", &pb)] {
         let join = |s: &BTreeSet<String>| esc(&s.iter().cloned().collect::<Vec<_>>().join(", "));
-        let _ = write!(h, "<tr><td>{name}</td><td>{}</td><td>{}</td><td>{}</td></tr>", p.runs, join(&p.hosts), join(&p.versions));
+        let _ = write!(h, "<tr><td>{name}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", p.runs, join(&p.hosts), join(&p.machines), join(&p.versions));
     }
     h.push_str("</table>");
-    if pa.hosts != pb.hosts {
+    if pa.hosts != pb.hosts || pa.machines != pb.machines {
         h.push_str("<p class=\"worse\">The stores come from different machines: a difference may be the machine's, not aerolink's.</p>");
     }
     if pa.versions != pb.versions {

@@ -366,6 +366,7 @@ mod tests {
             rep: 0,
             aerolink_version: String::new(),
             host: String::new(),
+            machine: String::new(),
             started_at: String::new(),
             duration_s: 0.0,
             ok: true,

@@ -41,9 +41,17 @@ pub fn record(e: &Experiment, f: &Finished, host: &str) -> RunRecord {
         seed: f.planned.seed,
         rep: f.planned.rep,
         host: host.to_string(),
+        machine: machine(),
         started_at: rfc3339(f.started),
         duration_s: f.seconds,
         outcome: f.outcome.clone(),
         metrics,
     }
+}
+
+/// This machine as a run records it: its cores and kernel.
+pub fn machine() -> String {
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    format!("{cores} cores, Linux {}", kernel.trim())
 }

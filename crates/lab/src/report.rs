@@ -208,8 +208,14 @@ fn experiment_section(h: &mut String, e: &ExperimentRow, runs: &[&RunRow]) {
     let _ = write!(h, "<h2>{}</h2><p>{}</p>", esc(&e.name), esc(&e.description));
     let seeds: BTreeSet<i64> = runs.iter().map(|r| r.seed).collect();
     let hosts: BTreeSet<&str> = runs.iter().map(|r| r.host.as_str()).collect();
-    let _ = write!(h, "<p class=\"meta\">{} runs, {ok} succeeded; link seeds {}; host {}; reproduce with <code>aerolink experiment run {}</code>.</p>",
-        runs.len(), seeds.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "), esc(&hosts.into_iter().collect::<Vec<_>>().join(", ")), esc(&e.file));
+    let machines: BTreeSet<&str> = runs.iter().map(|r| r.machine.as_str()).filter(|m| !m.is_empty()).collect();
+    let _ = write!(h, "<p class=\"meta\">{} runs, {ok} succeeded; link seeds {}; host {}{}; reproduce with <code>aerolink experiment run {}</code>.</p>",
+        runs.len(), seeds.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "), esc(&hosts.iter().copied().collect::<Vec<_>>().join(", ")),
+        if machines.is_empty() { String::new() } else { format!(" ({})", esc(&machines.iter().copied().collect::<Vec<_>>().join("; "))) }, esc(&e.file));
+    if hosts.len() > 1 || machines.len() > 1 {
+        let _ = write!(h, "<p class=\"worse\">These runs come from {} different machines ({}): timing figures may differ by machine as well as by link (merged shards?). Compare one machine's runs with <code>aerolink report --compare</code>.</p>",
+            hosts.len().max(machines.len()), esc(&machines.iter().copied().collect::<Vec<_>>().join("; ")));
+    }
     // The links.
     let mut profiles: BTreeMap<String, Value> = BTreeMap::new();
     for r in runs {

@@ -53,6 +53,9 @@ pub struct RunRow {
     pub rep: i64,
     pub aerolink_version: String,
     pub host: String,
+    /// The machine a run ran on: cores and kernel ("2 cores, Linux
+    /// 6.18.44"), empty for runs stored before it was recorded.
+    pub machine: String,
     pub started_at: String,
     pub duration_s: f64,
     pub ok: bool,
@@ -92,7 +95,7 @@ CREATE TABLE IF NOT EXISTS runs (
   aerolink_version TEXT NOT NULL, host TEXT NOT NULL, started_at TEXT NOT NULL, duration_s REAL NOT NULL,
   ok INTEGER NOT NULL, error TEXT,
   setup_ms REAL, teardown_ms REAL, wire_bytes_down INTEGER, wire_bytes_up INTEGER,
-  link_drops_loss INTEGER, link_drops_queue INTEGER, result_json TEXT);
+  link_drops_loss INTEGER, link_drops_queue INTEGER, result_json TEXT, machine TEXT NOT NULL DEFAULT '');
 CREATE TABLE IF NOT EXISTS metrics (
   run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, name TEXT NOT NULL, value REAL NOT NULL,
   PRIMARY KEY (run_id, name));
@@ -115,6 +118,7 @@ pub struct RunRecord {
     pub seed: u64,
     pub rep: u32,
     pub host: String,
+    pub machine: String,
     pub started_at: String,
     pub duration_s: f64,
     pub outcome: crate::runner::RunOutcome,
@@ -129,6 +133,11 @@ impl Store {
         conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(wrap)?;
         conn.execute_batch("PRAGMA foreign_keys = ON;").map_err(wrap)?;
         conn.execute_batch(SCHEMA).map_err(wrap)?;
+        // Stores from before `machine` was recorded get the column (empty).
+        let has_machine: bool = conn.prepare("SELECT 1 FROM pragma_table_info('runs') WHERE name = 'machine'").and_then(|mut st| st.exists([])).map_err(wrap)?;
+        if !has_machine {
+            conn.execute_batch("ALTER TABLE runs ADD COLUMN machine TEXT NOT NULL DEFAULT ''").map_err(wrap)?;
+        }
         Ok(Store { conn, path: p })
     }
 
@@ -161,13 +170,14 @@ impl Store {
         tx.execute(
             "INSERT INTO runs(run_key, experiment, profile, profile_hash, profile_json, workload, protocol, params, workload_json, knobs_json,
                seed, rep, aerolink_version, host, started_at, duration_s, ok, error, setup_ms, teardown_ms, wire_bytes_down, wire_bytes_up,
-               link_drops_loss, link_drops_queue, result_json)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25)",
+               link_drops_loss, link_drops_queue, result_json, machine)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
             params![
                 r.run_key, r.experiment, r.profile, r.profile_hash, r.profile_json, r.workload, r.protocol, r.params, r.workload_json, r.knobs_json,
                 r.seed as i64, r.rep as i64, env!("CARGO_PKG_VERSION"), r.host, r.started_at, r.duration_s, o.ok as i64, o.error,
                 o.setup_ms, o.teardown_ms, o.wire_bytes_down as i64, o.wire_bytes_up as i64, o.link_drops_loss as i64, o.link_drops_queue as i64,
-                o.result.to_string()
+                o.result.to_string(),
+                r.machine
             ],
         )
         .map_err(|e| StoreError::Sqlite { path: self.path.clone(), source: e })?;
@@ -197,7 +207,7 @@ impl Store {
             .conn
             .prepare(
                 "SELECT id, run_key, experiment, profile, profile_hash, workload, protocol, params, knobs_json, seed, rep, aerolink_version, host,
-                        started_at, duration_s, ok, error, setup_ms, teardown_ms, wire_bytes_down, wire_bytes_up, result_json, profile_json, workload_json
+                        started_at, duration_s, ok, error, setup_ms, teardown_ms, wire_bytes_down, wire_bytes_up, result_json, profile_json, workload_json, machine
                  FROM runs WHERE (?1 IS NULL OR experiment = ?1) ORDER BY id",
             )
             .map_err(|e| self.wrap(e))?;
@@ -228,6 +238,7 @@ impl Store {
                     result_json: r.get::<_, Option<String>>(21)?.unwrap_or_default(),
                     profile_json: r.get(22)?,
                     workload_json: r.get(23)?,
+                    machine: r.get(24)?,
                     metrics: BTreeMap::new(),
                 })
             })
@@ -314,7 +325,7 @@ impl Store {
             )?;
             const COLS: &str = "run_key, experiment, profile, profile_hash, profile_json, workload, protocol, params, workload_json, knobs_json,
                seed, rep, aerolink_version, host, started_at, duration_s, ok, error, setup_ms, teardown_ms, wire_bytes_down, wire_bytes_up,
-               link_drops_loss, link_drops_queue, result_json";
+               link_drops_loss, link_drops_queue, result_json, machine";
             let candidates: Vec<(i64, String, bool)> = {
                 let mut st = tx.prepare("SELECT id, run_key, ok FROM src.runs ORDER BY id")?;
                 let v = st.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get::<_, i64>(2)? == 1)))?.collect::<Result<Vec<_>, _>>()?;

@@ -92,6 +92,11 @@ fn merging_shards_gives_the_unsharded_set_once_and_is_idempotent() {
     let runs = out.runs(None).unwrap();
     assert_eq!(runs.iter().map(|r| r.host.as_str()).collect::<BTreeSet<_>>(), ["node0", "node1", "node2"].into_iter().collect());
     assert!(runs.iter().all(|r| !r.metrics.is_empty()));
+    // Each run says what machine it ran on; the report warns that the
+    // merged runs come from several.
+    assert!(runs.iter().all(|r| r.machine.contains(" cores, Linux ")), "{:?}", runs[0].machine);
+    let html = aerolink_lab::report::render(&out.experiments().unwrap(), &runs, "all.db", "now");
+    assert!(html.contains("These runs come from 3 different machines"), "the report flags merged machines");
     // Again: nothing added, nothing duplicated.
     for p in &paths {
         let m = out.merge_from(p).unwrap();
@@ -121,4 +126,24 @@ fn merging_shards_gives_the_unsharded_set_once_and_is_idempotent() {
     for p in paths.iter().chain([&all, &retry, &failed, &partial, &other]) {
         let _ = std::fs::remove_file(p);
     }
+}
+
+#[test]
+fn a_store_from_before_machines_were_recorded_opens_and_merges() {
+    // The runs table as it was: no `machine` column.
+    let old = db("oldschema");
+    {
+        let c = rusqlite::Connection::open(&old).unwrap();
+        c.execute_batch("CREATE TABLE runs (id INTEGER PRIMARY KEY, run_key TEXT NOT NULL UNIQUE, experiment TEXT NOT NULL, profile TEXT NOT NULL, profile_hash TEXT NOT NULL, profile_json TEXT NOT NULL, workload TEXT NOT NULL, protocol TEXT NOT NULL, params TEXT NOT NULL, workload_json TEXT NOT NULL, knobs_json TEXT NOT NULL, seed INTEGER NOT NULL, rep INTEGER NOT NULL, aerolink_version TEXT NOT NULL, host TEXT NOT NULL, started_at TEXT NOT NULL, duration_s REAL NOT NULL, ok INTEGER NOT NULL, error TEXT, setup_ms REAL, teardown_ms REAL, wire_bytes_down INTEGER, wire_bytes_up INTEGER, link_drops_loss INTEGER, link_drops_queue INTEGER, result_json TEXT);
+            INSERT INTO runs VALUES (1, 'k1', 'x', 'mss', 'h', '{}', 'web', 'h2', '4x10KB', '{}', '{}', 1, 0, '0.1.0', 'oldhost', '2026-01-01T00:00:00Z', 1.0, 1, NULL, 1, 1, 1, 1, 0, 0, '{}');").unwrap();
+    }
+    let s = Store::open(&old).unwrap();
+    let runs = s.runs(None).unwrap();
+    assert_eq!((runs.len(), runs[0].host.as_str(), runs[0].machine.as_str()), (1, "oldhost", ""));
+    let new = db("newschema");
+    let mut n = Store::open(&new).unwrap();
+    assert_eq!(n.merge_from(&old).unwrap().added, 1);
+    assert_eq!(n.runs(None).unwrap()[0].host, "oldhost");
+    let _ = std::fs::remove_file(&old);
+    let _ = std::fs::remove_file(&new);
 }
