@@ -39,7 +39,8 @@ pub fn show(name: Option<String>, mut link: crate::linkargs::LinkArgs, json_out:
     if link.topology.is_some() || link.space.is_some() {
         return Err(crate::error::user("profiles show: --topology and --space describe chains; show one profile (NAME) or the link flags"));
     }
-    if link.profile.is_none() && link.overrides()?.is_empty() {
+    let flags = !link.overrides()?.is_empty();
+    if link.profile.is_none() && !flags {
         return Err(crate::error::user("profiles show: give a profile NAME (see `aerolink profiles list`) or link flags such as --rate or --netem"));
     }
     let p = link.profile()?;
@@ -47,7 +48,7 @@ pub fn show(name: Option<String>, mut link: crate::linkargs::LinkArgs, json_out:
         println!("{}", serde_json::to_string_pretty(&profile_json(&p))?);
     } else {
         print!("{p}");
-        if let Some(text) = link.profile.as_deref().filter(|_| link.overrides().map(|o| o.is_empty()).unwrap_or(false)).and_then(builtin::get) {
+        if let Some(text) = link.profile.as_deref().filter(|_| !flags).and_then(builtin::get) {
             println!("\n# the profile file:\n{text}");
         }
     }

@@ -33,9 +33,35 @@ pub struct CompareRow {
     pub ratio: f64,
     pub ratio_lo: f64,
     pub ratio_hi: f64,
-    /// "better", "worse" (B against A; the interval excludes 1) or "same"
-    /// (it does not: the difference is within the noise, or too few runs).
-    pub verdict: &'static str,
+    pub verdict: Change,
+}
+
+/// B against A: better or worse when the ratio's interval excludes 1, the
+/// same when it does not (the difference is within the noise, or too few
+/// runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Change {
+    Better,
+    Worse,
+    Same,
+}
+
+impl Change {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Change::Better => "better",
+            Change::Worse => "worse",
+            Change::Same => "same",
+        }
+    }
+}
+
+/// So a verdict reads against its name, as in the JSON.
+impl PartialEq<&str> for Change {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other
+    }
 }
 
 /// What a store was made on.
@@ -76,11 +102,11 @@ pub fn compare(a: &[RunRow], b: &[RunRow]) -> Vec<CompareRow> {
         let (ratio, lo, hi) = crate::findings::bootstrap(vb, va, |x, y| x / y, seed);
         let enough = va.len() >= crate::findings::MIN_RUNS && vb.len() >= crate::findings::MIN_RUNS;
         let verdict = if !enough || (lo <= 1.0 && hi >= 1.0) {
-            "same"
+            Change::Same
         } else if (hi < 1.0) == *lower {
-            "better"
+            Change::Better
         } else {
-            "worse"
+            Change::Worse
         };
         let med = |v: &[f64]| crate::stats::summarize(v).map(|s| s.median).unwrap_or(f64::NAN);
         rows.push(CompareRow {
@@ -122,8 +148,8 @@ pub fn render(a_label: &str, b_label: &str, a_runs: &[RunRow], b_runs: &[RunRow]
     if pa.versions != pb.versions {
         h.push_str("<p class=\"note\">The stores come from different aerolink versions.</p>");
     }
-    let better = rows.iter().filter(|r| r.verdict == "better").count();
-    let worse = rows.iter().filter(|r| r.verdict == "worse").count();
+    let better = rows.iter().filter(|r| r.verdict == Change::Better).count();
+    let worse = rows.iter().filter(|r| r.verdict == Change::Worse).count();
     let _ = write!(h, "<p class=\"note\">{} comparisons: B is better in {better}, worse in {worse}, the same within the noise in {}. Each row compares the medians of the setting's headline metric; the ratio is B / A with a 95 % bootstrap interval, and B differs from A only when that interval excludes 1 (at least {} runs a side).</p>", rows.len(), rows.len() - better - worse, crate::findings::MIN_RUNS);
     if rows.is_empty() {
         h.push_str("<p>The two stores share no experiment, setting, link and series with successful runs.</p>");
@@ -139,12 +165,11 @@ pub fn render(a_label: &str, b_label: &str, a_runs: &[RunRow], b_runs: &[RunRow]
             let _ = write!(h, "<h2>{}</h2><p>{}</p><table><tr><th>setting</th><th>link</th><th>series</th><th>A median</th><th>B median</th><th>B / A (95 % interval)</th><th>runs A + B</th><th>B is</th></tr>", esc(&r.experiment), esc(&desc));
         }
         let cls = match r.verdict {
-            "better" => "better",
-            "worse" => "worse",
-            _ => "",
+            Change::Same => "",
+            v => v.as_str(),
         };
         let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{cls}\">{:.2}× ({:.2}–{:.2})</td><td>{} + {}</td><td class=\"{cls}\">{}</td></tr>",
-            esc(&r.setting), esc(&r.profile), esc(&r.series), fmt_metric(&r.metric, r.a_median), fmt_metric(&r.metric, r.b_median), r.ratio, r.ratio_lo, r.ratio_hi, r.a_runs, r.b_runs, r.verdict);
+            esc(&r.setting), esc(&r.profile), esc(&r.series), fmt_metric(&r.metric, r.a_median), fmt_metric(&r.metric, r.b_median), r.ratio, r.ratio_lo, r.ratio_hi, r.a_runs, r.b_runs, r.verdict.as_str());
     }
     if !current.is_empty() {
         h.push_str("</table>");

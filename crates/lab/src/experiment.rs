@@ -114,11 +114,18 @@ impl Experiment {
         self.profiles
             .iter()
             .map(|p| {
-                let hops = self.chain.build(p).hops;
-                let bottleneck = hops.iter().flat_map(|h| [h.up.capacity_bps(), h.down.capacity_bps()]).flatten().fold(UNLIMITED_BPS, f64::min);
-                hops.len() as f64 * bottleneck / 1e8 * PUMP_CORES_PER_100_MBIT
+                let (hops, bottleneck) = self.chain_of(p);
+                hops as f64 * bottleneck / 1e8 * PUMP_CORES_PER_100_MBIT
             })
             .fold(0.0, f64::max)
+    }
+
+    /// The chain over `profile`: its number of hops and its bottleneck rate
+    /// (either direction; [`UNLIMITED_BPS`] when nothing limits it).
+    fn chain_of(&self, profile: &Profile) -> (usize, f64) {
+        let hops = self.chain.build(profile).hops;
+        let bottleneck = hops.iter().flat_map(|h| [h.up.capacity_bps(), h.down.capacity_bps()]).flatten().fold(UNLIMITED_BPS, f64::min);
+        (hops.len(), bottleneck)
     }
 
     /// What a run is expected to take, s, to balance shards: set-up, four
@@ -128,8 +135,7 @@ impl Experiment {
     pub fn expected_seconds(&self, run: &PlannedRun) -> f64 {
         let p = &self.profiles[run.profile];
         let w = &self.cases[run.case].workload;
-        let hops = self.chain.build(p).hops;
-        let bottleneck = hops.iter().flat_map(|h| [h.up.capacity_bps(), h.down.capacity_bps()]).flatten().fold(UNLIMITED_BPS, f64::min);
+        let (_, bottleneck) = self.chain_of(p);
         0.2 + 4.0 * p.base_rtt().as_secs_f64() + w.expected_bytes() as f64 * 8.0 / bottleneck + w.paced_seconds()
     }
 
@@ -138,21 +144,22 @@ impl Experiment {
     /// the same file and `n` give the same shards on any machine.
     pub fn shards(&self, n: usize) -> Vec<Vec<PlannedRun>> {
         let n = n.max(1);
-        let mut runs: Vec<(f64, PlannedRun)> = self.plan().into_iter().map(|r| (self.expected_seconds(&r), r)).collect();
+        let plan = self.plan();
+        // Within a shard, the plan's own (random, seeded) order.
+        let order: std::collections::HashMap<&str, usize> = plan.iter().enumerate().map(|(i, r)| (r.key.as_str(), i)).collect();
+        let mut runs: Vec<(f64, &PlannedRun)> = plan.iter().map(|r| (self.expected_seconds(r), r)).collect();
         runs.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.key.cmp(&b.1.key)));
         let mut shards: Vec<(f64, Vec<PlannedRun>)> = vec![(0.0, Vec::new()); n];
         for (t, r) in runs {
             // The least loaded shard; the lowest index on a tie.
             let i = (0..n).min_by(|&a, &b| shards[a].0.total_cmp(&shards[b].0).then(a.cmp(&b))).unwrap_or(0);
             shards[i].0 += t;
-            shards[i].1.push(r);
+            shards[i].1.push(r.clone());
         }
-        // Within a shard, the plan's own (random, seeded) order.
-        let order: std::collections::HashMap<String, usize> = self.plan().into_iter().enumerate().map(|(i, r)| (r.key, i)).collect();
         shards
             .into_iter()
             .map(|(_, mut v)| {
-                v.sort_by_key(|r| order[&r.key]);
+                v.sort_by_key(|r| order[r.key.as_str()]);
                 v
             })
             .collect()

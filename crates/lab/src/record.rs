@@ -49,9 +49,14 @@ pub fn record(e: &Experiment, f: &Finished, host: &str) -> RunRecord {
     }
 }
 
-/// This machine as a run records it: its cores and kernel.
+/// This machine as a run records it: its cores and kernel (read once).
 pub fn machine() -> String {
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
-    let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
-    format!("{cores} cores, Linux {}", kernel.trim())
+    static MACHINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    MACHINE
+        .get_or_init(|| {
+            let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0);
+            let kernel = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+            format!("{cores} cores, Linux {}", kernel.trim())
+        })
+        .clone()
 }
