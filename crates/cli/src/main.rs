@@ -7,6 +7,7 @@ mod error;
 mod experiment;
 mod linkargs;
 mod pep;
+mod probe;
 mod profiles;
 mod results;
 mod run;
@@ -96,6 +97,18 @@ enum Cmd {
     /// Record a page with a real browser (headless Chromium) into an
     /// archive for `aerolink replay serve`.
     Record(replay::RecordArgs),
+    /// Measure a real link: the agent (`probe run`) and its ground
+    /// reflector (`probe serve`).
+    Probe {
+        #[command(subcommand)]
+        what: probe::ProbeCmd,
+    },
+    /// Analyse a probe log as seed 000 analysed its flights: RTT, loss per
+    /// 100 s, outages, technology, DNS caches, proxies, path; an HTML page.
+    Analyze(probe::AnalyzeArgs),
+    /// Fit a link profile to a probe log (`aerolink run --profile` replays
+    /// it).
+    Fit(probe::FitArgs),
     /// The workload programs themselves (run inside a lab's namespaces).
     Workload {
         #[command(subcommand)]
@@ -197,6 +210,9 @@ fn main() {
         Cmd::Results { what: ResultsCmd::Export(a) } => results::export(a),
         Cmd::Results { what: ResultsCmd::Merge(a) } => results::merge(a),
         Cmd::Report(a) => results::report(a),
+        Cmd::Probe { what } => probe::run(what),
+        Cmd::Analyze(a) => probe::analyze(a),
+        Cmd::Fit(a) => probe::fit(a),
     };
     match result {
         Ok(code) => std::process::exit(code),

@@ -180,6 +180,11 @@ pub fn report(a: ReportArgs) -> anyhow::Result<i32> {
         }
     }
     let runs = store.runs(a.experiment.as_deref())?;
+    // A store that holds only a flight (`probe run --db`) reports the flight.
+    if exps.is_empty() && runs.is_empty() && !store.probe_logs()?.is_empty() {
+        drop(store);
+        return crate::probe::analyze(crate::probe::AnalyzeArgs { log: None, db: Some(a.db.clone()), output: a.output.clone(), json: false, phase: vec![], loss_window: 100.0, outage_min: 10.0, against: None });
+    }
     let html = aerolink_lab::report::render(&exps, &runs, &a.db.display().to_string(), &crate::experiment::now_rfc3339());
     std::fs::write(&a.output, html).map_err(|e| user(format!("{}: {e}", a.output.display())))?;
     println!("{}", std::fs::canonicalize(&a.output).unwrap_or(a.output.clone()).display());

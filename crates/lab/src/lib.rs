@@ -11,6 +11,8 @@
 pub mod compare;
 pub mod experiment;
 pub mod findings;
+pub mod fit;
+pub mod flight;
 pub mod gateways;
 pub mod pool;
 pub mod profiles;

@@ -100,6 +100,9 @@ CREATE TABLE IF NOT EXISTS metrics (
   run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE, name TEXT NOT NULL, value REAL NOT NULL,
   PRIMARY KEY (run_id, name));
 CREATE INDEX IF NOT EXISTS runs_by_experiment ON runs(experiment);
+CREATE TABLE IF NOT EXISTS probe_records (
+  log TEXT NOT NULL, n INTEGER NOT NULL, t REAL NOT NULL, kind TEXT NOT NULL, record_json TEXT NOT NULL,
+  PRIMARY KEY (log, n));
 ";
 
 /// One run as the store keeps it (built by [`crate::record`]).
@@ -139,6 +142,27 @@ impl Store {
             conn.execute_batch("ALTER TABLE runs ADD COLUMN machine TEXT NOT NULL DEFAULT ''").map_err(wrap)?;
         }
         Ok(Store { conn, path: p })
+    }
+
+    /// Keeps one record of a probe log (`aerolink probe run --db`); a
+    /// record already there (same log, same number) is kept as it was.
+    pub fn insert_probe_record(&self, log: &str, n: u64, t: f64, kind: &str, json: &str) -> Result<(), StoreError> {
+        self.conn.execute("INSERT OR IGNORE INTO probe_records (log, n, t, kind, record_json) VALUES (?1, ?2, ?3, ?4, ?5)", rusqlite::params![log, n as i64, t, kind, json]).map_err(|e| self.wrap(e))?;
+        Ok(())
+    }
+
+    /// The probe logs the store holds, by name.
+    pub fn probe_logs(&self) -> Result<Vec<String>, StoreError> {
+        let mut st = self.conn.prepare("SELECT DISTINCT log FROM probe_records ORDER BY log").map_err(|e| self.wrap(e))?;
+        let rows = st.query_map([], |r| r.get::<_, String>(0)).map_err(|e| self.wrap(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.wrap(e))
+    }
+
+    /// The records of one probe log as JSON lines, in order.
+    pub fn probe_records(&self, log: &str) -> Result<Vec<String>, StoreError> {
+        let mut st = self.conn.prepare("SELECT record_json FROM probe_records WHERE log = ?1 ORDER BY n").map_err(|e| self.wrap(e))?;
+        let rows = st.query_map([log], |r| r.get::<_, String>(0)).map_err(|e| self.wrap(e))?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(|e| self.wrap(e))
     }
 
     fn wrap(&self, source: rusqlite::Error) -> StoreError {

@@ -18,6 +18,7 @@ pub mod error;
 pub mod har;
 pub mod messages;
 pub mod page;
+pub mod probe;
 pub mod quic;
 pub mod realtime;
 pub mod replay;

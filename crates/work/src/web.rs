@@ -54,7 +54,14 @@ pub struct ObjectTiming {
     /// Pushed by the server (HTTP/2): `start_ms` is when its promise came.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pushed: bool,
+    /// Proxy and cache headers of the response ([`NOTABLE_HEADERS`]).
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub headers: std::collections::BTreeMap<String, String>,
 }
+
+/// Response headers that tell of proxies and caches on the path (seed 000
+/// §5.3 found them in flight): kept with each object's timing.
+pub const NOTABLE_HEADERS: [&str; 7] = ["via", "x-cache", "x-cache-lookup", "age", "cache-status", "x-served-by", "forwarded"];
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct WebResult {
@@ -306,7 +313,7 @@ impl Transport {
                             let first_byte_ms = ms(t0);
                             let ct = content_type(resp.headers());
                             let body = read_h2_body(resp.into_body()).await?;
-                            Ok((ObjectTiming { path, bytes: body.len() as u64, start_ms, first_byte_ms, end_ms: ms(t0), conn: 0, pushed: true }, ct, body))
+                            Ok((ObjectTiming { path, bytes: body.len() as u64, start_ms, first_byte_ms, end_ms: ms(t0), conn: 0, pushed: true, headers: ct.1 }, ct.0, body))
                         };
                         let _ = tx.send(got.await);
                     });
@@ -348,12 +355,15 @@ impl Transport {
                 (0, resp_ms, ct, Bytes::from(out))
             }
         };
-        Ok(Fetched { timing: ObjectTiming { path, bytes: body.len() as u64, start_ms, first_byte_ms: resp_ms, end_ms: ms(t0), conn, pushed: false }, content_type: ct, body })
+        Ok(Fetched { timing: ObjectTiming { path, bytes: body.len() as u64, start_ms, first_byte_ms: resp_ms, end_ms: ms(t0), conn, pushed: false, headers: ct.1 }, content_type: ct.0, body })
     }
 }
 
-fn content_type(h: &http::HeaderMap) -> String {
-    h.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string()
+/// The content type and the [`NOTABLE_HEADERS`] of a response.
+fn content_type(h: &http::HeaderMap) -> (String, std::collections::BTreeMap<String, String>) {
+    let ct = h.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+    let notable = NOTABLE_HEADERS.iter().filter_map(|n| Some((n.to_string(), h.get_all(*n).iter().filter_map(|v| v.to_str().ok()).collect::<Vec<_>>().join(", ")))).filter(|(_, v)| !v.is_empty()).collect();
+    (ct, notable)
 }
 
 /// Loads `page` from `server` over `protocol`.

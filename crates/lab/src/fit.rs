@@ -1,0 +1,348 @@
+//! A link profile fitted from a probe log: what `aerolink fit` writes.
+//!
+//! Per direction: the base delay (median one-way delay when the clocks are
+//! trusted, else half the RTT, less the probe's own serialisation), jitter
+//! as the empirical distribution around it, loss as a Gilbert model
+//! (bad state loses all, good state none) fitted from the loss run lengths —
+//! or Bernoulli when the runs show no memory — and the rate from the
+//! throughput tests' best second. Outages come from the long gaps. Probes
+//! sent while a page load or transfer was running, or inside an outage, are
+//! left out of delay and loss: they measure the agent's own traffic.
+
+use aerolink_work::probe::record::{Measurement, Record};
+use serde_json::{json, Value};
+
+use crate::flight::{self, Dist, Probe};
+
+/// Bytes on the wire of a probe request and reply (IPv4 + UDP + payload).
+const PROBE_WIRE_UP: f64 = 28.0 + 80.0;
+const PROBE_WIRE_DOWN: f64 = 28.0 + 72.0;
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The profile's name.
+    pub name: String,
+    /// File name stem for the jitter sample files (next to the profile).
+    pub stem: String,
+    /// Lost probes spanning at least this long are an outage.
+    pub outage_min_s: f64,
+    /// What the log is (for the profile's `source`).
+    pub source: String,
+}
+
+/// Loss run statistics of one direction and the model they give.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct LossFit {
+    pub packets: usize,
+    pub lost: usize,
+    pub mean: f64,
+    /// P(good → bad) and P(bad → good) per packet, each with a 95 %
+    /// confidence half-width.
+    pub p: f64,
+    pub p_ci: f64,
+    pub r: f64,
+    pub r_ci: f64,
+    /// "none", "bernoulli" or "gilbert-elliott".
+    pub model: String,
+}
+
+/// Fits the Gilbert model to loss sequences (each a contiguous stretch,
+/// `true` = lost).
+pub fn fit_loss(seqs: &[Vec<bool>]) -> LossFit {
+    let (mut n0, mut n01, mut n1, mut n10, mut packets, mut lost) = (0usize, 0usize, 0usize, 0usize, 0usize, 0usize);
+    for s in seqs {
+        packets += s.len();
+        lost += s.iter().filter(|x| **x).count();
+        for w in s.windows(2) {
+            match (w[0], w[1]) {
+                (false, b) => {
+                    n0 += 1;
+                    n01 += b as usize;
+                }
+                (true, b) => {
+                    n1 += 1;
+                    n10 += !b as usize;
+                }
+            }
+        }
+    }
+    let mean = if packets > 0 { lost as f64 / packets as f64 } else { 0.0 };
+    let ci = |x: f64, n: usize| if n > 0 { 1.96 * (x * (1.0 - x) / n as f64).sqrt() } else { f64::INFINITY };
+    let p = if n0 > 0 { n01 as f64 / n0 as f64 } else { 0.0 };
+    let r = if n1 > 0 { n10 as f64 / n1 as f64 } else { 1.0 };
+    let (p_ci, r_ci) = (ci(p, n0), ci(r, n1));
+    let model = if lost == 0 {
+        "none"
+    } else if n1 == 0 || (p + r - 1.0).abs() <= (p_ci * p_ci + r_ci * r_ci).sqrt() {
+        // No memory: the chance of a loss does not depend on the last one.
+        "bernoulli"
+    } else {
+        "gilbert-elliott"
+    };
+    LossFit { packets, lost, mean, p, p_ci, r, r_ci, model: model.into() }
+}
+
+/// A fitted profile: its TOML, the files it names, and what was fitted
+/// (with confidence intervals) as JSON.
+#[derive(Clone, Debug)]
+pub struct Fitted {
+    pub toml: String,
+    pub files: Vec<(String, String)>,
+    pub summary: Value,
+}
+
+fn busy_windows(records: &[Record]) -> Vec<(f64, f64)> {
+    records
+        .iter()
+        .filter_map(|r| match &r.m {
+            Measurement::Web { plt_ms, .. } => Some((r.t - 1.0, r.t + plt_ms.unwrap_or(60_000.0) / 1e3 + 1.0)),
+            Measurement::Bulk { ms, .. } => Some((r.t - 1.0, r.t + ms.unwrap_or(60_000.0) / 1e3 + 1.0)),
+            Measurement::Rate { ms, .. } => Some((r.t - 1.0, r.t + ms.unwrap_or(5_000.0) / 1e3 + 2.0)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Splits probes into stretches of consecutive ones that `keep` admits
+/// (a probe it refuses ends a stretch), mapped through `f`.
+fn stretches(ps: &[Probe], keep: impl Fn(&Probe) -> bool, f: impl Fn(&Probe) -> Option<bool>) -> Vec<Vec<bool>> {
+    let mut out = vec![Vec::new()];
+    let mut last_session = None;
+    for p in ps {
+        let v = if keep(p) { f(p) } else { None };
+        match v {
+            Some(b) if last_session == Some(p.session) || last_session.is_none() => out.last_mut().expect("one").push(b),
+            Some(b) => out.push(vec![b]),
+            None => out.push(Vec::new()),
+        }
+        last_session = Some(p.session);
+    }
+    out.retain(|s| s.len() > 1);
+    out
+}
+
+fn fmt_rate(bps: f64) -> String {
+    format!("{:.4} Mbit/s", bps / 1e6)
+}
+
+/// Fits a profile to `records`.
+pub fn fit(records: &[Record], o: &Options) -> Result<Fitted, String> {
+    let ps = flight::probes(records);
+    if ps.iter().filter(|p| p.rtt_ms.is_some()).count() < 10 {
+        return Err("fewer than 10 answered UDP probes: nothing to fit (was the reflector running?)".into());
+    }
+    let t0 = records.iter().map(|r| r.t).fold(f64::INFINITY, f64::min);
+    let outages = flight::outages(&ps, t0, o.outage_min_s);
+    let busy = busy_windows(records);
+    let clean = |p: &Probe| {
+        let rel = p.t - t0;
+        !busy.iter().any(|(a, b)| p.t >= *a && p.t <= *b) && !outages.iter().any(|w| rel >= w.start_s - 1e-6 && rel <= w.start_s + w.duration_s + 1e-6)
+    };
+    let answered: Vec<&Probe> = ps.iter().filter(|p| p.rtt_ms.is_some() && clean(p)).collect();
+    let one_way = answered.iter().filter(|p| p.up_ms.is_some() && p.down_ms.is_some()).count() * 2 >= answered.len().max(1);
+    // The rate: the median of the packet trains, else the best second of
+    // the TCP transfers (which loss and a long RTT keep below the link's).
+    let trains = |dir: &str| records.iter().filter_map(|r| match &r.m { Measurement::Rate { direction, rate_bps, .. } if direction == dir => *rate_bps, _ => None }).collect::<Vec<f64>>();
+    let peak = |dir: &str| -> Option<(f64, &'static str, usize)> {
+        let t = trains(dir);
+        if let Some(d) = Dist::of(&t) {
+            return Some((d.median, "packet trains", d.n));
+        }
+        records.iter().filter_map(|r| match &r.m { Measurement::Bulk { direction, peak_bps, .. } if direction == dir => *peak_bps, _ => None }).reduce(f64::max).map(|b| (b, "best second of TCP transfers", 1))
+    };
+    let mut toml = toml::Table::new();
+    toml.insert("name".into(), o.name.clone().into());
+    toml.insert("description".into(), format!("Fitted from a probe log by aerolink fit ({} probes over {:.1} min)", ps.len(), (ps.last().map_or(t0, |p| p.t) - t0) / 60.0).into());
+    toml.insert("source".into(), o.source.clone().into());
+    toml.insert(
+        "split".into(),
+        format!(
+            "{}; loss per direction from the reflector's record of which probes reached it, fitted per probe packet (a replay advances the loss state with every packet); rate from the packet trains' dispersion (median), else from the best second of the TCP transfers; probes during page loads, transfers and outages left out of delay and loss",
+            if one_way { "one-way delays from the agent's and reflector's clocks (trusted)" } else { "RTT split evenly (clocks not trusted)" }
+        )
+        .into(),
+    );
+    let mut files = Vec::new();
+    let mut summary = serde_json::Map::new();
+    for (dir, wire) in [("up", PROBE_WIRE_UP), ("down", PROBE_WIRE_DOWN)] {
+        let delays: Vec<f64> = answered.iter().filter_map(|p| if one_way { if dir == "up" { p.up_ms } else { p.down_ms } } else { p.rtt_ms.map(|r| r / 2.0) }).collect();
+        let d = Dist::of(&delays).ok_or("no delays")?;
+        let rate_fit = peak(dir);
+        let rate = rate_fit.map(|r| r.0);
+        let serialisation_ms = rate.map_or(0.0, |r| wire * 8.0 / r * 1e3);
+        let base = (d.median - serialisation_ms).max(0.0);
+        let mut t = toml::Table::new();
+        if let Some(r) = rate {
+            t.insert("rate".into(), fmt_rate(r).into());
+        }
+        t.insert("delay".into(), format!("{base:.3} ms").into());
+        let spread = d.p95 - d.p5;
+        let jitter_file = format!("{}.jitter-{dir}.txt", o.stem);
+        if spread >= 0.2 {
+            let step = (delays.len() / 5000).max(1);
+            let mut text = format!("# extra one-way delay ({dir}) in ms around {:.3} ms, from aerolink fit\n", d.median);
+            for x in delays.iter().step_by(step) {
+                let _ = std::fmt::Write::write_fmt(&mut text, format_args!("{:.3}\n", x - d.median));
+            }
+            files.push((jitter_file.clone(), text));
+            let mut j = toml::Table::new();
+            j.insert("dist".into(), "empirical".into());
+            j.insert("file".into(), jitter_file.clone().into());
+            t.insert("jitter".into(), toml::Value::Table(j));
+        }
+        // Up: every probe whose fate is known. Down: the replies to the
+        // probes that reached the reflector.
+        let seqs = if dir == "up" {
+            stretches(&ps, clean, |p| p.up_arrived.map(|a| !a))
+        } else {
+            stretches(&ps, clean, |p| (p.up_arrived == Some(true)).then_some(p.rtt_ms.is_none()))
+        };
+        let loss = fit_loss(&seqs);
+        match loss.model.as_str() {
+            "none" => {}
+            "bernoulli" => {
+                t.insert("loss".into(), format!("{:.4}%", loss.mean * 100.0).into());
+            }
+            _ => {
+                let mut l = toml::Table::new();
+                l.insert("model".into(), "gilbert-elliott".into());
+                l.insert("p".into(), format!("{:.4}%", loss.p * 100.0).into());
+                l.insert("r".into(), format!("{:.4}%", loss.r * 100.0).into());
+                l.insert("bad_loss".into(), "100%".into());
+                l.insert("good_loss".into(), "0%".into());
+                t.insert("loss".into(), toml::Value::Table(l));
+            }
+        }
+        summary.insert(
+            dir.into(),
+            json!({
+                "delay_ms": base, "delay_median_ms": d.median, "delay_p5_ms": d.p5, "delay_p95_ms": d.p95, "delay_samples": d.n,
+                "delay_ci_ms": 1.96 * ((d.p75 - d.p25) / 1.349) / (d.n as f64).sqrt() * 1.2533,
+                "jitter_file": (spread >= 0.2).then_some(jitter_file),
+                "rate_bps": rate, "rate_from": rate_fit.map(|r| r.1), "rate_samples": rate_fit.map(|r| r.2), "loss": loss,
+            }),
+        );
+        toml.insert(dir.into(), toml::Value::Table(t));
+    }
+    if !outages.is_empty() {
+        let list: Vec<toml::Value> = outages
+            .iter()
+            .map(|w| {
+                let mut e = toml::Table::new();
+                e.insert("start".into(), format!("{:.1} s", w.start_s).into());
+                e.insert("duration".into(), format!("{:.1} s", w.duration_s).into());
+                e.insert("mode".into(), "drop".into());
+                toml::Value::Table(e)
+            })
+            .collect();
+        let mut link = toml::Table::new();
+        link.insert("outages".into(), toml::Value::Array(list));
+        toml.insert("link".into(), toml::Value::Table(link));
+    }
+    summary.insert("one_way_delays".into(), json!(one_way));
+    summary.insert("outages".into(), json!(outages));
+    summary.insert("probes".into(), json!({"total": ps.len(), "used_for_delay": answered.len()}));
+    let text = format!("# Fitted by `aerolink fit` from {}.\n# Replay: aerolink run --profile THIS_FILE …\n{}", o.source, toml::to_string(&toml).map_err(|e| e.to_string())?);
+    Ok(Fitted { toml: text, files, summary: Value::Object(summary) })
+}
+
+/// Two-sample Kolmogorov–Smirnov test: the statistic D and its asymptotic
+/// p-value (are `a` and `b` drawn from one distribution?).
+pub fn ks_two_sample(a: &[f64], b: &[f64]) -> (f64, f64) {
+    let mut a: Vec<f64> = a.to_vec();
+    let mut b: Vec<f64> = b.to_vec();
+    a.sort_by(f64::total_cmp);
+    b.sort_by(f64::total_cmp);
+    let (n, m) = (a.len() as f64, b.len() as f64);
+    if a.is_empty() || b.is_empty() {
+        return (1.0, 0.0);
+    }
+    let (mut i, mut j, mut d) = (0usize, 0usize, 0f64);
+    while i < a.len() && j < b.len() {
+        let x = a[i].min(b[j]);
+        while i < a.len() && a[i] <= x {
+            i += 1;
+        }
+        while j < b.len() && b[j] <= x {
+            j += 1;
+        }
+        d = d.max((i as f64 / n - j as f64 / m).abs());
+    }
+    let en = (n * m / (n + m)).sqrt();
+    let lambda = (en + 0.12 + 0.11 / en) * d;
+    let mut p = 0.0;
+    for k in 1..=100 {
+        let k = k as f64;
+        p += 2.0 * (-1f64).powf(k - 1.0) * (-2.0 * k * k * lambda * lambda).exp();
+    }
+    (d, p.clamp(0.0, 1.0))
+}
+
+/// Per-window loss values of a log, for comparing a replay with a flight.
+pub fn loss_windows(records: &[Record], window_s: f64) -> Vec<f64> {
+    let f = flight::analyze(records, 0, "", &flight::Options { loss_window_s: window_s, ..Default::default() });
+    f.phases.into_iter().next().map(|p| p.loss_windows.values).unwrap_or_default()
+}
+
+/// The fitted values of `summary` in a few lines for a terminal.
+pub fn describe(summary: &Value) -> String {
+    let mut out = String::new();
+    for dir in ["down", "up"] {
+        let s = &summary[dir];
+        let loss = &s["loss"];
+        let loss_text = match loss["model"].as_str() {
+            Some("gilbert-elliott") => format!("Gilbert p = {:.3} ± {:.3} %, r = {:.1} ± {:.1} % (mean {:.2} %)", loss["p"].as_f64().unwrap_or(0.0) * 100.0, loss["p_ci"].as_f64().unwrap_or(0.0) * 100.0, loss["r"].as_f64().unwrap_or(0.0) * 100.0, loss["r_ci"].as_f64().unwrap_or(0.0) * 100.0, loss["mean"].as_f64().unwrap_or(0.0) * 100.0),
+            Some("bernoulli") => format!("random {:.2} %", loss["mean"].as_f64().unwrap_or(0.0) * 100.0),
+            _ => "none".into(),
+        };
+        out.push_str(&format!(
+            "{dir:>4}: delay {:.1} ms (p5–p95 {:.1}–{:.1}), rate {}, loss {loss_text}\n",
+            s["delay_ms"].as_f64().unwrap_or(0.0),
+            s["delay_p5_ms"].as_f64().unwrap_or(0.0),
+            s["delay_p95_ms"].as_f64().unwrap_or(0.0),
+            s["rate_bps"].as_f64().map_or("not measured (no rate or throughput test)".into(), |r| format!("{} (from {})", fmt_rate(r), s["rate_from"].as_str().unwrap_or("?")))
+        ));
+    }
+    let outages = summary["outages"].as_array().map_or(0, |a| a.len());
+    out.push_str(&format!("outages: {outages}\n"));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    /// A Gilbert chain with known p and r: the fit's intervals hold them.
+    #[test]
+    fn the_gilbert_fit_finds_the_chain_that_made_the_losses() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let (p, r) = (0.02, 0.3);
+        let mut bad = false;
+        let s: Vec<bool> = (0..50_000)
+            .map(|_| {
+                bad = if bad { !rng.random_bool(r) } else { rng.random_bool(p) };
+                bad
+            })
+            .collect();
+        let f = fit_loss(&[s]);
+        assert_eq!(f.model, "gilbert-elliott");
+        assert!((f.p - p).abs() <= f.p_ci && (f.r - r).abs() <= f.r_ci, "{f:?}");
+        // Independent losses are Bernoulli.
+        let s: Vec<bool> = (0..50_000).map(|_| rng.random_bool(0.05)).collect();
+        let f = fit_loss(&[s]);
+        assert_eq!(f.model, "bernoulli", "{f:?}");
+        assert!((f.mean - 0.05).abs() < 0.005);
+        assert_eq!(fit_loss(&[vec![false; 100]]).model, "none");
+    }
+
+    #[test]
+    fn ks_tells_one_distribution_from_another() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        let a: Vec<f64> = (0..500).map(|_| rng.random::<f64>()).collect();
+        let b: Vec<f64> = (0..500).map(|_| rng.random::<f64>()).collect();
+        let c: Vec<f64> = (0..500).map(|_| rng.random::<f64>() * 1.3).collect();
+        assert!(ks_two_sample(&a, &b).1 > 0.01);
+        assert!(ks_two_sample(&a, &c).1 < 0.001);
+    }
+}

@@ -1,0 +1,141 @@
+//! DNS lookups timed by the agent (hickory-proto builds and reads the
+//! messages; the socket and the clock are ours), and the reflector's small
+//! authoritative server, which answers every A/AAAA question with its own
+//! address so that a lab has names to look up.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, Instant};
+
+use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
+use hickory_proto::rr::{Name, RData, Record, RecordType};
+
+/// The outcome of one lookup.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lookup {
+    pub ms: Option<f64>,
+    pub answers: Vec<String>,
+    pub rcode: Option<String>,
+    pub error: Option<String>,
+}
+
+/// Looks `name` up (A) at `server`, waiting at most `timeout`.
+pub async fn lookup(server: SocketAddr, name: &str, timeout: Duration) -> Lookup {
+    let fail = |e: String| Lookup { ms: None, answers: vec![], rcode: None, error: Some(e) };
+    let qname = match Name::from_ascii(name) {
+        Ok(n) => n,
+        Err(e) => return fail(format!("{name:?} is not a DNS name: {e}")),
+    };
+    let mut msg = Message::query();
+    msg.metadata.recursion_desired = true;
+    msg.add_query(Query::query(qname, RecordType::A));
+    let id = msg.metadata.id;
+    let bytes = match msg.to_vec() {
+        Ok(b) => b,
+        Err(e) => return fail(e.to_string()),
+    };
+    let bind: SocketAddr = if server.is_ipv6() { "[::]:0".parse().expect("literal") } else { "0.0.0.0:0".parse().expect("literal") };
+    let sock = match tokio::net::UdpSocket::bind(bind).await {
+        Ok(s) => s,
+        Err(e) => return fail(e.to_string()),
+    };
+    let t0 = Instant::now();
+    if let Err(e) = sock.send_to(&bytes, server).await {
+        return fail(e.to_string());
+    }
+    let mut buf = [0u8; 4096];
+    let got = tokio::time::timeout(timeout, async {
+        loop {
+            let (n, from) = sock.recv_from(&mut buf).await?;
+            if from != server {
+                continue;
+            }
+            if let Ok(m) = Message::from_vec(&buf[..n]) {
+                if m.metadata.id == id && m.metadata.message_type == MessageType::Response {
+                    return Ok::<_, std::io::Error>(m);
+                }
+            }
+        }
+    })
+    .await;
+    match got {
+        Ok(Ok(m)) => {
+            let answers = m.answers.iter().filter_map(|r| r.data.ip_addr()).map(|a| a.to_string()).collect();
+            Lookup { ms: Some(t0.elapsed().as_secs_f64() * 1e3), answers, rcode: Some(m.metadata.response_code.to_string()), error: None }
+        }
+        Ok(Err(e)) => fail(e.to_string()),
+        Err(_) => fail(format!("no answer in {} ms", timeout.as_millis())),
+    }
+}
+
+/// The answer of the reflector's authoritative server to `query`: every A
+/// (AAAA) name resolves to `v4` (`v6`) with a TTL of 300 s; anything else
+/// gets an empty answer. Nothing for what is not a query.
+pub fn answer(query: &[u8], v4: Option<std::net::Ipv4Addr>, v6: Option<std::net::Ipv6Addr>) -> Option<Vec<u8>> {
+    let q = Message::from_vec(query).ok()?;
+    if q.metadata.message_type != MessageType::Query || q.metadata.op_code != OpCode::Query {
+        return None;
+    }
+    let mut r = Message::response(q.metadata.id, OpCode::Query);
+    r.metadata.authoritative = true;
+    r.metadata.recursion_desired = q.metadata.recursion_desired;
+    r.metadata.response_code = ResponseCode::NoError;
+    for question in q.queries.iter().take(1) {
+        r.add_query(question.clone());
+        let data = match (question.query_type(), v4, v6) {
+            (RecordType::A, Some(a), _) => Some(RData::A(a.into())),
+            (RecordType::AAAA, _, Some(a)) => Some(RData::AAAA(a.into())),
+            _ => None,
+        };
+        if let Some(d) = data {
+            r.add_answer(Record::from_rdata(question.name().clone(), 300, d));
+        }
+    }
+    r.to_vec().ok()
+}
+
+/// Serves [`answer`] on `socket` until it fails.
+pub async fn serve(socket: tokio::net::UdpSocket, v4: Option<std::net::Ipv4Addr>, v6: Option<std::net::Ipv6Addr>) -> std::io::Result<()> {
+    let mut buf = [0u8; 4096];
+    loop {
+        let (n, from) = socket.recv_from(&mut buf).await?;
+        if let Some(reply) = answer(&buf[..n], v4, v6) {
+            let _ = socket.try_send_to(&reply, from);
+        }
+    }
+}
+
+/// The first `nameserver` of resolv.conf text (the resolver DHCP gave).
+pub fn system_resolver(resolv_conf: &str) -> Option<IpAddr> {
+    resolv_conf.lines().filter_map(|l| l.trim().strip_prefix("nameserver")).filter_map(|a| a.trim().split('%').next()?.parse().ok()).next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A real exchange on loopback: our server answers, the agent's lookup
+    /// reads it.
+    #[tokio::test]
+    async fn a_lookup_gets_the_servers_answer() {
+        let sock = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let addr = sock.local_addr().unwrap();
+        let server = tokio::spawn(serve(sock, Some("198.18.0.2".parse().unwrap()), None));
+        let l = lookup(addr, "news.test", Duration::from_secs(5)).await;
+        assert_eq!(l.answers, vec!["198.18.0.2".to_string()], "{l:?}");
+        assert_eq!(l.rcode.as_deref(), Some("No Error"));
+        assert!(l.ms.is_some() && l.error.is_none());
+        server.abort();
+        // Nobody answering is a timeout, reported, not an error thrown.
+        let silent = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+        let l = lookup(silent.local_addr().unwrap(), "news.test", Duration::from_millis(200)).await;
+        assert!(l.ms.is_none() && l.error.as_deref().unwrap().contains("no answer"), "{l:?}");
+        assert!(answer(b"garbage", None, None).is_none());
+    }
+
+    #[test]
+    fn the_system_resolver_is_the_first_nameserver() {
+        assert_eq!(system_resolver("# x\nsearch lan\nnameserver 198.18.0.53\nnameserver 198.18.0.54\n"), Some("198.18.0.53".parse().unwrap()));
+        assert_eq!(system_resolver("nameserver fe80::1%eth0\n"), Some("fe80::1".parse().unwrap()));
+        assert_eq!(system_resolver(""), None);
+    }
+}

@@ -1,0 +1,65 @@
+//! The flight measurement agent and its ground reflector (seed 000's test
+//! bench, made repeatable).
+//!
+//! `aerolink probe serve` runs on the ground: it answers the agent's UDP
+//! probes ([`wire`]), serves pages over HTTP/1.1, HTTP/2 and HTTP/3 and bulk
+//! transfers (the workload server), and answers DNS questions for any name
+//! ([`dns`]). `aerolink probe run` runs aboard (a laptop, an aircraft
+//! server): on a schedule it probes, pings, traces, looks up, loads pages
+//! and transfers, and writes each measurement as one JSON line the moment
+//! it has it ([`record`]). Nothing here needs aerolink's namespaces or
+//! privileges beyond binding the reflector's ports.
+
+pub mod agent;
+pub mod dns;
+pub mod record;
+pub mod trace;
+pub mod wire;
+
+use std::net::{Ipv4Addr, SocketAddr};
+
+use clap::Args;
+
+/// The ground reflector's settings.
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct ReflectorArgs {
+    /// UDP port of the probe reflector.
+    #[arg(long, default_value_t = wire::PORT)]
+    pub udp_port: u16,
+    /// UDP port of the DNS server (0: none).
+    #[arg(long, default_value_t = 53)]
+    pub dns_port: u16,
+    /// The address every A question is answered with.
+    #[arg(long, default_value = "198.18.0.2")]
+    pub dns_answer: Ipv4Addr,
+    /// Serve only the reflector and DNS, not pages and transfers (for a
+    /// host that already runs `aerolink workload serve`).
+    #[arg(long)]
+    pub no_workloads: bool,
+}
+
+/// Runs the reflector, the DNS server and (unless told not to) the
+/// workload server, until one fails.
+pub async fn serve(a: ReflectorArgs) -> crate::error::Result<()> {
+    let any = |port| SocketAddr::from(([0u16; 8], port));
+    let udp = tokio::net::UdpSocket::bind(any(a.udp_port)).await.map_err(|e| crate::error::WorkError::Sys { what: format!("UDP port {}", a.udp_port), source: e })?;
+    let dns_sock = match a.dns_port {
+        0 => None,
+        p => Some(tokio::net::UdpSocket::bind(any(p)).await.map_err(|e| crate::error::WorkError::Sys { what: format!("DNS port {p}"), source: e })?),
+    };
+    let dns_task = async {
+        match dns_sock {
+            Some(s) => dns::serve(s, Some(a.dns_answer), None).await,
+            None => std::future::pending().await,
+        }
+    };
+    let workloads = async {
+        if a.no_workloads {
+            std::future::pending().await
+        } else {
+            crate::server::serve(crate::server::ServerOpts { tcp_cc: Default::default(), initcwnd: None, quic: Default::default(), nagle: false, push: 0 }).await
+        }
+    };
+    tokio::try_join!(async { wire::serve(udp).await.map_err(crate::error::WorkError::from) }, async { dns_task.await.map_err(crate::error::WorkError::from) }, workloads)?;
+    Ok(())
+}
