@@ -151,3 +151,56 @@ fn the_flight_loop_closes_measure_analyse_fit_replay() {
     assert!(leftover_namespaces().is_empty());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A caching resolver aboard (Debian's dnsmasq in the aircraft gateway of
+/// the `ifc` chain, forwarding to the reflector's DNS server on the
+/// ground) is found: second lookups come back faster than any round trip
+/// over the space link could. Asking the ground server directly, nothing is
+/// found. Traceroute shows the path leave the aircraft after the gateway.
+#[test]
+fn a_dns_cache_aboard_and_where_the_path_leaves_the_aircraft_are_found() {
+    require_root();
+    let dir = tempdir("flight-dns");
+    let lab = "fldns";
+    let up = aerolink(&["up", lab, "--topology", "ifc", "--space", "mss"]);
+    assert!(up.status.success(), "{:?}", text(&up));
+    struct Down(&'static str);
+    impl Drop for Down {
+        fn drop(&mut self) {
+            let _ = Command::new(bin()).args(["down", self.0]).output();
+        }
+    }
+    let _down = Down(lab);
+    let spawn = |host: &str, cmd: &[&str]| KillOnDrop(Command::new(bin()).args(["exec", lab, host, "--"]).args(cmd).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
+    let _server = spawn("server", &[bin(), "probe", "serve", "--dns-answer", "198.18.2.2"]);
+    let _cache = spawn("airgw", &["dnsmasq", "-k", "--conf-file=/dev/null", "--no-resolv", "--no-hosts", "--server=198.18.2.2", "--listen-address=198.18.0.2", "--bind-interfaces", "--cache-size=1000", "--user=root", "--pid-file"]);
+    let agent = |resolver: &str, out: &Path| {
+        let mut args = vec!["exec", lab, "client", "--", bin(), "probe", "run", "--target", "198.18.2.2", "--resolver", resolver, "--out", out.to_str().unwrap()];
+        args.extend(["--duration", "25s", "--udp-every", "200ms", "--dns-every", "10s", "--dns-names", "a.test,b.test,c.test", "--trace-every", "10s", "--ping-every", "0", "--web-every", "0", "--bulk-every", "0", "--rate-every", "0"]);
+        KillOnDrop(Command::new(bin()).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap())
+    };
+    let (cached, direct) = (dir.join("cached"), dir.join("direct"));
+    // Both agents at once, one asking the gateway's cache, one the ground.
+    let a = agent("198.18.0.2:53", &cached);
+    let b = agent("198.18.2.2:53", &direct);
+    finish(a);
+    finish(b);
+    let analyze = |log: &Path| json(&["analyze", log.to_str().unwrap(), "-o", dir.join("a.html").to_str().unwrap(), "--json"]);
+    let (c, d) = (analyze(&cached), analyze(&direct));
+    let (c, d) = (&c["phases"][0], &d["phases"][0]);
+    assert_eq!(c["dns"]["cache_aboard"], true, "{}", c["dns"]);
+    // Most second lookups hit the cache (one whose first lookup was lost
+    // on the 3 % lossy link is a miss).
+    assert!(f(&c["dns"]["second_below_min_rtt"]) >= 0.75, "{}", c["dns"]);
+    assert!(f(&c["dns"]["lookups"]) >= 12.0, "{}", c["dns"]);
+    assert_eq!(d["dns"]["cache_aboard"], false, "{}", d["dns"]);
+    assert_eq!(f(&d["dns"]["second_below_min_rtt"]), 0.0, "{}", d["dns"]);
+    // The first hop is the aircraft gateway; the second is across space.
+    let path = &c["path"];
+    assert_eq!(path["hops"][0]["addr"], "198.18.0.2", "{path}");
+    assert_eq!(path["exit_ttl"], 2, "{path}");
+    assert_eq!(path["hops"].as_array().unwrap().last().unwrap()["addr"], "198.18.2.2", "{path}");
+    drop(_down);
+    assert!(leftover_namespaces().is_empty());
+    let _ = std::fs::remove_dir_all(&dir);
+}
