@@ -155,10 +155,11 @@ fn the_flight_loop_closes_measure_analyse_fit_replay() {
 /// A caching resolver aboard (Debian's dnsmasq in the aircraft gateway of
 /// the `ifc` chain, forwarding to the reflector's DNS server on the
 /// ground) is found: second lookups come back faster than any round trip
-/// over the space link could. Asking the ground server directly, nothing is
+/// over the space link could. A forward proxy aboard (Debian's tinyproxy)
+/// is found by the `Via` it adds. Asking the ground directly, neither is
 /// found. Traceroute shows the path leave the aircraft after the gateway.
 #[test]
-fn a_dns_cache_aboard_and_where_the_path_leaves_the_aircraft_are_found() {
+fn a_dns_cache_a_proxy_aboard_and_where_the_path_leaves_the_aircraft_are_found() {
     require_root();
     let dir = tempdir("flight-dns");
     let lab = "fldns";
@@ -174,15 +175,22 @@ fn a_dns_cache_aboard_and_where_the_path_leaves_the_aircraft_are_found() {
     let spawn = |host: &str, cmd: &[&str]| KillOnDrop(Command::new(bin()).args(["exec", lab, host, "--"]).args(cmd).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
     let _server = spawn("server", &[bin(), "probe", "serve", "--dns-answer", "198.18.2.2"]);
     let _cache = spawn("airgw", &["dnsmasq", "-k", "--conf-file=/dev/null", "--no-resolv", "--no-hosts", "--server=198.18.2.2", "--listen-address=198.18.0.2", "--bind-interfaces", "--cache-size=1000", "--user=root", "--pid-file"]);
-    let agent = |resolver: &str, out: &Path| {
+    let conf = dir.join("tinyproxy.conf");
+    std::fs::write(&conf, "Port 8888\nListen 198.18.0.2\nTimeout 60\nAllow 198.18.0.0/15\nViaProxyName \"aircraft-proxy\"\nLogLevel Critical\n").unwrap();
+    let _proxy = spawn("airgw", &["tinyproxy", "-d", "-c", conf.to_str().unwrap()]);
+    let agent = |resolver: &str, out: &Path, proxy: bool| {
         let mut args = vec!["exec", lab, "client", "--", bin(), "probe", "run", "--target", "198.18.2.2", "--resolver", resolver, "--out", out.to_str().unwrap()];
-        args.extend(["--duration", "25s", "--udp-every", "200ms", "--dns-every", "10s", "--dns-names", "a.test,b.test,c.test", "--trace-every", "10s", "--ping-every", "0", "--web-every", "0", "--bulk-every", "0", "--rate-every", "0"]);
+        args.extend(["--duration", "25s", "--udp-every", "200ms", "--dns-every", "10s", "--dns-names", "a.test,b.test,c.test", "--trace-every", "10s", "--ping-every", "0", "--bulk-every", "0", "--rate-every", "0"]);
+        args.extend(["--web-every", "12s", "--web-protocols", "h2", "--page", "1x1KB"]);
+        if proxy {
+            args.extend(["--http-proxy", "198.18.0.2:8888"]);
+        }
         KillOnDrop(Command::new(bin()).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap())
     };
     let (cached, direct) = (dir.join("cached"), dir.join("direct"));
     // Both agents at once, one asking the gateway's cache, one the ground.
-    let a = agent("198.18.0.2:53", &cached);
-    let b = agent("198.18.2.2:53", &direct);
+    let a = agent("198.18.0.2:53", &cached, true);
+    let b = agent("198.18.2.2:53", &direct, false);
     finish(a);
     finish(b);
     let analyze = |log: &Path| json(&["analyze", log.to_str().unwrap(), "-o", dir.join("a.html").to_str().unwrap(), "--json"]);
@@ -195,6 +203,11 @@ fn a_dns_cache_aboard_and_where_the_path_leaves_the_aircraft_are_found() {
     assert!(f(&c["dns"]["lookups"]) >= 12.0, "{}", c["dns"]);
     assert_eq!(d["dns"]["cache_aboard"], false, "{}", d["dns"]);
     assert_eq!(f(&d["dns"]["second_below_min_rtt"]), 0.0, "{}", d["dns"]);
+    // The proxy's Via on the plain-HTTP loads through it; none direct.
+    let via = c["proxies"]["via"].as_array().unwrap_or_else(|| panic!("no Via seen: {}", c["proxies"]));
+    assert!(via.iter().any(|v| v.as_str().unwrap().contains("aircraft-proxy")), "{via:?}");
+    assert!(d["proxies"].as_object().unwrap().is_empty(), "{}", d["proxies"]);
+    assert!(f(&c["plt_ms"]["http"]["n"]) >= 2.0 && f(&d["plt_ms"]["h2"]["n"]) >= 2.0, "{c} {d}");
     // The first hop is the aircraft gateway; the second is across space.
     let path = &c["path"];
     assert_eq!(path["hops"][0]["addr"], "198.18.0.2", "{path}");

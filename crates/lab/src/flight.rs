@@ -208,8 +208,8 @@ pub struct Dns {
     pub failed: usize,
     pub first_ms: Option<Dist>,
     pub second_ms: Option<Dist>,
-    /// Share of first / second lookups answered faster than the minimum
-    /// RTT: they cannot have crossed the link.
+    /// Share of first / second lookups answered in under 90 % of the
+    /// minimum RTT: they cannot have crossed the link.
     pub first_below_min_rtt: Option<f64>,
     pub second_below_min_rtt: Option<f64>,
     /// A cache aboard answers (most second lookups below the minimum RTT).
@@ -429,7 +429,10 @@ fn phase(ph: &Phase, rs: &[&Record], ps: &[Probe], t0: f64, to_s: f64, opts: &Op
             _ => {}
         }
     }
-    let below = |v: &[f64]| min_rtt.and_then(|m| share(v.iter().filter(|x| **x < m).count(), v.len()));
+    // Below 90 % of the minimum RTT: a lookup that crossed the link takes
+    // at least about the RTT (give or take a fraction of a millisecond of
+    // packet-size and timer noise), so the margin keeps those out.
+    let below = |v: &[f64]| min_rtt.and_then(|m| share(v.iter().filter(|x| **x < 0.9 * m).count(), v.len()));
     let second_below = below(&dns2);
     let dns = Dns { lookups, failed: dns_failed, first_ms: Dist::of(&dns1), second_ms: Dist::of(&dns2), first_below_min_rtt: below(&dns1), second_below_min_rtt: second_below, cache_aboard: second_below.is_some_and(|s| s > 0.5) };
     let path = match paths.iter().max_by_key(|(_, v)| v.len()) {

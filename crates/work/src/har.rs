@@ -284,6 +284,7 @@ pub fn from_web(r: &crate::web::WebResult, host: &str, started_epoch_s: f64) -> 
         "h2" => "HTTP/2.0",
         _ => "HTTP/1.1",
     };
+    let scheme = if r.protocol == "http" { "http" } else { "https" };
     let entries = r
         .objects
         .iter()
@@ -295,7 +296,7 @@ pub fn from_web(r: &crate::web::WebResult, host: &str, started_epoch_s: f64) -> 
                 "pageref": "page_1",
                 "startedDateTime": iso8601(started_epoch_s + o.start_ms / 1e3),
                 "time": wait + receive,
-                "request": {"method": "GET", "url": format!("https://{host}{}", o.path), "httpVersion": version, "cookies": [], "headers": [], "queryString": [], "headersSize": -1, "bodySize": 0},
+                "request": {"method": "GET", "url": format!("{scheme}://{host}{}", o.path), "httpVersion": version, "cookies": [], "headers": [], "queryString": [], "headersSize": -1, "bodySize": 0},
                 "response": {"status": 200, "statusText": "", "httpVersion": version, "cookies": [], "headers": headers, "content": {"size": o.bytes, "mimeType": ""}, "redirectURL": "", "headersSize": -1, "bodySize": o.bytes},
                 "cache": {},
                 "timings": {"blocked": -1, "dns": -1, "connect": -1, "ssl": -1, "send": 0, "wait": wait, "receive": receive},

@@ -75,6 +75,14 @@ pub struct AgentArgs {
     pub web_every: Duration,
     #[arg(long, value_delimiter = ',', default_value = "h1,h2,h3")]
     pub web_protocols: Vec<Protocol>,
+    /// Also load the page over plain HTTP/1.1 (port 80): the load a proxy
+    /// on the path can see into, and mark with `Via` or cache headers.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub web_http: bool,
+    /// Send the plain-HTTP load through this forward proxy (`HOST:PORT`),
+    /// as a browser configured with one would.
+    #[arg(long)]
+    pub http_proxy: Option<SocketAddr>,
     /// The page the reflector serves for page loads.
     #[arg(long, default_value = "10x10KB", value_parser = page_arg)]
     pub page: crate::page::Page,
@@ -104,6 +112,10 @@ pub struct AgentArgs {
     /// when both kernels say their clocks are synchronised.
     #[arg(long)]
     pub same_clock: bool,
+    /// A note kept in the log's start record (the flight, the seat, the
+    /// provider; or that the link was emulated).
+    #[arg(long)]
+    pub note: Option<String>,
     /// Start a new log file when the current one reaches this size.
     #[arg(long, default_value = "64MB", value_parser = bytes_arg)]
     pub rotate_size: u64,
@@ -121,7 +133,7 @@ impl AgentArgs {
         m.insert("dns", per_day(self.dns_every) * self.dns_names.len() as f64 * 2.0 * 150.0);
         // Page and transfer bytes plus about 5 % for headers, handshakes
         // and acknowledgements.
-        m.insert("web", per_day(self.web_every) * self.web_protocols.len() as f64 * (self.page.total_bytes() as f64 + 8_000.0) * 1.05);
+        m.insert("web", per_day(self.web_every) * (self.web_protocols.len() + self.web_http as usize) as f64 * (self.page.total_bytes() as f64 + 8_000.0) * 1.05);
         m.insert("bulk", per_day(self.bulk_every) * 2.0 * self.bulk_bytes as f64 * 1.05);
         m.insert("rate", per_day(self.rate_every) * 2.0 * (self.train_packets as f64 * (self.train_size as f64 + 28.0) + 80.0));
         m
@@ -202,10 +214,10 @@ pub async fn run(args: AgentArgs, target: SocketAddr, writer: Writer, networks: 
         "udp_every_s": args.udp_every.as_secs_f64(), "udp_timeout_s": args.udp_timeout.as_secs_f64(),
         "ping_every_s": args.ping_every.as_secs_f64(), "trace_every_s": args.trace_every.as_secs_f64(),
         "dns_every_s": args.dns_every.as_secs_f64(), "dns_names": args.dns_names,
-        "web_every_s": args.web_every.as_secs_f64(), "web_protocols": args.web_protocols.iter().map(|p| p.to_string()).collect::<Vec<_>>(), "page": args.page.spec,
+        "web_every_s": args.web_every.as_secs_f64(), "web_protocols": args.web_protocols.iter().map(|p| p.to_string()).collect::<Vec<_>>(), "page": args.page.spec, "web_http": args.web_http, "http_proxy": args.http_proxy.map(|p| p.to_string()),
         "bulk_every_s": args.bulk_every.as_secs_f64(), "bulk_bytes": args.bulk_bytes,
         "rate_every_s": args.rate_every.as_secs_f64(), "train_packets": args.train_packets, "train_size": args.train_size, "same_clock": args.same_clock,
-        "daily_bytes": args.daily_bytes(),
+        "daily_bytes": args.daily_bytes(), "note": args.note,
     });
     log(&w, epoch_s(), Measurement::Start { target: args.target.clone(), version: env!("CARGO_PKG_VERSION").into(), config });
     let heavy = Arc::new(tokio::sync::Mutex::new(()));
@@ -228,7 +240,7 @@ pub async fn run(args: AgentArgs, target: SocketAddr, writer: Writer, networks: 
     if !a.dns_every.is_zero() && !a.dns_names.is_empty() {
         tasks.spawn(every(a.dns_every, { let (w, a) = (w.clone(), a.clone()); move || dns(resolver, a.clone(), w.clone()) }));
     }
-    if !a.web_every.is_zero() && !a.web_protocols.is_empty() {
+    if !a.web_every.is_zero() && (!a.web_protocols.is_empty() || a.web_http) {
         tasks.spawn(every(a.web_every, { let (w, a, h) = (w.clone(), a.clone(), heavy.clone()); move || web(target.ip(), a.clone(), w.clone(), h.clone()) }));
     }
     if !a.bulk_every.is_zero() {
@@ -483,11 +495,17 @@ fn train_result(dir: &str, count: u32, size: u32, mut got: Vec<(u32, f64)>) -> M
 
 async fn web(target: IpAddr, a: Arc<AgentArgs>, w: Log, heavy: Arc<tokio::sync::Mutex<()>>) {
     let _turn = heavy.lock().await;
-    for &protocol in &a.web_protocols {
+    let plain = a.web_http.then_some("http".to_string());
+    for protocol in a.web_protocols.iter().map(|p| p.to_string()).chain(plain) {
         let t = epoch_s();
-        let guard = Underway::new(&w, t, Measurement::Web { protocol: protocol.to_string(), page: a.page.spec.clone(), plt_ms: None, ttfb_ms: None, requests: 0, bytes: 0, headers: BTreeMap::new(), har: None, error: Some(INTERRUPTED.into()) });
-        let server = SocketAddr::new(target, crate::server::HTTPS_PORT);
-        let got = tokio::time::timeout(a.task_timeout, crate::web::load(protocol, server, &a.page, &crate::quic::QuicKnobs::default())).await;
+        let guard = Underway::new(&w, t, Measurement::Web { protocol: protocol.clone(), page: a.page.spec.clone(), plt_ms: None, ttfb_ms: None, requests: 0, bytes: 0, headers: BTreeMap::new(), har: None, error: Some(INTERRUPTED.into()) });
+        let load = async {
+            match protocol.parse::<Protocol>() {
+                Ok(p) => crate::web::load(p, SocketAddr::new(target, crate::server::HTTPS_PORT), &a.page, &crate::quic::QuicKnobs::default()).await,
+                Err(_) => super::plain::load(SocketAddr::new(target, crate::server::HTTP_PORT), a.http_proxy, &a.page).await,
+            }
+        };
+        let got = tokio::time::timeout(a.task_timeout, load).await;
         let m = match got {
             Ok(Ok(r)) => {
                 let mut headers: BTreeMap<String, Vec<String>> = BTreeMap::new();
@@ -499,14 +517,15 @@ async fn web(target: IpAddr, a: Arc<AgentArgs>, w: Log, heavy: Arc<tokio::sync::
                         }
                     }
                 }
-                let har = crate::har::from_web(&r, crate::tls::SERVER_NAME, t);
+                let host = if protocol == "http" { target.to_string() } else { crate::tls::SERVER_NAME.to_string() };
+                let har = crate::har::from_web(&r, &host, t);
                 let name = format!("har/{}-{protocol}.har", (t * 1e3) as u64);
                 let path = a.out.join(&name);
                 let saved = std::fs::create_dir_all(a.out.join("har")).and_then(|_| std::fs::write(&path, serde_json::to_vec(&har).unwrap_or_default()));
-                Measurement::Web { protocol: protocol.to_string(), page: a.page.spec.clone(), plt_ms: Some(r.plt_ms), ttfb_ms: Some(r.ttfb_ms), requests: r.requests, bytes: r.body_bytes, headers, har: saved.is_ok().then_some(name), error: None }
+                Measurement::Web { protocol: protocol.clone(), page: a.page.spec.clone(), plt_ms: Some(r.plt_ms), ttfb_ms: Some(r.ttfb_ms), requests: r.requests, bytes: r.body_bytes, headers, har: saved.is_ok().then_some(name), error: None }
             }
-            Ok(Err(e)) => Measurement::Web { protocol: protocol.to_string(), page: a.page.spec.clone(), plt_ms: None, ttfb_ms: None, requests: 0, bytes: 0, headers: BTreeMap::new(), har: None, error: Some(e.to_string()) },
-            Err(_) => Measurement::Web { protocol: protocol.to_string(), page: a.page.spec.clone(), plt_ms: None, ttfb_ms: None, requests: 0, bytes: 0, headers: BTreeMap::new(), har: None, error: Some(format!("timed out after {} s", a.task_timeout.as_secs())) },
+            Ok(Err(e)) => Measurement::Web { protocol: protocol.clone(), page: a.page.spec.clone(), plt_ms: None, ttfb_ms: None, requests: 0, bytes: 0, headers: BTreeMap::new(), har: None, error: Some(e.to_string()) },
+            Err(_) => Measurement::Web { protocol: protocol.clone(), page: a.page.spec.clone(), plt_ms: None, ttfb_ms: None, requests: 0, bytes: 0, headers: BTreeMap::new(), har: None, error: Some(format!("timed out after {} s", a.task_timeout.as_secs())) },
         };
         guard.done(m);
     }

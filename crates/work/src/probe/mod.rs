@@ -12,6 +12,7 @@
 
 pub mod agent;
 pub mod dns;
+pub mod plain;
 pub mod record;
 pub mod trace;
 pub mod wire;
