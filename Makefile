@@ -46,6 +46,7 @@ bench: build
 	$(SUDO) $(AEROLINK) bench pep
 	$(SUDO) $(AEROLINK) bench queue
 	$(SUDO) $(AEROLINK) bench parallel
+	$(SUDO) $(AEROLINK) bench flight
 
 clean:
 	$(CARGO) clean

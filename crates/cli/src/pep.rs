@@ -11,9 +11,21 @@ use aerolink_pep::quic_tunnel::{Psk, TunnelCc, Tuning};
 
 use crate::error::user;
 
+/// A key file others can read is refused, as ssh refuses such a private
+/// key: whoever reads it can join the tunnel.
+fn check_private(path: &std::path::Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).map_err(|e| user(format!("--psk {}: {e}", path.display())))?.permissions().mode();
+    if mode & 0o077 != 0 {
+        return Err(user(format!("--psk {}: readable by group or others (mode {:o}); allowed: owner only (`chmod 600 {}`)", path.display(), mode & 0o777, path.display())));
+    }
+    Ok(())
+}
+
 /// The key from its file, and the tunnel's tuning for the half that sends
 /// up (air) or down (ground).
 fn tuning(t: TuningArgs, up: bool) -> anyhow::Result<(Psk, Tuning)> {
+    check_private(&t.psk)?;
     let text = std::fs::read_to_string(&t.psk).map_err(|e| user(format!("--psk {}: {e}", t.psk.display())))?;
     let psk = Psk::parse(&text).map_err(|m| user(format!("--psk {}: {m}", t.psk.display())))?;
     if t.cc == TunnelCc::Rate && t.rate.is_none() {
@@ -122,5 +134,25 @@ pub fn run(cmd: PepCmd) -> anyhow::Result<i32> {
             eprintln!("vpn: {} packets out, {} in, {} foreign datagrams dropped", st.packets_out, st.packets_in, st.foreign_dropped);
             Ok(0)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::PermissionsExt;
+
+    #[test]
+    fn a_key_file_others_can_read_is_refused() {
+        let p = std::env::temp_dir().join(format!("aerolink-psk-mode-{}", std::process::id()));
+        std::fs::write(&p, aerolink_pep::quic_tunnel::Psk::generate()).unwrap();
+        for (mode, ok) in [(0o600, true), (0o400, true), (0o640, false), (0o604, false), (0o644, false)] {
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(mode)).unwrap();
+            let r = super::check_private(&p);
+            assert_eq!(r.is_ok(), ok, "mode {mode:o}: {r:?}");
+            if let Err(e) = r {
+                assert!(crate::error::is_user(&e) && e.to_string().contains("chmod 600"), "{e}");
+            }
+        }
+        let _ = std::fs::remove_file(&p);
     }
 }

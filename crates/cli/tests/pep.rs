@@ -158,6 +158,8 @@ fn keyfile(d: &std::path::Path, name: &str) -> String {
     assert!(o.status.success());
     let path = d.join(name);
     std::fs::write(&path, &o.stdout).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
     path.to_string_lossy().to_string()
 }
 
@@ -377,6 +379,13 @@ fn pep_settings_are_checked() {
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("--tunnel-max-probe"), "{}", text(&o).1);
     std::fs::write(d.join("short.psk"), "abcd").unwrap();
+    // A key others can read is refused first (as ssh refuses one)…
+    let o = aerolink(&["pep", "quic-tunnel", "ground", "--psk", d.join("short.psk").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("readable by group or others") && text(&o).1.contains("chmod 600"), "{}", text(&o).1);
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(d.join("short.psk"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    // …then one too short.
     let o = aerolink(&["pep", "quic-tunnel", "ground", "--psk", d.join("short.psk").to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("at least 16 bytes"), "{}", text(&o).1);

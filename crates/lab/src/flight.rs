@@ -507,50 +507,54 @@ pub fn render(f: &Flight, records: &[Record]) -> String {
     let mut h = String::new();
     let _ = write!(h, "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>aerolink flight analysis</title><style>{}</style></head><body>", crate::report::CSS);
     let _ = write!(h, "<h1>Flight analysis</h1><p class=\"note\">{} · started {} · {:.1} min · {} records{} · agent started {}×</p>", esc(&f.source), esc(&f.started), f.duration_s / 60.0, f.records, if f.unreadable_lines > 0 { format!(" ({} unreadable lines skipped)", f.unreadable_lines) } else { String::new() }, f.agent_starts);
-    let _ = write!(h, "<h2>Summary</h2><table><tr><th>phase</th><th>technology</th><th>RTT min / median / p95</th><th>probe loss (up / down)</th><th>loss per {:.0} s: median / p90</th><th>outages</th><th>link rate down / up (trains)</th><th>TCP goodput down / up (peak 1 s)</th><th>DNS 1st / 2nd median</th><th>cache aboard</th><th>proxies</th><th>path leaves aircraft</th></tr>", f.loss_window_s);
-    for p in &f.phases {
+    // One row per quantity, one column per phase (a flight has few phases
+    // and many quantities).
+    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
+    let mut add = |name: String, cell: &dyn Fn(&PhaseAnalysis) -> String| rows.push((name, f.phases.iter().map(cell).collect()));
+    add("technology".into(), &|p| format!("{}<br><span class=\"note\">{}</span>", esc(&p.technology), esc(&p.technology_why)));
+    add("RTT min / median / p95".into(), &|p| {
         let r = p.udp.rtt_ms.as_ref();
-        let proxies = if p.proxies.is_empty() { "none seen".to_string() } else { p.proxies.iter().map(|(k, v)| format!("{k}: {}", v.join(" | "))).collect::<Vec<_>>().join("; ") };
-        let exit = match p.path.exit_ttl {
-            Some(t) => format!("after hop {} ({})", t.saturating_sub(1), p.path.hops.get(t as usize - 1).and_then(|h| h.addr.clone()).unwrap_or("?".into())),
-            None => "–".into(),
-        };
-        let _ = write!(
-            h,
-            "<tr><td>{}</td><td>{}<br><span class=\"note\">{}</span></td><td>{} / {} / {}</td><td>{} ({} / {})</td><td>{} / {}</td><td>{}</td><td>{} / {}</td><td>{} / {}<br><span class=\"note\">({} / {})</span></td><td>{} / {}</td><td>{}</td><td style=\"white-space:normal\">{}</td><td>{}</td></tr>",
-            esc(&p.name),
-            esc(&p.technology),
-            esc(&p.technology_why),
-            ms(r.map(|d| d.min)),
-            ms(r.map(|d| d.median)),
-            ms(r.map(|d| d.p95)),
-            pct(Some(p.udp.loss)),
-            pct(p.udp.up_loss),
-            pct(p.udp.down_loss),
-            pct(p.loss_windows.median),
-            pct(p.loss_windows.p90),
-            p.outages.len(),
-            rate(p.train_down_bps.as_ref().map(|d| d.median)),
-            rate(p.train_up_bps.as_ref().map(|d| d.median)),
-            rate(p.goodput_down_bps.as_ref().map(|d| d.median)),
-            rate(p.goodput_up_bps.as_ref().map(|d| d.median)),
-            rate(p.peak_down_bps),
-            rate(p.peak_up_bps),
-            ms(p.dns.first_ms.as_ref().map(|d| d.median)),
-            ms(p.dns.second_ms.as_ref().map(|d| d.median)),
-            if p.dns.cache_aboard { format!("yes ({} of 2nd lookups below the minimum RTT)", pct(p.dns.second_below_min_rtt)) } else { "no".into() },
-            esc(&proxies),
-            esc(&exit),
-        );
+        format!("{} / {} / {}", ms(r.map(|d| d.min)), ms(r.map(|d| d.median)), ms(r.map(|d| d.p95)))
+    });
+    add("probes sent / answered".into(), &|p| format!("{} / {}", p.udp.sent, p.udp.answered));
+    add("probe loss (up / down)".into(), &|p| format!("{} ({} / {})", pct(Some(p.udp.loss)), pct(p.udp.up_loss), pct(p.udp.down_loss)));
+    add(format!("loss per {:.0} s window: median / p90", f.loss_window_s), &|p| format!("{} / {} ({} windows)", pct(p.loss_windows.median), pct(p.loss_windows.p90), p.loss_windows.values.len()));
+    add("outages (start, length)".into(), &|p| if p.outages.is_empty() { "none".into() } else { p.outages.iter().map(|o| format!("{:.0} s, {:.1} s", o.start_s, o.duration_s)).collect::<Vec<_>>().join("; ") });
+    add("link rate down / up (packet trains)".into(), &|p| format!("{} / {}", rate(p.train_down_bps.as_ref().map(|d| d.median)), rate(p.train_up_bps.as_ref().map(|d| d.median))));
+    add("TCP goodput down / up (best second)".into(), &|p| format!("{} / {} ({} / {})", rate(p.goodput_down_bps.as_ref().map(|d| d.median)), rate(p.goodput_up_bps.as_ref().map(|d| d.median)), rate(p.peak_down_bps), rate(p.peak_up_bps)));
+    add("page load, median".into(), &|p| if p.plt_ms.is_empty() { "–".into() } else { p.plt_ms.iter().map(|(k, d)| format!("{} {}", esc(k), ms(Some(d.median)))).collect::<Vec<_>>().join(", ") });
+    add("DNS 1st / 2nd lookup, median".into(), &|p| format!("{} / {}", ms(p.dns.first_ms.as_ref().map(|d| d.median)), ms(p.dns.second_ms.as_ref().map(|d| d.median))));
+    add("DNS cache aboard".into(), &|p| if p.dns.cache_aboard { format!("yes ({} of 2nd lookups under 90 % of the minimum RTT)", pct(p.dns.second_below_min_rtt)) } else { "no".into() });
+    add("proxy and cache headers".into(), &|p| if p.proxies.is_empty() { "none seen".into() } else { esc(&p.proxies.iter().map(|(k, v)| format!("{k}: {}", v.join(" | "))).collect::<Vec<_>>().join("; ")) });
+    add("path leaves the aircraft".into(), &|p| match p.path.exit_ttl {
+        Some(t) => format!("after hop {} ({})", t.saturating_sub(1), esc(&p.path.hops.get((t as usize).saturating_sub(2)).and_then(|h| h.addr.clone()).unwrap_or("the agent".into()))),
+        None => "–".into(),
+    });
+    add("public address".into(), &|p| if p.public_addresses.is_empty() { "–".into() } else { p.public_addresses.iter().map(|(a, n)| format!("{}{}", esc(a), n.as_ref().map(|n| format!(" ({})", esc(n))).unwrap_or_default())).collect::<Vec<_>>().join(", ") });
+    h.push_str("<h2>Summary</h2><table><tr><th></th>");
+    for p in &f.phases {
+        let _ = write!(h, "<th>{} ({:.0}–{:.0} s)</th>", esc(&p.name), p.from_s, p.to_s);
+    }
+    h.push_str("</tr>");
+    for (name, cells) in &rows {
+        let _ = write!(h, "<tr><td style=\"text-align:left\">{}</td>", esc(name));
+        for c in cells {
+            let _ = write!(h, "<td style=\"text-align:left;white-space:normal\">{c}</td>");
+        }
+        h.push_str("</tr>");
     }
     h.push_str("</table>");
     h.push_str("<h2>Round-trip time</h2><div class=\"charts\">");
-    let series: Vec<(String, Vec<(f64, f64)>)> = vec![("answered probes".into(), f.rtt_series.iter().filter_map(|(t, r)| Some((*t / 60.0, (*r)?))).collect())];
+    let series: Vec<(String, Vec<(f64, f64)>)> = vec![
+        ("answered probes".into(), f.rtt_series.iter().filter_map(|(t, r)| Some((*t / 60.0, (*r)?))).collect()),
+        ("lost (drawn at 0)".into(), f.rtt_series.iter().filter(|(_, r)| r.is_none()).map(|(t, _)| (*t / 60.0, 0.0)).collect()),
+    ];
     h.push_str(&svg::lines_with("RTT over the flight", "minutes", "RTT (ms)", &series, false, None, true));
     let rtts: Vec<(String, Vec<(f64, f64)>)> = f.phases.iter().map(|p| (p.name.clone(), cdf(&probes_rtt(records, f, p)))).collect();
     h.push_str(&svg::lines("RTT CDF", "RTT (ms)", "fraction of probes", &rtts, true));
     let loss: Vec<(String, Vec<(f64, f64)>)> = f.phases.iter().map(|p| (p.name.clone(), cdf(&p.loss_windows.values.iter().map(|v| v * 100.0).collect::<Vec<_>>()))).collect();
-    h.push_str(&svg::lines(&format!("Loss per {:.0} s window (seed 000 Fig. 4)", f.loss_window_s), "loss (%)", "fraction of windows", &loss, true));
+    let few = f.phases.iter().all(|p| p.loss_windows.values.len() < 10);
+    h.push_str(&svg::lines_with(&format!("Loss per {:.0} s window (seed 000 Fig. 4)", f.loss_window_s), "loss (%)", "fraction of windows", &loss, !few, None, few));
     let mut dns_series = Vec::new();
     for p in &f.phases {
         for (attempt, label) in [(1u8, "1st"), (2, "2nd")] {
@@ -587,11 +591,8 @@ pub fn render(f: &Flight, records: &[Record]) -> String {
             }
             let _ = write!(h, "</table><p class=\"note\">{} loads failed.</p>", p.loads_failed);
         }
-        if !p.public_addresses.is_empty() {
-            let _ = write!(h, "<p>Public address{}: {}</p>", if p.public_addresses.len() > 1 { "es" } else { "" }, p.public_addresses.iter().map(|(a, n)| format!("{}{}", esc(a), n.as_ref().map(|n| format!(" ({})", esc(n))).unwrap_or_default())).collect::<Vec<_>>().join(", "));
-        }
     }
-    h.push_str("<p class=\"note\">Made by <code>aerolink analyze</code>. Technology from the minimum RTT (under 400 ms: air-to-ground; above: GEO). A DNS answer faster than the minimum RTT cannot have crossed the link: a resolver aboard cached it (seed 000 §5.3). Loss per direction comes from the reflector's record of which probes reached it.</p></body></html>");
+    h.push_str("<p class=\"note\">Made by <code>aerolink analyze</code>. Technology from the minimum RTT (under 400 ms: air-to-ground; above: GEO). A DNS answer in under 90 % of the minimum RTT cannot have crossed the link: a resolver aboard cached it (seed 000 §5.3). Loss per direction comes from the reflector's record of which probes reached it.</p></body></html>");
     h
 }
 

@@ -29,12 +29,14 @@
 //! Results print as text (or JSON) and are appended to `bench-results.jsonl`.
 
 mod emulator;
+mod flight;
 mod orchestration;
 mod parallel;
 mod pep;
 mod queue;
 
 pub use emulator::EmulatorArgs;
+pub use flight::FlightArgs;
 pub use queue::QueueArgs;
 pub use parallel::ParallelArgs;
 pub use orchestration::OrchestrationArgs;
@@ -75,6 +77,11 @@ pub enum BenchCmd {
     /// unlimited queue, on every built-in profile and at several rates with
     /// `--rtt 0ms` (target ≥ 0.95).
     Queue(QueueArgs),
+    /// The flight measurement loop: the probe agent over an MSS link with
+    /// known bursty loss, jitter and an outage, and over `da2gc`; the
+    /// fitted values beside the truth with their 95 % intervals; a replay
+    /// of the fitted profile tested against the flight (loss per window).
+    Flight(FlightArgs),
     /// Accuracy under load: N saturated 100 Mbit/s links (N = 0…4) beside
     /// one delay probe (ping over 300 ms), all at once; the probe's round
     /// trips against the configured RTT and each link's goodput against one
@@ -190,6 +197,7 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
             stop_flag();
             return exit_on_interrupt(queue::run(a));
         }
+        BenchCmd::Flight(a) => return flight::run(a),
         BenchCmd::Parallel(a) => {
             stop_flag();
             return exit_on_interrupt(parallel::run(a));

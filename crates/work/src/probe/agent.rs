@@ -278,7 +278,7 @@ where
 type Token = Arc<Mutex<Option<u64>>>;
 
 async fn udp_task(a: Arc<AgentArgs>, target: SocketAddr, session: u64, token: Token, w: Log, networks: Networks) {
-    let bind: SocketAddr = if target.is_ipv6() { "[::]:0".parse().expect("literal") } else { "0.0.0.0:0".parse().expect("literal") };
+    let bind = super::local_any(target);
     let sock = match tokio::net::UdpSocket::bind(bind).await {
         Ok(s) => s,
         Err(e) => {
@@ -414,7 +414,7 @@ async fn rate(target: SocketAddr, session: u64, token: Token, a: Arc<AgentArgs>,
     let _turn = heavy.lock().await;
     let (count, size) = (a.train_packets, a.train_size);
     let failed = |dir: &str, e: String| Measurement::Rate { direction: dir.into(), packets: count, size, received: 0, ms: None, rate_bps: None, error: Some(e) };
-    let bind: SocketAddr = if target.is_ipv6() { "[::]:0".parse().expect("literal") } else { "0.0.0.0:0".parse().expect("literal") };
+    let bind = super::local_any(target);
     let sock = match tokio::net::UdpSocket::bind(bind).await {
         Ok(s) => s,
         Err(e) => return log(&w, epoch_s(), failed("down", e.to_string())),
@@ -568,7 +568,6 @@ mod tests {
         assert!(e.contains("nets.txt: line 1"), "{e}");
     }
 
-    #[test]
     #[test]
     fn a_train_gives_the_rate_of_its_index_span() {
         // 1228 wire bytes every 5.2 ms is 1.89 Mbit/s; packet 2 lost after

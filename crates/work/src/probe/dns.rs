@@ -33,7 +33,7 @@ pub async fn lookup(server: SocketAddr, name: &str, timeout: Duration) -> Lookup
         Ok(b) => b,
         Err(e) => return fail(e.to_string()),
     };
-    let bind: SocketAddr = if server.is_ipv6() { "[::]:0".parse().expect("literal") } else { "0.0.0.0:0".parse().expect("literal") };
+    let bind = super::local_any(server);
     let sock = match tokio::net::UdpSocket::bind(bind).await {
         Ok(s) => s,
         Err(e) => return fail(e.to_string()),

@@ -17,7 +17,14 @@ pub mod record;
 pub mod trace;
 pub mod wire;
 
-use std::net::{Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+
+/// The any-address of `peer`'s family, port 0: where a client socket to
+/// `peer` binds.
+pub(crate) fn local_any(peer: SocketAddr) -> SocketAddr {
+    let ip = if peer.is_ipv6() { IpAddr::V6(Ipv6Addr::UNSPECIFIED) } else { IpAddr::V4(Ipv4Addr::UNSPECIFIED) };
+    SocketAddr::new(ip, 0)
+}
 
 use clap::Args;
 

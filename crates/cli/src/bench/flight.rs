@@ -1,0 +1,127 @@
+//! `aerolink bench flight`: does the measurement loop close? The agent
+//! measures links whose parameters are known (an MSS link with bursty loss,
+//! jitter and an outage; `da2gc`), `fit` recovers them, and a replay of the
+//! fitted MSS profile is measured again: fitted values beside the truth
+//! with their 95 % intervals, and a two-sample test of the loss per window.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use serde::Serialize;
+use serde_json::{json, Value};
+
+use super::*;
+
+#[derive(Args, Debug)]
+pub struct FlightArgs {
+    /// Seconds each flight is measured.
+    #[arg(long, default_value_t = 90)]
+    pub seconds: u32,
+    /// Where the logs, fitted profiles and analysis pages go.
+    #[arg(long, default_value = "bench-flight")]
+    pub dir: PathBuf,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Append the result as one JSON line to FILE.
+    #[arg(long, default_value = "bench-results.jsonl", value_name = "FILE")]
+    pub out: PathBuf,
+}
+
+const TRUTH_MSS: &str = "name = \"truth-mss\"\n[link]\nrate = \"1.89 Mbit/s\"\ndelay = \"380.5 ms\"\njitter = \"normal 5 ms\"\nloss = { model = \"gilbert-elliott\", p = \"1%\", r = \"30%\" }\noutages = [{ start = \"30 s\", duration = \"12 s\", mode = \"drop\" }]\n";
+
+#[derive(Serialize)]
+struct FlightResult {
+    bench: &'static str,
+    version: &'static str,
+    unix_time: u64,
+    seconds: u32,
+    /// Per case and direction: truth, fitted, 95 % half-width.
+    rows: Vec<Value>,
+    /// Kolmogorov–Smirnov of the loss per 2 s window, flight against replay.
+    replay_ks_d: f64,
+    replay_ks_p: f64,
+}
+
+fn flight(exe: &Path, profile: &Path, out: &Path, seconds: u32, seed: u32) -> anyhow::Result<()> {
+    let _ = std::fs::remove_dir_all(out);
+    let client = format!(
+        "{} probe run --target $AEROLINK_SERVER --out {} --duration {seconds}s --udp-every 20ms --same-clock --resolver $AEROLINK_SERVER:53 --dns-names a.test --dns-every 45s --trace-every 45s --ping-every 10s --web-every 120s --web-protocols h2 --page 2x10KB --bulk-every 120s --bulk-bytes 100KB --rate-every 30s",
+        exe.display(),
+        out.display()
+    );
+    let server = format!("{} probe serve", exe.display());
+    let o = std::process::Command::new(exe).args(["run", "--profile", &profile.display().to_string(), "--seed", &seed.to_string(), "--server", &server, "--client", &client]).stdout(Stdio::null()).output()?;
+    if !o.status.success() {
+        bail!("the flight over {} failed: {}", profile.display(), String::from_utf8_lossy(&o.stderr).trim());
+    }
+    Ok(())
+}
+
+fn fit(log: &Path, name: &str, out: &Path) -> anyhow::Result<Value> {
+    let (records, _) = aerolink_work::probe::record::read_dir_or_file(log)?;
+    let o = aerolink_lab::fit::Options { name: name.into(), stem: name.into(), outage_min_s: 10.0, source: format!("probe log {}", log.display()) };
+    let f = aerolink_lab::fit::fit(&records, &o).map_err(|e| anyhow::anyhow!("{}: {e}", log.display()))?;
+    for (n, text) in &f.files {
+        std::fs::write(out.parent().unwrap_or(Path::new(".")).join(n), text)?;
+    }
+    std::fs::write(out, &f.toml)?;
+    Ok(f.summary)
+}
+
+fn row(case: &str, dir: &str, quantity: &str, truth: f64, fitted: f64, ci: Option<f64>) -> Value {
+    let inside = ci.map(|c| (fitted - truth).abs() <= c);
+    json!({"case": case, "direction": dir, "quantity": quantity, "truth": truth, "fitted": fitted, "ci95": ci, "inside": inside})
+}
+
+pub fn run(a: FlightArgs) -> anyhow::Result<i32> {
+    aerolink_net::sys::check_preconditions()?;
+    let exe = std::env::current_exe()?;
+    std::fs::create_dir_all(&a.dir)?;
+    let dir = std::fs::canonicalize(&a.dir)?;
+    let truth = dir.join("truth-mss.toml");
+    std::fs::write(&truth, TRUTH_MSS)?;
+    eprintln!("[1/2] two flights of {} s at once: truth-mss (Gilbert loss, 5 ms jitter, a 12 s outage) and da2gc…", a.seconds);
+    let (mss, da2gc) = (dir.join("mss-log"), dir.join("da2gc-log"));
+    let (s1, s2) = std::thread::scope(|s| {
+        let h = s.spawn(|| flight(&exe, &truth, &mss, a.seconds, 1));
+        let d = flight(&exe, Path::new("da2gc"), &da2gc, a.seconds, 1);
+        (h.join().expect("flight thread"), d)
+    });
+    s1?;
+    s2?;
+    let fm = fit(&mss, "fitted-mss", &dir.join("fitted-mss.toml"))?;
+    let fd = fit(&da2gc, "fitted-da2gc", &dir.join("fitted-da2gc.toml"))?;
+    let mut rows = Vec::new();
+    for d in ["down", "up"] {
+        let (m, g) = (&fm[d], &fd[d]);
+        let num = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
+        rows.push(row("mss", d, "delay ms", 380.5, num(&m["delay_ms"]), Some(num(&m["delay_ci_ms"]))));
+        rows.push(row("mss", d, "Gilbert p", 0.01, num(&m["loss"]["p"]), Some(num(&m["loss"]["p_ci"]))));
+        rows.push(row("mss", d, "Gilbert r", 0.30, num(&m["loss"]["r"]), Some(num(&m["loss"]["r_ci"]))));
+        rows.push(row("mss", d, "rate Mbit/s", 1.89, num(&m["rate_bps"]) / 1e6, None));
+        rows.push(row("da2gc", d, "delay ms", 131.0, num(&g["delay_ms"]), Some(num(&g["delay_ci_ms"]))));
+        let n = num(&g["loss"]["packets"]);
+        rows.push(row("da2gc", d, "loss", 0.01664, num(&g["loss"]["mean"]), Some(1.96 * (0.01664 * (1.0 - 0.01664) / n).sqrt())));
+        rows.push(row("da2gc", d, "rate Mbit/s", 0.468, num(&g["rate_bps"]) / 1e6, None));
+    }
+    eprintln!("[2/2] replaying the fitted MSS profile for {} s…", a.seconds);
+    let replay = dir.join("replay-log");
+    flight(&exe, &dir.join("fitted-mss.toml"), &replay, a.seconds, 2)?;
+    let w = |p: &Path| -> anyhow::Result<Vec<f64>> { Ok(aerolink_lab::fit::loss_windows(&aerolink_work::probe::record::read_dir_or_file(p)?.0, 2.0)) };
+    let (ks_d, ks_p) = aerolink_lab::fit::ks_two_sample(&w(&mss)?, &w(&replay)?);
+    let r = FlightResult { bench: "flight", version: env!("CARGO_PKG_VERSION"), unix_time: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0), seconds: a.seconds, rows, replay_ks_d: ks_d, replay_ks_p: ks_p };
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        println!("{:<6} {:<5} {:<12} {:>9} {:>9} {:>9}  inside", "case", "dir", "quantity", "truth", "fitted", "±95 %");
+        for x in &r.rows {
+            let f = |k: &str| x[k].as_f64().map_or("–".into(), |v| format!("{v:.4}"));
+            println!("{:<6} {:<5} {:<12} {:>9} {:>9} {:>9}  {}", x["case"].as_str().unwrap_or(""), x["direction"].as_str().unwrap_or(""), x["quantity"].as_str().unwrap_or(""), f("truth"), f("fitted"), f("ci95"), x["inside"].as_bool().map_or("–", |b| if b { "yes" } else { "NO" }));
+        }
+        println!("replay of the fitted MSS profile: loss per 2 s window, KS D = {ks_d:.3}, p = {ks_p:.3} ({})", if ks_p > 0.05 { "same distribution" } else { "differs" });
+        println!("logs, fitted profiles: {}", dir.display());
+    }
+    append_result(&a.out, &r)?;
+    Ok(0)
+}
