@@ -50,7 +50,8 @@ fn the_flight_loop_closes_measure_analyse_fit_replay() {
     let dir = tempdir("flight");
     let b = json(&["bench", "flight", "--seconds", "90", "--dir", dir.to_str().unwrap(), "--json", "--out", dir.join("bench.jsonl").to_str().unwrap()]);
     // Every fitted value lies within its interval of the truth: delays
-    // (plus 0.3 ms for the emulator's own departure-time error), the
+    // (plus 0.5 ms for the lab's own latency — the pump's departure error,
+    // TUN and socket wake-ups at both ends: 0.2–0.3 ms measured here), the
     // Gilbert chain's p and r, da2gc's random loss; rates (packet trains,
     // three per direction, blurred by 5 ms of jitter) within 10 %.
     let rows = b["rows"].as_array().unwrap();
@@ -59,7 +60,7 @@ fn the_flight_loop_closes_measure_analyse_fit_replay() {
         let (truth, fitted) = (f(&r["truth"]), f(&r["fitted"]));
         match r["ci95"].as_f64() {
             Some(ci) => {
-                let slack = if r["quantity"] == "delay ms" { 0.3 } else { 0.0 };
+                let slack = if r["quantity"] == "delay ms" { 0.5 } else { 0.0 };
                 assert!((fitted - truth).abs() <= ci * WIDEN + slack, "{r}");
             }
             None => assert!((fitted / truth - 1.0).abs() < 0.10, "{r}"),
