@@ -127,6 +127,11 @@ async fn handle(cat: Arc<Catalog>, req: Request<hyper::body::Incoming>) -> std::
     let pq = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
     Ok(match cat.find(&host, &pq) {
         Some(f) => hyper_response(f),
+        // The synthetic pages (`/page.html?spec=…`) too, as on HTTPS.
+        None if crate::page::render(&pq).is_some() => {
+            let (ct, body) = crate::page::render(&pq).expect("just rendered");
+            Response::builder().header("content-type", ct).body(Full::new(Bytes::from(body))).expect("valid response")
+        }
         None => Response::builder().status(404).body(Full::new(Bytes::from(format!("{host}{pq}: not in the archives")))).expect("valid response"),
     })
 }

@@ -1,7 +1,8 @@
 //! A page load over plain HTTP/1.1 (port 80), directly or through an
 //! explicit proxy: the one kind of load a proxy on the path can see into,
 //! so the one whose responses carry its `Via` and cache headers (seed 000
-//! §5.3). One connection, the page and then its objects in order.
+//! §5.3). The page and then its objects in order, on one connection while
+//! the server (or proxy) keeps it open.
 
 use std::net::SocketAddr;
 use std::time::Instant;
@@ -18,10 +19,15 @@ use crate::web::{ObjectTiming, WebResult};
 pub async fn load(origin: SocketAddr, proxy: Option<SocketAddr>, page: &Page) -> Result<WebResult> {
     let t0 = Instant::now();
     let ms = || t0.elapsed().as_secs_f64() * 1e3;
-    let tcp = tokio::net::TcpStream::connect(proxy.unwrap_or(origin)).await?;
-    tcp.set_nodelay(true)?;
-    let (mut send, conn) = hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(hyper_util::rt::TokioIo::new(tcp)).await?;
-    tokio::spawn(conn);
+    let connect = || async {
+        let tcp = tokio::net::TcpStream::connect(proxy.unwrap_or(origin)).await?;
+        tcp.set_nodelay(true)?;
+        let (send, conn) = hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(hyper_util::rt::TokioIo::new(tcp)).await?;
+        tokio::spawn(conn);
+        Ok::<_, crate::error::WorkError>(send)
+    };
+    let mut send = connect().await?;
+    let mut connections = 1;
     let host = origin.to_string();
     let mut queue = vec![page.url()];
     let mut objects = Vec::new();
@@ -31,9 +37,18 @@ pub async fn load(origin: SocketAddr, proxy: Option<SocketAddr>, page: &Page) ->
         let start_ms = ms();
         let uri = if proxy.is_some() { format!("http://{host}{path}") } else { path.clone() };
         let req = http::Request::get(uri).header("host", &host).header("user-agent", "aerolink-probe").body(Empty::<Bytes>::new())?;
-        send.ready().await?;
+        // A proxy may close after each response (tinyproxy does): open
+        // another connection then.
+        if send.is_closed() || send.ready().await.is_err() {
+            send = connect().await?;
+            connections += 1;
+        }
         let resp = send.send_request(req).await?;
+        let closing = resp.headers().get("connection").and_then(|v| v.to_str().ok()).is_some_and(|v| v.eq_ignore_ascii_case("close"));
         let first_byte_ms = ms();
+        if !resp.status().is_success() {
+            return Err(crate::error::WorkError::Status(resp.status()));
+        }
         let (ct, headers) = crate::web::content_type(resp.headers());
         let body = crate::web::read_hyper_body(resp.into_body()).await?;
         if objects.is_empty() {
@@ -42,7 +57,11 @@ pub async fn load(origin: SocketAddr, proxy: Option<SocketAddr>, page: &Page) ->
         if ct.starts_with("text/html") || ct.starts_with("text/css") {
             queue.extend(references(&body).into_iter().filter(|r| r.starts_with('/')));
         }
-        objects.push(ObjectTiming { path, bytes: body.len() as u64, start_ms, first_byte_ms, end_ms: ms(), conn: 0, pushed: false, headers });
+        objects.push(ObjectTiming { path, bytes: body.len() as u64, start_ms, first_byte_ms, end_ms: ms(), conn: connections - 1, pushed: false, headers });
+        if closing && !queue.is_empty() {
+            send = connect().await?;
+            connections += 1;
+        }
     }
     let plt_ms = objects.iter().map(|o| o.end_ms).fold(0.0, f64::max);
     Ok(WebResult {
@@ -55,7 +74,7 @@ pub async fn load(origin: SocketAddr, proxy: Option<SocketAddr>, page: &Page) ->
         requests: objects.len(),
         pushed: 0,
         body_bytes: objects.iter().map(|o| o.bytes).sum(),
-        connections: 1,
+        connections,
         client_retransmits: 0,
         objects,
     })

@@ -1,7 +1,11 @@
 //! Traceroute without privileges: UDP datagrams with rising TTL from an
 //! ordinary socket, and the ICMP errors they cause read from the socket's
-//! error queue (`IP_RECVERR`), as Linux allows any user. All TTLs are sent
-//! at once; the answer is every hop that replied within the timeout.
+//! error queue (`IP_RECVERR`), as Linux allows any user. TTLs go out in
+//! rounds of [`ROUND`] at once (the next round when the previous one has
+//! not reached the target), so the target answers at most a round's worth
+//! of port-unreachable errors: hosts rate-limit ICMP per peer (Linux: a
+//! burst of 6, then one a second), and a whole path's worth at once would
+//! leave the nearest probe to reach it unanswered.
 
 use std::net::{IpAddr, SocketAddr, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -11,6 +15,8 @@ use super::record::Hop;
 
 /// The first destination port (traceroute's).
 const BASE_PORT: u16 = 33434;
+/// TTLs sent at once.
+const ROUND: u8 = 6;
 
 fn setsockopt(fd: i32, level: i32, name: i32, value: i32) -> std::io::Result<()> {
     // SAFETY: a plain int option on a socket we own.
@@ -79,48 +85,56 @@ pub fn trace(target: IpAddr, max_hops: u8, timeout: Duration) -> std::io::Result
     } else {
         setsockopt(fd, libc::SOL_IP, libc::IP_RECVERR, 1)?;
     }
-    let mut sent = Vec::new();
-    for ttl in 1..=max_hops {
-        if v6 {
-            setsockopt(fd, libc::SOL_IPV6, libc::IPV6_UNICAST_HOPS, ttl as i32)?;
-        } else {
-            setsockopt(fd, libc::SOL_IP, libc::IP_TTL, ttl as i32)?;
-        }
-        sent.push(Instant::now());
-        // A send can fail with the error of an earlier probe (the queue
-        // reports it); the probe is still sent or counted lost.
-        let _ = sock.send_to(&[ttl; 32], SocketAddr::new(target, BASE_PORT + ttl as u16));
-    }
+    let mut sent: Vec<Instant> = Vec::new();
     let mut hops: Vec<Hop> = (1..=max_hops).map(|ttl| Hop { ttl, addr: None, rtt_ms: None }).collect();
-    let deadline = Instant::now() + timeout;
     let mut reached_at: Option<u8> = None;
-    loop {
-        while let Some((ttl, addr, reached)) = read_error(fd, v6) {
-            if ttl == 0 || ttl > max_hops {
-                continue;
+    let mut first = 1u8;
+    while first <= max_hops && reached_at.is_none() {
+        let last = first.saturating_add(ROUND - 1).min(max_hops);
+        for ttl in first..=last {
+            if v6 {
+                setsockopt(fd, libc::SOL_IPV6, libc::IPV6_UNICAST_HOPS, ttl as i32)?;
+            } else {
+                setsockopt(fd, libc::SOL_IP, libc::IP_TTL, ttl as i32)?;
             }
-            let h = &mut hops[ttl as usize - 1];
-            if h.addr.is_none() {
-                h.addr = addr.map(|a| a.to_string());
-                h.rtt_ms = Some(sent[ttl as usize - 1].elapsed().as_secs_f64() * 1e3);
-            }
-            if reached {
-                reached_at = Some(reached_at.map_or(ttl, |r| r.min(ttl)));
-            }
+            sent.push(Instant::now());
+            // A send can fail with the error of an earlier probe (the queue
+            // reports it); the probe is still sent or counted lost.
+            let _ = sock.send_to(&[ttl; 32], SocketAddr::new(target, BASE_PORT + ttl as u16));
         }
-        // Done when every hop up to the destination has answered.
-        if let Some(r) = reached_at {
-            if hops[..r as usize].iter().all(|h| h.addr.is_some()) {
+        let deadline = Instant::now() + timeout;
+        loop {
+            while let Some((ttl, addr, reached)) = read_error(fd, v6) {
+                if ttl == 0 || ttl as usize > sent.len() {
+                    continue;
+                }
+                let h = &mut hops[ttl as usize - 1];
+                if h.addr.is_none() {
+                    h.addr = addr.map(|a| a.to_string());
+                    h.rtt_ms = Some(sent[ttl as usize - 1].elapsed().as_secs_f64() * 1e3);
+                }
+                if reached {
+                    reached_at = Some(reached_at.map_or(ttl, |r| r.min(ttl)));
+                }
+            }
+            // This round is done when every hop of it (up to the target)
+            // has answered.
+            let upto = reached_at.unwrap_or(last) as usize;
+            if hops[first as usize - 1..upto].iter().all(|h| h.addr.is_some()) {
                 break;
             }
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            let mut pfd = libc::pollfd { fd, events: 0, revents: 0 };
+            // SAFETY: one pollfd we own; errors are reported as POLLERR.
+            unsafe { libc::poll(&mut pfd, 1, left.as_millis().clamp(1, 1000) as i32) };
         }
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
+        first = last.saturating_add(1);
+        if last == max_hops {
             break;
         }
-        let mut pfd = libc::pollfd { fd, events: 0, revents: 0 };
-        // SAFETY: one pollfd we own; errors are reported as POLLERR.
-        unsafe { libc::poll(&mut pfd, 1, left.as_millis().clamp(1, 1000) as i32) };
     }
     if let Some(r) = reached_at {
         hops.truncate(r as usize);
