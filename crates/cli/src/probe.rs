@@ -80,9 +80,24 @@ pub struct FitArgs {
     /// Lost probes spanning at least this long are an outage.
     #[arg(long, default_value = "10s", value_parser = duration_secs)]
     pub outage_min: f64,
+    /// How loss is written: `gilbert` (a chain fitted from the loss run
+    /// lengths, or random loss when the runs show no memory) or `trace`
+    /// (the measured loss rate of each --trace-window, outages included:
+    /// the flight's loss as it happened, in time).
+    #[arg(long, value_enum, default_value_t = LossForm::Gilbert)]
+    pub loss: LossForm,
+    /// The window of a loss trace.
+    #[arg(long, default_value = "10s", value_parser = duration_secs)]
+    pub trace_window: f64,
     /// Print what was fitted, with 95 % intervals, as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LossForm {
+    Gilbert,
+    Trace,
 }
 
 pub fn run(cmd: ProbeCmd) -> anyhow::Result<i32> {
@@ -223,7 +238,7 @@ pub fn analyze(a: AnalyzeArgs) -> anyhow::Result<i32> {
 pub fn fit(a: FitArgs) -> anyhow::Result<i32> {
     let (records, _, source) = load(Some(&a.log), None)?;
     let stem = a.output.file_stem().and_then(|s| s.to_str()).unwrap_or("fitted").to_string();
-    let o = aerolink_lab::fit::Options { name: a.name.clone().unwrap_or(stem.clone()), stem, outage_min_s: a.outage_min, source: format!("probe log {source}") };
+    let o = aerolink_lab::fit::Options { name: a.name.clone().unwrap_or(stem.clone()), stem, outage_min_s: a.outage_min, source: format!("probe log {source}"), loss_trace_window_s: (a.loss == LossForm::Trace).then_some(a.trace_window) };
     let fitted = aerolink_lab::fit::fit(&records, &o).map_err(|e| user(format!("{source}: {e}")))?;
     let dir = a.output.parent().filter(|p| !p.as_os_str().is_empty()).map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
     for (name, text) in &fitted.files {

@@ -72,6 +72,14 @@ fn the_flight_loop_closes_measure_analyse_fit_replay() {
     assert!(fitted.contains("empirical") && fitted.contains("gilbert-elliott") && fitted.contains("outages"), "{fitted}");
 
     let (mss_log, da2gc_log) = (dir.join("mss-log"), dir.join("da2gc-log"));
+    // Loss as it happened, per 4 s window: the 12 s outage is in the trace
+    // (windows of 100 %), and the profile loads (fit checks it).
+    let traced = dir.join("traced.toml");
+    let o = aerolink(&["fit", mss_log.to_str().unwrap(), "-o", traced.to_str().unwrap(), "--loss", "trace", "--trace-window", "4s"]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    let trace = std::fs::read_to_string(dir.join("traced.loss-up.txt")).unwrap();
+    assert!(trace.lines().filter(|l| *l == "100.0000%").count() >= 2, "{trace}");
+    assert!(!std::fs::read_to_string(&traced).unwrap().contains("[[link.outages]]"), "outages are in the trace, not listed again");
     // Every kind of measurement was made and logged.
     for log in [&mss_log, &da2gc_log] {
         let k = kinds(log);

@@ -28,6 +28,34 @@ pub struct Options {
     pub outage_min_s: f64,
     /// What the log is (for the profile's `source`).
     pub source: String,
+    /// How loss is written: a Gilbert chain, or the measured loss rate of
+    /// each window of this many seconds (a trace; outages are then in it).
+    pub loss_trace_window_s: Option<f64>,
+}
+
+/// Each direction's loss rate per window of `window_s` from the log's
+/// start. A lost probe whose direction no reply tells (in an outage longer
+/// than the reflector's 64-probe memory) counts as lost both ways; a
+/// window with no probe counts as no loss.
+fn loss_trace(ps: &[Probe], t0: f64, window_s: f64, up: bool) -> Vec<f64> {
+    let mut w: Vec<(usize, usize)> = Vec::new();
+    for p in ps {
+        let lost = match (p.up_arrived, p.rtt_ms.is_some()) {
+            (_, true) => Some(false),
+            (None, false) => Some(true),
+            (Some(arrived), false) if up => Some(!arrived),
+            (Some(true), false) => Some(true),
+            (Some(false), false) => None,
+        };
+        let Some(lost) = lost else { continue };
+        let k = ((p.t - t0) / window_s).floor().max(0.0) as usize;
+        if w.len() <= k {
+            w.resize(k + 1, (0, 0));
+        }
+        w[k].0 += 1;
+        w[k].1 += lost as usize;
+    }
+    w.iter().map(|(n, l)| if *n > 0 { *l as f64 / *n as f64 } else { 0.0 }).collect()
 }
 
 /// Loss run statistics of one direction and the model they give.
@@ -157,8 +185,13 @@ pub fn fit(records: &[Record], o: &Options) -> Result<Fitted, String> {
     toml.insert(
         "split".into(),
         format!(
-            "{}; loss per direction from the reflector's record of which probes reached it, fitted per probe packet (a replay advances the loss state with every packet); rate from the packet trains' dispersion (median), else from the best second of the TCP transfers; probes during page loads, transfers and outages left out of delay and loss",
-            if one_way { "one-way delays from the agent's and reflector's clocks (trusted)" } else { "RTT split evenly (clocks not trusted)" }
+            "{}; loss per direction from the reflector's record of which probes reached it, {}; rate from the packet trains' dispersion (median), else from the best second of the TCP transfers; probes during page loads, transfers and outages left out of delay{}",
+            if one_way { "one-way delays from the agent's and reflector's clocks (trusted)" } else { "RTT split evenly (clocks not trusted)" },
+            match o.loss_trace_window_s {
+                Some(w) => format!("written as the measured loss rate of each {w} s window (a trace, outages included)"),
+                None => "fitted as a Gilbert chain per probe packet (a replay advances the loss state with every packet)".to_string(),
+            },
+            if o.loss_trace_window_s.is_some() { "" } else { " and loss" }
         )
         .into(),
     );
@@ -198,6 +231,19 @@ pub fn fit(records: &[Record], o: &Options) -> Result<Fitted, String> {
             stretches(&ps, clean, |p| (p.up_arrived == Some(true)).then_some(p.rtt_ms.is_none()))
         };
         let loss = fit_loss(&seqs);
+        if let Some(window_s) = o.loss_trace_window_s {
+            let rates = loss_trace(&ps, t0, window_s, dir == "up");
+            let file = format!("{}.loss-{dir}.txt", o.stem);
+            let mut text = format!("# loss rate ({dir}) per {window_s} s window from the log's start, from aerolink fit\n");
+            for r in &rates {
+                let _ = std::fmt::Write::write_fmt(&mut text, format_args!("{:.4}%\n", r * 100.0));
+            }
+            files.push((file.clone(), text));
+            let mut l = toml::Table::new();
+            l.insert("trace".into(), file.into());
+            l.insert("window".into(), format!("{window_s} s").into());
+            t.insert("loss".into(), toml::Value::Table(l));
+        } else {
         match loss.model.as_str() {
             "none" => {}
             "bernoulli" => {
@@ -213,6 +259,7 @@ pub fn fit(records: &[Record], o: &Options) -> Result<Fitted, String> {
                 t.insert("loss".into(), toml::Value::Table(l));
             }
         }
+        }
         summary.insert(
             dir.into(),
             json!({
@@ -224,7 +271,8 @@ pub fn fit(records: &[Record], o: &Options) -> Result<Fitted, String> {
         );
         toml.insert(dir.into(), toml::Value::Table(t));
     }
-    if !outages.is_empty() {
+    // A loss trace holds the outages already (windows of 100 %).
+    if !outages.is_empty() && o.loss_trace_window_s.is_none() {
         let list: Vec<toml::Value> = outages
             .iter()
             .map(|w| {
@@ -240,6 +288,7 @@ pub fn fit(records: &[Record], o: &Options) -> Result<Fitted, String> {
         toml.insert("link".into(), toml::Value::Table(link));
     }
     summary.insert("one_way_delays".into(), json!(one_way));
+    summary.insert("loss_trace_window_s".into(), json!(o.loss_trace_window_s));
     summary.insert("outages".into(), json!(outages));
     summary.insert("probes".into(), json!({"total": ps.len(), "used_for_delay": answered.len()}));
     let text = format!("# Fitted by `aerolink fit` from {}.\n# Replay: aerolink run --profile THIS_FILE …\n{}", o.source, toml::to_string(&toml).map_err(|e| e.to_string())?);
@@ -304,7 +353,10 @@ pub fn describe(summary: &Value) -> String {
         ));
     }
     let outages = summary["outages"].as_array().map_or(0, |a| a.len());
-    out.push_str(&format!("outages: {outages}\n"));
+    match summary["loss_trace_window_s"].as_f64() {
+        Some(w) => out.push_str(&format!("loss written as a trace per {w} s window (the chain above is for reference); outages: {outages}, in the trace\n")),
+        None => out.push_str(&format!("outages: {outages}\n")),
+    }
     out
 }
 
@@ -334,6 +386,26 @@ mod tests {
         assert_eq!(f.model, "bernoulli", "{f:?}");
         assert!((f.mean - 0.05).abs() < 0.005);
         assert_eq!(fit_loss(&[vec![false; 100]]).model, "none");
+    }
+
+    #[test]
+    fn a_loss_trace_has_each_windows_rate_per_direction() {
+        let probe = |t: f64, up_arrived: Option<bool>, answered: bool| Probe { t, session: 1, seq: t as u64, rtt_ms: answered.then_some(700.0), up_ms: None, down_ms: None, up_arrived };
+        // Window 0: 4 probes, one lost going up, one coming down. Window 1:
+        // one lost, direction unknown (both ways). Window 2: all lost going
+        // up.
+        let ps = vec![
+            probe(0.0, Some(true), true),
+            probe(1.0, Some(false), false),
+            probe(2.0, Some(true), false),
+            probe(3.0, Some(true), true),
+            probe(25.0, None, false),
+            probe(40.0, Some(false), false),
+            probe(41.0, Some(false), false),
+        ];
+        assert_eq!(loss_trace(&ps, 0.0, 20.0, true), vec![0.25, 1.0, 1.0]);
+        // Down counts probes that reached the reflector, and unknown ones.
+        assert_eq!(loss_trace(&ps, 0.0, 20.0, false), vec![1.0 / 3.0, 1.0]);
     }
 
     #[test]

@@ -60,7 +60,7 @@ fn flight(exe: &Path, profile: &Path, out: &Path, seconds: u32, seed: u32) -> an
 
 fn fit(log: &Path, name: &str, out: &Path) -> anyhow::Result<Value> {
     let (records, _) = aerolink_work::probe::record::read_dir_or_file(log)?;
-    let o = aerolink_lab::fit::Options { name: name.into(), stem: name.into(), outage_min_s: 10.0, source: format!("probe log {}", log.display()) };
+    let o = aerolink_lab::fit::Options { name: name.into(), stem: name.into(), outage_min_s: 10.0, source: format!("probe log {}", log.display()), loss_trace_window_s: None };
     let f = aerolink_lab::fit::fit(&records, &o).map_err(|e| anyhow::anyhow!("{}: {e}", log.display()))?;
     for (n, text) in &f.files {
         std::fs::write(out.parent().unwrap_or(Path::new(".")).join(n), text)?;
