@@ -47,6 +47,7 @@ bench: build
 	$(SUDO) $(AEROLINK) bench queue
 	$(SUDO) $(AEROLINK) bench parallel
 	$(SUDO) $(AEROLINK) bench flight
+	$(SUDO) $(AEROLINK) bench sat-targets
 
 clean:
 	$(CARGO) clean

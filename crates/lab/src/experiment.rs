@@ -20,7 +20,7 @@
 //! type = "web"           # web | bulk | objects | messages | realtime | browser
 //! protocols = ["h1", "h2", "h3"]
 //! pages = ["1x100KB", "10x100KB"]
-//! tcp_cc = "cubic"       # knobs: tcp_cc, initcwnd, quic_preset, quic_cc, nagle, push (HTTP/2 server push, % of objects) (a value or a list to sweep)
+//! tcp_cc = "cubic"       # knobs: tcp_cc, initcwnd, quic_preset, quic_cc, quic_rate, nagle, push (HTTP/2 server push, % of objects) (a value or a list to sweep)
 //! ```
 //!
 //! With `topology = "ifc"` every run goes over the gateway chain (client ↔
@@ -209,7 +209,7 @@ pub struct PlannedRun {
 }
 
 const TOP: &[&str] = &["name", "description", "seed", "repetitions", "timeout", "baseline", "profiles", "topology", "variant", "workload", "finding"];
-const KNOB_KEYS: &[&str] = &["tcp_cc", "initcwnd", "quic_preset", "quic_cc", "nagle", "push", "mss", "rcvbuf", "quickack", "pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate", "tunnel_max_probe"];
+const KNOB_KEYS: &[&str] = &["tcp_cc", "initcwnd", "quic_preset", "quic_cc", "quic_rate", "nagle", "push", "mss", "rcvbuf", "quickack", "pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate", "tunnel_max_probe"];
 const PEP_KEYS: &[&str] = &["pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate", "tunnel_max_probe"];
 
 fn strings(v: &toml::Value) -> Option<Vec<String>> {
@@ -632,7 +632,7 @@ fn expand_knobs(t: &toml::Table, gateways: bool) -> Result<Vec<Knobs>, KeyErr> {
     if let Some(v) = t.get("quic_preset") {
         let ps: Vec<Preset> = picks(t, &["quic_preset"], None).map_err(|_| err("quic_preset", format!("{v}: expected one of {}", Preset::allowed())))?;
         out = sweep(out, &ps, |k, p| {
-            k.quic = QuicKnobs { cc: k.quic.cc, ..QuicKnobs::preset(*p) };
+            k.quic = QuicKnobs::preset(*p);
             Ok(())
         })?;
     }
@@ -642,6 +642,20 @@ fn expand_knobs(t: &toml::Table, gateways: bool) -> Result<Vec<Knobs>, KeyErr> {
             k.quic.cc = *c;
             Ok(())
         })?;
+    }
+    if let Some(v) = t.get("quic_rate") {
+        let rates: Vec<u64> = values(v)
+            .iter()
+            .map(|x| x.as_str().and_then(|s| aerolink_link::units::parse_rate(s).ok()).filter(|r| r.bits_per_sec >= 1000.0 && r.bits_per_sec.is_finite()).map(|r| r.bits_per_sec as u64))
+            .collect::<Option<_>>()
+            .ok_or_else(|| err("quic_rate", format!("{v}: expected the path's rate, like \"10Mbit/s\" (with quic_cc or quic_preset \"sat\")")))?;
+        out = sweep(out, &rates, |k, r| {
+            k.quic.rate_bps = Some(*r);
+            Ok(())
+        })?;
+        if let Some(k) = out.iter().find(|k| k.quic.cc != QuicCc::Sat) {
+            return Err(err("quic_rate", format!("the path rate is used by QUIC congestion control \"sat\" only, not \"{}\" (quic_preset = \"sat\" sets it)", k.quic.cc)));
+        }
     }
     for (key, lo, hi) in [("mss", 88, 65_535), ("rcvbuf", 1_024, 1 << 30)] {
         if let Some(v) = t.get(key) {

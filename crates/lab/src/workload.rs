@@ -124,7 +124,7 @@ impl Knobs {
         if self.quic.preset != aerolink_work::quic::Preset::Quinn {
             parts.push(self.quic.label());
         }
-        if self.quic.cc != aerolink_work::quic::QuicCc::Cubic {
+        if self.quic.cc != aerolink_work::quic::QuicKnobs::preset(self.quic.preset).cc {
             parts.push(format!("quic-{}", self.quic.cc));
         }
         if self.nagle {

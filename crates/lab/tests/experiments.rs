@@ -97,6 +97,8 @@ fn bad_files_name_the_file_the_key_and_what_is_allowed() {
         ("name = \"x\"\ntopology = \"missing.toml\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\n", "topology: "),
         ("name = \"x\"\ntopology = \"ifc\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\ntunnel_cc = \"rate\"\npep = \"quic-tunnel\"\n", "needs tunnel_rate"),
         ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"objects\"\nsets = [\"short\"]\nmodes = [\"both\"]\n", "workload[1].modes: \"both\": expected one of seq, par"),
+        ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"bulk\"\nsizes = [\"1MB\"]\nquic_rate = \"10Mbit/s\"\n", "workload[1].quic_rate: the path rate is used by QUIC congestion control \"sat\" only"),
+        ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"bulk\"\nsizes = [\"1MB\"]\nquic_preset = \"sat\"\nquic_rate = \"quick\"\n", "workload[1].quic_rate: \"quick\": expected the path's rate"),
     ];
     for (i, (text, want)) in cases.iter().enumerate() {
         let f = write(&d, &format!("bad{i}.toml"), text);
@@ -106,6 +108,15 @@ fn bad_files_name_the_file_the_key_and_what_is_allowed() {
         assert_eq!(e.lines().count(), 1, "{e}");
     }
     let _ = std::fs::remove_dir_all(&d);
+}
+
+#[test]
+fn the_sat_preset_and_a_path_rate_sweep_as_knobs() {
+    let text = "name = \"s\"\nrepetitions = 1\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"bulk\"\ntransports = [\"quic\"]\nsizes = [\"1MB\"]\nquic_preset = \"sat\"\nquic_rate = [\"2Mbit/s\", \"10Mbit/s\"]\n";
+    let e = Experiment::parse(text, "s.toml").unwrap_or_else(|e| panic!("{e}"));
+    let labels: Vec<String> = e.cases.iter().map(|c| c.knobs.label()).collect();
+    assert_eq!(labels, ["sat@2Mbit/s", "sat@10Mbit/s"]);
+    assert!(e.cases.iter().all(|c| c.knobs.quic.cc == aerolink_work::quic::QuicCc::Sat && c.knobs.quic.ack_every == Some(10)));
 }
 
 #[test]

@@ -21,6 +21,7 @@ pub mod page;
 pub mod probe;
 pub mod quic;
 pub mod realtime;
+pub mod satcc;
 pub mod replay;
 pub mod server;
 pub mod sock;

@@ -13,6 +13,12 @@
 //!
 //! Both ends apply the same knobs: the receive windows a peer advertises are
 //! what limit the other's sending. `quinn` is quinn's own defaults.
+//!
+//! `sat` is ours, for GEO paths (650 ms, up to 250 Mbit/s, random loss):
+//! the [`crate::satcc`] controller started at `--quic-rate` × RTT, 64 MB
+//! windows, an ACK every 10 packets asked of the peer (ACK frequency
+//! extension), 1452-byte packets from the start. docs/guide.md §5 gives the
+//! reasons and `aerolink bench sat-targets` the figures.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -25,15 +31,31 @@ use crate::error::{Result, WorkError};
 /// packet size).
 pub const PACKET_BYTES: u64 = 1252;
 
+/// `sat` preset: initial window (packets) when no path rate is given.
+pub const SAT_IW: u64 = 32;
+/// `sat` preset: stream and connection windows, bytes. They must never
+/// bind: 250 Mbit/s × 650 ms is 20 MB in flight, and at 1 % loss the
+/// receiver holds about another round trip of data behind each hole.
+pub const SAT_WINDOW: u64 = 64_000_000;
+/// `sat` preset: packets per ACK asked of the peer. At 250 Mbit/s down an
+/// ACK every 2 packets is 10 800 ACKs/s, about 5 Mbit/s: more than a
+/// 3 Mbit/s return link has.
+pub const SAT_ACK_EVERY: u64 = 10;
+/// `sat` preset: the first packets are full-size for a 1500-byte MTU
+/// (1452 fits IPv6 too), not 1200 B until discovery, which takes round
+/// trips a short transfer does not have at 650 ms.
+pub const SAT_MTU: u16 = 1452;
+
 crate::choice! {
     /// quinn's congestion controllers.
-    pub enum QuicCc { Cubic = "cubic", NewReno = "newreno", Bbr = "bbr" }
+    pub enum QuicCc { Cubic = "cubic", NewReno = "newreno", Bbr = "bbr", Sat = "sat" }
 }
 
 crate::choice! {
-    /// Windows and initial window: quinn's own defaults, or seed 003's
-    /// quic-go settings (table above).
-    pub enum Preset { Quinn = "quinn", Default = "default", HBdp1 = "h-bdp1", HBdp2 = "h-bdp2" }
+    /// Windows and initial window: quinn's own defaults, seed 003's
+    /// quic-go settings (table above), or `sat`, ours for long, fat, lossy
+    /// paths (below).
+    pub enum Preset { Quinn = "quinn", Default = "default", HBdp1 = "h-bdp1", HBdp2 = "h-bdp2", Sat = "sat" }
 }
 
 /// The QUIC settings of a run, resolved: a preset's values with any
@@ -46,6 +68,18 @@ pub struct QuicKnobs {
     pub initial_window_packets: Option<u64>,
     pub stream_window_bytes: Option<u64>,
     pub conn_window_bytes: Option<u64>,
+    /// The path's rate in the direction this end sends, bit/s (cc `sat`:
+    /// the first window is this rate × RTT).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rate_bps: Option<u64>,
+    /// Ask the peer to acknowledge every N ack-eliciting packets (the ACK
+    /// frequency extension; quinn's default is 2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ack_every: Option<u64>,
+    /// First UDP payload size tried, bytes (quinn starts at 1200 and
+    /// discovers more).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initial_mtu: Option<u16>,
 }
 
 impl Default for QuicKnobs {
@@ -62,29 +96,38 @@ impl QuicKnobs {
             initial_window_packets: Some(iw),
             stream_window_bytes: Some(sw),
             conn_window_bytes: Some(cw),
+            rate_bps: None,
+            ack_every: None,
+            initial_mtu: None,
         };
         match preset {
-            Preset::Quinn => QuicKnobs { preset, cc: QuicCc::Cubic, initial_window_packets: None, stream_window_bytes: None, conn_window_bytes: None },
+            Preset::Quinn => QuicKnobs { initial_window_packets: None, stream_window_bytes: None, conn_window_bytes: None, ..k(0, 0, 0) },
             Preset::Default => k(32, 512_000, 6_000_000),
             Preset::HBdp1 => k(120, 6_000_000, 12_000_000),
             Preset::HBdp2 => k(32, 6_000_000, 12_000_000),
+            Preset::Sat => QuicKnobs { cc: QuicCc::Sat, ack_every: Some(SAT_ACK_EVERY), initial_mtu: Some(SAT_MTU), ..k(SAT_IW, SAT_WINDOW, SAT_WINDOW) },
         }
     }
 
-    /// Whether a window differs from its preset's (shown as
-    /// `PRESET+custom`).
+    /// Whether a window or setting differs from its preset's (shown as
+    /// `PRESET+custom`); the congestion control and the path rate are
+    /// shown on their own.
     pub fn is_custom(&self) -> bool {
-        let p = QuicKnobs { cc: self.cc, ..QuicKnobs::preset(self.preset) };
+        let p = QuicKnobs { cc: self.cc, rate_bps: self.rate_bps, ..QuicKnobs::preset(self.preset) };
         *self != p
     }
 
-    /// `h-bdp1`, or `h-bdp1+custom` when a window was changed.
+    /// `h-bdp1`, `h-bdp1+custom` when a window was changed, `sat@10Mbit/s`
+    /// with a path rate.
     pub fn label(&self) -> String {
+        let mut l = self.preset.to_string();
         if self.is_custom() {
-            format!("{}+custom", self.preset)
-        } else {
-            self.preset.to_string()
+            l += "+custom";
         }
+        if let Some(r) = self.rate_bps {
+            l += &format!("@{}", aerolink_link::units::Rate::from_bps(r as f64).to_string().replace(' ', ""));
+        }
+        l
     }
 
     /// Command-line form, so a server and a client can be given the same
@@ -93,8 +136,18 @@ impl QuicKnobs {
         QuicArgs::from(self).to_args()
     }
 
+    /// What the types do not check: a path rate only with the `sat`
+    /// controller.
+    pub fn validate(&self) -> std::result::Result<(), String> {
+        if self.rate_bps.is_some() && self.cc != QuicCc::Sat {
+            return Err(format!("--quic-rate: the path rate is used by QUIC congestion control sat only, not {} (--quic-preset sat sets it)", self.cc));
+        }
+        Ok(())
+    }
+
     pub fn transport(&self) -> Result<quinn::TransportConfig> {
         let mut t = quinn::TransportConfig::default();
+        let varint = |v: u64| quinn::VarInt::from_u64(v).map_err(|_| WorkError::QuicConfig(format!("window {v} is too large")));
         let iw = self.initial_window_packets.map(|p| p * PACKET_BYTES);
         match self.cc {
             QuicCc::Cubic => {
@@ -118,8 +171,26 @@ impl QuicKnobs {
                 }
                 t.congestion_controller_factory(Arc::new(c));
             }
+            QuicCc::Sat => {
+                let initial_window = iw.unwrap_or(SAT_IW * PACKET_BYTES);
+                t.congestion_controller_factory(Arc::new(crate::satcc::SatConfig { rate_bps: self.rate_bps, initial_window }));
+            }
         }
-        let varint = |v: u64| quinn::VarInt::from_u64(v).map_err(|_| WorkError::QuicConfig(format!("window {v} is too large")));
+        self.validate().map_err(WorkError::QuicConfig)?;
+        if let Some(n) = self.ack_every {
+            if n == 0 {
+                return Err(WorkError::QuicConfig("--quic-ack-every: at least 1 packet".into()));
+            }
+            let mut a = quinn::AckFrequencyConfig::default();
+            a.ack_eliciting_threshold(varint(n - 1)?);
+            t.ack_frequency_config(Some(a));
+        }
+        if let Some(m) = self.initial_mtu {
+            if m < 1200 {
+                return Err(WorkError::QuicConfig(format!("--quic-mtu {m}: QUIC needs at least 1200 bytes")));
+            }
+            t.initial_mtu(m);
+        }
         if let Some(w) = self.stream_window_bytes {
             t.stream_receive_window(varint(w)?);
         }
@@ -153,7 +224,17 @@ pub fn client_endpoint(server: std::net::SocketAddr, knobs: &QuicKnobs, alpn: &[
     let mut cfg = quinn::ClientConfig::new(Arc::new(crypto));
     cfg.transport_config(Arc::new(knobs.transport()?));
     let bind = if server.is_ipv6() { std::net::SocketAddr::from(([0u16; 8], 0)) } else { std::net::SocketAddr::from(([0u8; 4], 0)) };
-    let mut ep = quinn::Endpoint::client(bind)?;
+    let mut ep = if knobs.preset == Preset::Sat {
+        // `sat`: the client's connection IDs are empty, so every packet the
+        // server sends is 8 bytes shorter (0.6 % of a full one; at 10 Mbit/s
+        // and 650 ms the 2 MB target leaves 1 %). The client cannot
+        // migrate to another address: a client behind one link never does.
+        let mut ec = quinn::EndpointConfig::default();
+        ec.cid_generator(|| Box::new(quinn_proto::RandomConnectionIdGenerator::new(0)));
+        quinn::Endpoint::new(ec, None, std::net::UdpSocket::bind(bind)?, Arc::new(quinn::TokioRuntime))?
+    } else {
+        quinn::Endpoint::client(bind)?
+    };
     ep.set_default_client_config(cfg);
     Ok(ep)
 }
@@ -162,10 +243,12 @@ pub fn client_endpoint(server: std::net::SocketAddr, knobs: &QuicKnobs, alpn: &[
 #[derive(clap::Args, Clone, Debug, PartialEq)]
 pub struct QuicArgs {
     /// QUIC preset: quinn (quinn's defaults), default, h-bdp1, h-bdp2 (seed
-    /// 003's quic-go settings mapped to quinn; see docs/guide.md).
+    /// 003's quic-go settings mapped to quinn), sat (ours for GEO paths:
+    /// give it --quic-rate); see docs/guide.md.
     #[arg(long, default_value = "quinn", help_heading = "QUIC")]
     pub quic_preset: Preset,
-    /// QUIC congestion control (default cubic).
+    /// QUIC congestion control (default cubic; sat: the preset's own, rate
+    /// from ACKs, random loss not taken as congestion).
     #[arg(long, help_heading = "QUIC")]
     pub quic_cc: Option<QuicCc>,
     /// QUIC initial window, packets of 1252 B.
@@ -177,6 +260,27 @@ pub struct QuicArgs {
     /// QUIC connection receive (and send) window, bytes.
     #[arg(long, help_heading = "QUIC")]
     pub quic_conn_window: Option<u64>,
+    /// The path's rate in the direction this end sends, e.g. 10Mbit/s
+    /// (congestion control sat: the first window is this rate × RTT,
+    /// paced, instead of slow start).
+    #[arg(long, value_name = "RATE", value_parser = parse_rate_bps, help_heading = "QUIC")]
+    pub quic_rate: Option<u64>,
+    /// Ask the peer to acknowledge every N ack-eliciting packets (QUIC ACK
+    /// frequency extension; quinn's default 2).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1000), help_heading = "QUIC")]
+    pub quic_ack_every: Option<u64>,
+    /// First UDP payload size tried, bytes (quinn's default 1200, then
+    /// path MTU discovery).
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u16).range(1200..=9000), help_heading = "QUIC")]
+    pub quic_mtu: Option<u16>,
+}
+
+fn parse_rate_bps(s: &str) -> std::result::Result<u64, String> {
+    let r = aerolink_link::units::parse_rate(s)?;
+    if !(r.bits_per_sec >= 1000.0 && r.bits_per_sec.is_finite()) {
+        return Err(format!("{s}: a path rate of at least 1 kbit/s"));
+    }
+    Ok(r.bits_per_sec as u64)
 }
 
 impl QuicArgs {
@@ -195,6 +299,15 @@ impl QuicArgs {
         if let Some(v) = self.quic_conn_window {
             k.conn_window_bytes = Some(v);
         }
+        if let Some(v) = self.quic_rate {
+            k.rate_bps = Some(v);
+        }
+        if let Some(v) = self.quic_ack_every {
+            k.ack_every = Some(v);
+        }
+        if let Some(v) = self.quic_mtu {
+            k.initial_mtu = Some(v);
+        }
         k
     }
 
@@ -204,10 +317,13 @@ impl QuicArgs {
         if let Some(cc) = self.quic_cc {
             a.extend(["--quic-cc".into(), cc.to_string()]);
         }
-        for (flag, v) in [("--quic-iw", self.quic_iw), ("--quic-stream-window", self.quic_stream_window), ("--quic-conn-window", self.quic_conn_window)] {
+        for (flag, v) in [("--quic-iw", self.quic_iw), ("--quic-stream-window", self.quic_stream_window), ("--quic-conn-window", self.quic_conn_window), ("--quic-ack-every", self.quic_ack_every), ("--quic-mtu", self.quic_mtu.map(u64::from))] {
             if let Some(v) = v {
                 a.extend([flag.into(), v.to_string()]);
             }
+        }
+        if let Some(r) = self.quic_rate {
+            a.extend(["--quic-rate".into(), format!("{r}bit/s")]);
         }
         a
     }
@@ -222,6 +338,9 @@ impl From<&QuicKnobs> for QuicArgs {
             quic_iw: k.initial_window_packets,
             quic_stream_window: k.stream_window_bytes,
             quic_conn_window: k.conn_window_bytes,
+            quic_rate: k.rate_bps,
+            quic_ack_every: k.ack_every,
+            quic_mtu: k.initial_mtu,
         }
     }
 }

@@ -34,6 +34,7 @@ mod orchestration;
 mod parallel;
 mod pep;
 mod queue;
+mod sat;
 
 pub use emulator::EmulatorArgs;
 pub use flight::FlightArgs;
@@ -88,6 +89,12 @@ pub enum BenchCmd {
     /// alone. The largest N that meets the targets is this machine's safe
     /// parallelism.
     Parallel(ParallelArgs),
+    /// Downloads of 2, 10 and 100 MB at 650 ms RTT on the QUIC-over-
+    /// satellite targets' links (10/2, 50/10, 250/3 Mbit/s, with 1 % and
+    /// burst loss), for kernel TCP cubic and BBR, quinn's defaults, the
+    /// `sat` preset and TCP through the QUIC tunnel with it: each time
+    /// against its target, side by side (about 25 minutes for all).
+    SatTargets(sat::SatTargetsArgs),
     /// Load a synthetic page over h1, h1-close, h2 or h3 across a link.
     Web {
         #[command(flatten)]
@@ -203,6 +210,7 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
             return exit_on_interrupt(parallel::run(a));
         }
         BenchCmd::Orchestration(a) => return orchestration::run(a),
+        BenchCmd::SatTargets(a) => return exit_on_interrupt(sat::run(a)),
         BenchCmd::Web { common, params: WebParams { protocol, page, depth } } => (common, Workload::Web { protocol, page, depth }),
         BenchCmd::Browser { common, params, har, screenshot } => {
             let abs = |p: Option<std::path::PathBuf>| p.map(|p| std::path::absolute(&p).unwrap_or(p));
@@ -240,6 +248,7 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
     let timeout = c.timeout;
     let s = &c.server;
     let knobs = aerolink_lab::workload::Knobs { tcp_cc: s.cc, initcwnd: s.initcwnd, quic: s.quic.knobs(), nagle: s.nagle, push: s.push, tcp: c.tcp, pep: c.link.topology.is_some().then_some(pep) };
+    knobs.quic.validate().map_err(user)?;
     aerolink_net::sys::check_preconditions()?;
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {

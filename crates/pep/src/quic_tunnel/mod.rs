@@ -62,9 +62,12 @@ pub(crate) const CLOSE_SHUTDOWN: u32 = 0;
 
 
 aerolink_work::choice! {
-    /// The tunnel's congestion control: quinn's three, or `rate`, our own
-    /// controller that holds a set rate through random loss (SCPS-TP's idea).
-    pub enum TunnelCc { Cubic = "cubic", NewReno = "newreno", Bbr = "bbr", Rate = "rate" }
+    /// The tunnel's congestion control: quinn's three, `rate`, our own
+    /// controller that holds a set rate through random loss (SCPS-TP's idea),
+    /// or `sat`, ours that starts at the path's rate and follows the
+    /// delivery rate, random loss not taken as congestion
+    /// ([`aerolink_work::satcc`]).
+    pub enum TunnelCc { Cubic = "cubic", NewReno = "newreno", Bbr = "bbr", Rate = "rate", Sat = "sat" }
 }
 
 /// How the tunnel's QUIC connection is tuned (both halves use the same).
@@ -73,7 +76,8 @@ pub struct Tuning {
     /// Windows and initial window (a preset of [`aerolink_work::quic`]).
     pub preset: Preset,
     pub cc: TunnelCc,
-    /// The rate the `rate` controller holds, bit/s.
+    /// The rate the `rate` controller holds, or the `sat` controller's
+    /// first window (rate × RTT), bit/s.
     pub rate_bps: Option<u64>,
     /// How long the tunnel survives without hearing from its peer: an
     /// outage shorter than this resets nothing.
@@ -98,7 +102,11 @@ impl Tuning {
             TunnelCc::Cubic | TunnelCc::Rate => QuicCc::Cubic,
             TunnelCc::NewReno => QuicCc::NewReno,
             TunnelCc::Bbr => QuicCc::Bbr,
+            TunnelCc::Sat => QuicCc::Sat,
         };
+        if self.cc == TunnelCc::Sat {
+            k.rate_bps = self.rate_bps;
+        }
         let mut t = k.transport()?;
         if self.cc == TunnelCc::Rate {
             let rate_bps = self.rate_bps.ok_or(PepError::Tuning("the rate controller needs a rate (--rate)"))?;
