@@ -37,7 +37,10 @@ fn tuning(t: TuningArgs, up: bool) -> anyhow::Result<(Psk, Tuning)> {
     let tuning = Tuning {
         preset: t.preset,
         cc: t.cc,
-        rate_bps: t.rate.map(|r| r.bits_per_sec as u64),
+        // sat: the rate is the down link's, the ground half's first window;
+        // the air half measures its own (a 3 Mbit/s return link must not
+        // get a 250 Mbit/s first window).
+        rate_bps: t.rate.filter(|_| !(t.cc == TunnelCc::Sat && up)).map(|r| r.bits_per_sec as u64),
         idle_timeout: Duration::from_nanos(t.idle_timeout.0),
         max_probe_timeout: t.max_probe_timeout,
         rate_follow: t.rate_follow.map(|p| (p, up)),
@@ -108,12 +111,12 @@ pub fn run(cmd: PepCmd) -> anyhow::Result<i32> {
             })?;
             finish("split-tcp", &stats, json)
         }
-        PepCmd::QuicTunnel { half: Half::Air(AirArgs { intercept, ground, tuning: t, json }) } => {
+        PepCmd::QuicTunnel { half: Half::Air(AirArgs { intercept, ground, open_timeout, tuning: t, json }) } => {
             check_iface(&intercept)?;
             let (psk, tuning) = tuning(t, true)?;
             let stats = rt()?.block_on(async move {
                 let stop = stop_signal()?;
-                aerolink_pep::quic_tunnel::air(aerolink_pep::quic_tunnel::AirOptions { from: intercept.from, port: intercept.port, ground, psk, tuning }, stop, ready).await
+                aerolink_pep::quic_tunnel::air(aerolink_pep::quic_tunnel::AirOptions { from: intercept.from, port: intercept.port, ground, psk, tuning, open_timeout: Duration::from_nanos(open_timeout.0) }, stop, ready).await
             })?;
             finish("quic-tunnel air", &stats, json)
         }

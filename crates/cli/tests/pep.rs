@@ -80,6 +80,7 @@ fn the_quic_tunnel_carries_tcp_to_the_ground_gateway_and_leaves_udp_alone() {
     // terrestrial hop.
     assert_eq!(remote_seen(&["--pep", "quic-tunnel"], false), "198.18.2.1");
     assert_eq!(remote_seen(&["--pep", "quic-tunnel", "--tunnel-cc", "rate", "--tunnel-rate", "15Mbit/s"], false), "198.18.2.1");
+    assert_eq!(remote_seen(&["--pep", "quic-tunnel", "--tunnel-cc", "sat", "--tunnel-preset", "sat", "--tunnel-rate", "20Mbit/s"], false), "198.18.2.1");
     assert_eq!(remote_seen(&["--pep", "quic-tunnel"], true), "198.18.0.1");
     assert!(leftover_namespaces().is_empty());
 }
@@ -183,11 +184,12 @@ fn the_tunnel_refuses_a_wrong_key_and_garbage_and_keeps_serving() {
         .output()
         .unwrap();
     assert!(o.status.success(), "{}", text(&o).1);
-    // An air gateway with the wrong key is refused, says so, and leaves no
-    // rule behind.
-    let o = Command::new("ip").args(["netns", "exec", &format!("al-{lab}-airgw"), bin(), "pep", "quic-tunnel", "air", "--ground", "198.18.1.2", "--psk", &bad]).output().unwrap();
+    // An air gateway with the wrong key gets no answer at all (the ground
+    // answers only Initials keyed with its key), says what that may mean,
+    // and leaves no rule behind.
+    let o = Command::new("ip").args(["netns", "exec", &format!("al-{lab}-airgw"), bin(), "pep", "quic-tunnel", "air", "--ground", "198.18.1.2", "--psk", &bad, "--open-timeout", "4s"]).output().unwrap();
     assert!(!o.status.success());
-    assert!(text(&o).1.contains("refused"), "{}", text(&o).1);
+    assert!(text(&o).1.contains("no answer") && text(&o).1.contains("different key"), "{}", text(&o).1);
     let table = Command::new("ip").args(["netns", "exec", &format!("al-{lab}-airgw"), "nft", "list", "table", "inet", "aerolink_pep"]).output().unwrap();
     assert!(!table.status.success(), "rules left behind by a proxy that failed to start");
     // The right key works, and the tunnel carries a transfer.
@@ -200,7 +202,7 @@ fn the_tunnel_refuses_a_wrong_key_and_garbage_and_keeps_serving() {
     stop(&mut ground);
     stop(&mut server);
     let log = std::fs::read_to_string(&glog).unwrap();
-    assert!(log.contains("refused") && log.contains("wrong key"), "the ground gateway did not log the refusal: {log}");
+    assert!(log.contains("not keyed with our key"), "the ground gateway did not log the unanswered Initials: {log}");
     // A 1-byte datagram can never be QUIC: it is always screened and logged.
     assert!(log.contains("dropped a 1-byte datagram"), "garbage was not logged: {log}");
     assert!(log.contains("1 connections"), "{log}");
@@ -252,6 +254,68 @@ fn killing_the_ground_gateway_gives_clients_errors_and_a_restart_serves_again() 
     };
     assert!(!st.success(), "the download cannot have completed");
     // A new connection opens a new tunnel and works.
+    let o = bulk(lab, "200000");
+    assert!(o.status.success(), "{}", text(&o).1);
+    stop(&mut air);
+    stop(&mut ground);
+    stop(&mut server);
+    assert!(std::fs::read_to_string(&alog).unwrap().matches("tunnel to 198.18.1.2:4433 up").count() >= 2);
+    assert!(aerolink(&["down", lab]).status.success());
+}
+
+/// A ground gateway that dies and stays dead: its host answers the air
+/// half's packets with "port unreachable", and the air half ends the tunnel
+/// within seconds (the idle timeout would take 120 s), so clients get
+/// errors at once and the next connection opens a new tunnel.
+#[test]
+fn a_dead_ground_gateway_is_noticed_within_seconds() {
+    let lab = "tdead";
+    let _down = ifc_lab(lab, Some("8Mbit/s"));
+    let d = tempdir("tunnel-dead");
+    let psk = keyfile(&d, "k.psk");
+    let gns = format!("al-{lab}-groundgw");
+    let glog = d.join("ground.err");
+    let mut ground = in_ns(&gns, &[bin(), "pep", "quic-tunnel", "ground", "--psk", &psk], &glog);
+    ready(&mut ground, &glog);
+    let alog = d.join("air.err");
+    let mut air = in_ns(&format!("al-{lab}-airgw"), &[bin(), "pep", "quic-tunnel", "air", "--ground", "198.18.1.2", "--psk", &psk], &alog);
+    ready(&mut air, &alog);
+    let mut server = in_ns(&format!("al-{lab}-server"), &[bin(), "workload", "serve"], &d.join("server.err"));
+    let sns = format!("al-{lab}-server");
+    let on_server = |state: &[&str]| {
+        let mut a = vec!["netns", "exec", sns.as_str(), "ss", "-Htn"];
+        a.extend_from_slice(state);
+        Command::new("ip").args(&a).output().map(|o| !o.stdout.is_empty()).unwrap_or(false)
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !on_server(&["-l", "sport = :5201"]) {
+        assert!(Instant::now() < deadline, "the workload server never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut client = KillOnDrop(Command::new("ip").args(["netns", "exec", &format!("al-{lab}-client"), bin(), "workload", "bulk", "--server", "198.18.2.2", "--bytes", "50000000"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !on_server(&["state", "established", "sport = :5201"]) {
+        assert!(Instant::now() < deadline, "the download never reached the server");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    ground.0.kill().unwrap();
+    let _ = ground.0.wait();
+    let killed = Instant::now();
+    let st = loop {
+        if let Some(st) = client.0.try_wait().unwrap() {
+            break st;
+        }
+        // Seconds, against the 120 s idle timeout that was the only way to
+        // notice before (generous for a loaded 2-core machine).
+        assert!(killed.elapsed() < Duration::from_secs(20), "the client still waits {:?} after the ground gateway died", killed.elapsed());
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!st.success(), "the download cannot have completed");
+    let log = std::fs::read_to_string(&alog).unwrap();
+    assert!(log.contains("is gone"), "{log}");
+    // The gateway back: the next connection opens a new tunnel.
+    let mut ground = in_ns(&gns, &[bin(), "pep", "quic-tunnel", "ground", "--psk", &psk], &glog);
+    ready(&mut ground, &glog);
     let o = bulk(lab, "200000");
     assert!(o.status.success(), "{}", text(&o).1);
     stop(&mut air);
@@ -370,6 +434,10 @@ fn pep_settings_are_checked() {
     let o = aerolink(&["run", "--topology", "ifc", "--pep", "quic-tunnel", "--tunnel-cc", "rate", "--client", "true"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(text(&o).1.contains("rate"), "{}", text(&o).1);
+    // Only the rate controller follows the link monitor.
+    let o = aerolink(&["run", "--topology", "ifc", "--pep", "quic-tunnel", "--tunnel-cc", "sat", "--tunnel-rate", "link", "--client", "true"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(text(&o).1.contains("only tunnel_cc \"rate\""), "{}", text(&o).1);
     std::fs::write(&f, "name = \"x\"\ntopology = \"ifc\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\npep = \"quic-tunnel\"\ntunnel_max_probe = \"soon\"\n").unwrap();
     let o = aerolink(&["experiment", "plan", f.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));

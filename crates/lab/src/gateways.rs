@@ -44,7 +44,8 @@ pub struct PepSpec {
     #[arg(id = "pep_initcwnd", long = "pep-initcwnd", value_name = "SEGMENTS", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub initcwnd: Option<u32>,
     /// quic-tunnel: congestion control (rate holds --tunnel-rate through
-    /// random loss).
+    /// random loss; sat starts the ground half at --tunnel-rate, the space
+    /// link's down rate, and follows the delivery rate).
     #[arg(long, default_value = "bbr", value_name = "CC")]
     pub tunnel_cc: TunnelCc,
     /// quic-tunnel: windows preset.
@@ -52,7 +53,8 @@ pub struct PepSpec {
     pub tunnel_preset: Preset,
     /// quic-tunnel with --tunnel-cc rate: the rate to hold, e.g. 2Mbit/s,
     /// or `link`: follow the space link's capacity as its link monitor
-    /// reports it (bonded channels going down and up).
+    /// reports it (bonded channels going down and up). With --tunnel-cc
+    /// sat: the space link's down rate (optional).
     #[arg(long, value_name = "RATE|link")]
     pub tunnel_rate: Option<TunnelRate>,
     /// quic-tunnel: longest wait between loss probes during an outage, or
@@ -113,6 +115,8 @@ pub enum GatewayError {
     /// The `rate` controller was chosen without a rate (the user's).
     #[error("tunnel_cc \"rate\": needs tunnel_rate (e.g. \"2Mbit/s\", at or below the space link's rate, or \"link\")")]
     RateWithoutRate,
+    #[error("tunnel_rate \"link\": only tunnel_cc \"rate\" follows the link monitor, not \"{0}\"; give a rate (e.g. \"10Mbit/s\")")]
+    FollowWithoutRate(TunnelCc),
     /// `tunnel_rate = "link"` on a space link without a monitor (the user's).
     #[error("tunnel_rate \"link\": the space link's capacity never changes (only bonded links have a link monitor); give a rate instead")]
     NoMonitor,
@@ -130,7 +134,7 @@ pub enum GatewayError {
 impl GatewayError {
     /// Whether the user must change the topology or the settings.
     pub fn is_user(&self) -> bool {
-        matches!(self, GatewayError::NeedsHost(_) | GatewayError::RateWithoutRate | GatewayError::NoMonitor)
+        matches!(self, GatewayError::NeedsHost(_) | GatewayError::RateWithoutRate | GatewayError::FollowWithoutRate(_) | GatewayError::NoMonitor)
     }
 }
 
@@ -139,6 +143,9 @@ impl PepSpec {
     pub fn validate(&self) -> Result<(), GatewayError> {
         if self.tunnel_cc == TunnelCc::Rate && self.tunnel_rate.is_none() {
             return Err(GatewayError::RateWithoutRate);
+        }
+        if self.tunnel_cc != TunnelCc::Rate && self.tunnel_rate.as_ref().is_some_and(|r| r.rate.is_none()) {
+            return Err(GatewayError::FollowWithoutRate(self.tunnel_cc));
         }
         Ok(())
     }
@@ -210,7 +217,7 @@ impl PepSpec {
                 let ground = GroundArgs { listen: std::net::SocketAddr::from(([0u16; 8], aerolink_pep::quic_tunnel::DEFAULT_PORT)), tcp_cc: self.tcp_cc, initcwnd: self.initcwnd, tuning: self.tuning(psk, ground_follow), json: false };
                 out.push(("groundgw".to_string(), PepCmd::QuicTunnel { half: Half::Ground(ground) }));
                 let (_, gw) = host(lab, "groundgw")?;
-                let air = AirArgs { intercept: Intercept::default(), ground: lab_addr(&gw.ipv4, aerolink_pep::quic_tunnel::DEFAULT_PORT), tuning: self.tuning(psk, air_follow), json: false };
+                let air = AirArgs { intercept: Intercept::default(), ground: lab_addr(&gw.ipv4, aerolink_pep::quic_tunnel::DEFAULT_PORT), open_timeout: aerolink_link::Duration::from_secs(60), tuning: self.tuning(psk, air_follow), json: false };
                 out.push(("airgw".to_string(), PepCmd::QuicTunnel { half: Half::Air(air) }));
             }
         }

@@ -106,6 +106,11 @@ pub struct AirArgs {
     /// The ground half's address (port 4433 unless given).
     #[arg(long, value_name = "ADDR[:PORT]", value_parser = tunnel_addr)]
     pub ground: SocketAddr,
+    /// Give up opening the tunnel after this long. The ground answers
+    /// nothing to a tunnel keyed with another key, so a wrong --psk shows
+    /// as silence.
+    #[arg(long, default_value = "60s", value_parser = positive_duration)]
+    pub open_timeout: Duration,
     #[command(flatten)]
     pub tuning: TuningArgs,
     #[arg(long)]
@@ -139,7 +144,9 @@ pub struct TuningArgs {
     /// loss, like SCPS-TP).
     #[arg(long, default_value = "bbr")]
     pub cc: TunnelCc,
-    /// The rate the `rate` controller holds, e.g. 2Mbit/s.
+    /// The rate the `rate` controller holds, e.g. 2Mbit/s; with `--cc sat`
+    /// the space link's down rate, the ground half's first window (rate ×
+    /// RTT; the air half measures its own).
     #[arg(long, value_parser = rate_arg)]
     pub rate: Option<Rate>,
     /// With `--cc rate`: follow the capacity a link monitor file reports
@@ -252,6 +259,7 @@ impl PepCmd {
                 a.extend(["quic-tunnel".into(), "air".into()]);
                 x.intercept.push(&mut a);
                 flag(&mut a, "ground", x.ground);
+                flag(&mut a, "open-timeout", duration_text(x.open_timeout));
                 x.tuning.push(&mut a);
                 switch(&mut a, "json", x.json);
             }
@@ -311,7 +319,7 @@ mod tests {
         }
         for (i, t) in tunings().into_iter().enumerate() {
             let ground: SocketAddr = if i % 2 == 0 { "198.18.1.2:4433".parse().unwrap() } else { "[2001:2:0:1::2]:4444".parse().unwrap() };
-            v.push(PepCmd::QuicTunnel { half: Half::Air(AirArgs { intercept: Intercept::default(), ground, tuning: t.clone(), json: i % 2 == 0 }) });
+            v.push(PepCmd::QuicTunnel { half: Half::Air(AirArgs { intercept: Intercept::default(), ground, open_timeout: Duration::from_secs(if i % 2 == 0 { 60 } else { 5 }), tuning: t.clone(), json: i % 2 == 0 }) });
             let tcp_cc = TcpCc::ALL[i % TcpCc::ALL.len()];
             v.push(PepCmd::QuicTunnel { half: Half::Ground(GroundArgs { listen: "[::]:4433".parse().unwrap(), tcp_cc, initcwnd: (i % 2 == 1).then_some(10), tuning: t, json: false }) });
         }

@@ -48,8 +48,8 @@ pub enum PepError {
     #[error("connecting to {dest}: no answer in {after:?}")]
     ConnectTimeout { dest: SocketAddr, after: Duration },
     /// The ground gateway did not answer in time.
-    #[error("no answer from the ground gateway {0} within 60 s")]
-    GroundSilent(SocketAddr),
+    #[error("no answer from the ground gateway {0} within {1:?}: it answers only a tunnel keyed with its own key, so a different key (--psk) looks like this; or it is not running or not reachable")]
+    GroundSilent(SocketAddr, Duration),
     /// The ground gateway could not be reached.
     #[error("connecting to the ground gateway {ground}: {source}")]
     GroundUnreachable { ground: SocketAddr, source: quinn::ConnectionError },

@@ -10,7 +10,7 @@ use tokio::net::TcpStream;
 
 use super::*;
 use crate::relay::{self, Counters, Stats};
-use super::screening::endpoint;
+use super::screening::{endpoint, Health};
 use super::wire::encode_dest;
 use crate::error::{PepError, Result};
 
@@ -22,6 +22,10 @@ pub struct AirOptions {
     pub ground: SocketAddr,
     pub psk: Psk,
     pub tuning: Tuning,
+    /// How long opening the tunnel may take before the air half gives up
+    /// (the ground answers nothing to a wrong key, so silence is all a
+    /// wrong key gets).
+    pub open_timeout: Duration,
 }
 
 struct Air {
@@ -30,11 +34,22 @@ struct Air {
     psk: Psk,
     conn: tokio::sync::Mutex<Option<quinn::Connection>>,
     counters: Arc<Counters>,
+    health: Arc<Health>,
+    open_timeout: Duration,
 }
 
-/// How long opening the tunnel may take: its handshake (≈ 4 KB with the
-/// certificate) takes seconds on a 2.4 kbit/s Iridium channel.
-const OPEN_TIMEOUT: Duration = Duration::from_secs(60);
+/// The default of [`AirOptions::open_timeout`]: the tunnel's handshake
+/// (≈ 4 KB with the certificate) takes seconds on a 2.4 kbit/s Iridium
+/// channel.
+pub const OPEN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A ground gateway is taken for gone when its host has answered "port
+/// unreachable" this many times, the last within [`GONE_RECENT`], and
+/// nothing else came from it for [`GONE_QUIET`]: a link outage sends no
+/// such answers, so it never looks like this.
+const GONE_REFUSALS: u64 = 2;
+const GONE_RECENT: Duration = Duration::from_secs(3);
+const GONE_QUIET: Duration = Duration::from_secs(1);
 
 impl Air {
     /// The tunnel, opened (and authenticated) if there is none or the last
@@ -46,9 +61,28 @@ impl Air {
                 return Ok(c.clone());
             }
         }
-        let c = tokio::time::timeout(OPEN_TIMEOUT, self.open()).await.map_err(|_| PepError::GroundSilent(self.ground))??;
+        self.health.reset();
+        let c = tokio::time::timeout(self.open_timeout, self.open()).await.map_err(|_| PepError::GroundSilent(self.ground, self.open_timeout))??;
         self.counters.tunnels.fetch_add(1, Ordering::Relaxed);
         log(format!("tunnel to {} up", self.ground));
+        // A ground gateway that died (its host answers "port unreachable")
+        // ends the tunnel within seconds, not at the idle timeout: clients
+        // get their errors, and the next connection opens a new tunnel.
+        let (watch, health, ground) = (c.clone(), self.health.clone(), self.ground);
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = watch.closed() => return,
+                    _ = tokio::time::sleep(Duration::from_millis(250)) => {}
+                }
+                health.drain_errors();
+                if health.ground_gone(GONE_REFUSALS, GONE_RECENT, GONE_QUIET) {
+                    log(format!("the ground gateway {ground} is gone (its host answers port unreachable): closing the tunnel"));
+                    watch.close(quinn::VarInt::from_u32(CLOSE_SHUTDOWN), b"ground gone");
+                    return;
+                }
+            }
+        });
         let (watch, ground) = (c.clone(), self.ground);
         tokio::spawn(async move {
             let why = watch.closed().await;
@@ -124,9 +158,14 @@ pub async fn air(opts: AirOptions, stop: impl std::future::Future<Output = ()>, 
     let bind = if opts.ground.is_ipv6() { SocketAddr::from(([0u16; 8], 0)) } else { SocketAddr::from(([0u8; 4], 0)) };
     let sock = std::net::UdpSocket::bind(bind)?;
     let counters = Arc::new(Counters::default());
-    let mut ep = endpoint(&opts.psk, None, sock, counters.clone())?;
+    // The first Initial carries an ID keyed with the PSK: the ground
+    // answers nothing else.
+    let psk = opts.psk.clone();
+    client.initial_dst_cid_provider(Arc::new(move || psk.initial_dcid(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0))));
+    let health = Arc::new(Health::new());
+    let mut ep = endpoint(&opts.psk, None, sock, counters.clone(), Some(health.clone()))?;
     ep.set_default_client_config(client);
-    let air = Arc::new(Air { ep: ep.clone(), ground: opts.ground, psk: opts.psk, conn: tokio::sync::Mutex::new(None), counters: counters.clone() });
+    let air = Arc::new(Air { ep: ep.clone(), ground: opts.ground, psk: opts.psk, conn: tokio::sync::Mutex::new(None), counters: counters.clone(), health, open_timeout: opts.open_timeout });
     // The tunnel is long-lived: open it before taking any client, so no
     // client pays for its handshake.
     air.tunnel().await?;

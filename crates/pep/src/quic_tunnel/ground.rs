@@ -31,7 +31,7 @@ pub async fn ground(opts: GroundOptions, stop: impl std::future::Future<Output =
     server.transport_config(Arc::new(opts.tuning.transport()?));
     let sock = std::net::UdpSocket::bind(opts.listen).map_err(|source| PepError::Sys { what: format!("binding {}", opts.listen), source })?;
     let counters = Arc::new(Counters::default());
-    let ep = endpoint(&opts.psk, Some(server), sock, counters.clone())?;
+    let ep = endpoint(&opts.psk, Some(server), sock, counters.clone(), None)?;
     let routes = match opts.initcwnd {
         Some(n) => Some(crate::steering::InitialWindow::set("", n)?),
         None => None,
