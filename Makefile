@@ -8,7 +8,7 @@ APT_PACKAGES := iproute2 iputils-ping iperf3 nftables util-linux procps chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 AEROLINK := ./target/release/aerolink
 
-.PHONY: all deps build run demo test bench clean
+.PHONY: all deps build run demo test bench fuzz fuzz-smoke fuzz-deps clean
 
 all: build
 
@@ -38,8 +38,24 @@ demo: build
 # Unit tests (simulated time) and end-to-end tests (real namespaces, real
 # traffic). The end-to-end tests run one at a time so that timing is judged
 # on a machine that is not also running other emulations.
-test: build
+test: build fuzz-deps
 	$(SUDO) $(CARGO) test --release --locked --workspace -- --test-threads=1
+	./scripts/fuzz.sh $(FUZZ_SMOKE_SECONDS)
+
+# Fuzzing every parser of outside input (fuzz/): cargo fuzz needs a nightly
+# toolchain (rustup's, beside stable) and cargo-fuzz from crates.io.
+# `make test` runs each target briefly; `make fuzz` for long.
+FUZZ_SMOKE_SECONDS ?= 15
+FUZZ_SECONDS ?= 600
+fuzz-deps:
+	@rustup toolchain list 2>/dev/null | grep -q '^nightly' || { echo "fuzzing needs Rust nightly: rustup toolchain install nightly"; exit 1; }
+	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
+
+fuzz-smoke: fuzz-deps
+	./scripts/fuzz.sh $(FUZZ_SMOKE_SECONDS)
+
+fuzz: fuzz-deps
+	./scripts/fuzz.sh $(FUZZ_SECONDS)
 
 bench: build
 	$(SUDO) $(AEROLINK) bench emulator

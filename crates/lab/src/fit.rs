@@ -154,12 +154,20 @@ fn fmt_rate(bps: f64) -> String {
 }
 
 /// Fits a profile to `records`.
+/// The longest a log to fit may span (its loss trace has a window per
+/// `--trace-window` of it).
+const MAX_SPAN_S: f64 = 31.0 * 86_400.0;
+
 pub fn fit(records: &[Record], o: &Options) -> Result<Fitted, String> {
     let ps = flight::probes(records);
     if ps.iter().filter(|p| p.rtt_ms.is_some()).count() < 10 {
         return Err("fewer than 10 answered UDP probes: nothing to fit (was the reflector running?)".into());
     }
     let t0 = records.iter().map(|r| r.t).fold(f64::INFINITY, f64::min);
+    let t1 = records.iter().map(|r| r.t).fold(f64::NEG_INFINITY, f64::max);
+    if !(t1 - t0 <= MAX_SPAN_S) {
+        return Err(format!("the records' times span {:.0} days: a flight log spans hours (two logs in one directory, or a corrupt time?)", (t1 - t0) / 86_400.0));
+    }
     let outages = flight::outages(&ps, t0, o.outage_min_s);
     let busy = busy_windows(records);
     let clean = |p: &Probe| {
@@ -362,6 +370,20 @@ pub fn describe(summary: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
+    /// Found by the fuzzer (flight_log, out of memory): the loss trace has
+    /// a window per 100 s of the log, so a record dated 10^12 s on asked
+    /// for 10^10 windows.
+    #[test]
+    fn a_log_spanning_months_is_refused_not_allocated() {
+        let line = |n: u64, t: f64| format!(r#"{{"n":{n},"t":{t},"clock":{{"synced":false,"maxerror_us":16000000}},"kind":"udp","seq":{n},"session":1,"rtt_ms":770.0,"up_ms":384.0,"down_ms":386.0,"rx_max":{n},"rx_bitmap":1}}"#);
+        let mut rs: Vec<Record> = (0..20).map(|n| serde_json::from_str(&line(n, 1.8e9 + 2.0 * n as f64)).unwrap()).collect();
+        let o = Options { name: "x".into(), stem: "x".into(), outage_min_s: 10.0, source: "x".into(), loss_trace_window_s: Some(100.0) };
+        assert!(fit(&rs, &o).is_ok());
+        rs.push(serde_json::from_str(&line(20, 1.8e12)).unwrap());
+        let e = fit(&rs, &o).err().unwrap();
+        assert!(e.contains("days"), "{e}");
+    }
+
     use super::*;
     use rand::{Rng, SeedableRng};
 

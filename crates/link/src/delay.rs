@@ -44,6 +44,11 @@ const STEP_VALUES: usize = 5760;
 /// The RNG stream of the step values: one for the whole run.
 const STEP_STREAM: u64 = u64::MAX - 1;
 
+/// The largest delay a trace may give, ms (a day), and the latest time in
+/// one (100 days).
+const MAX_DELAY_MS: f64 = 86_400_000.0;
+const MAX_TIME_MS: f64 = 100.0 * 86_400_000.0;
+
 impl BaseDelay {
     /// The step delay's values drawn from the run's seed (other delays
     /// unchanged).
@@ -100,7 +105,7 @@ impl BaseDelay {
         match self {
             BaseDelay::Constant(d) => *d,
             BaseDelay::Steps { min, max, .. } => Duration((min.0 + max.0) / 2),
-            BaseDelay::Trace(p) => Duration(p.iter().map(|x| x.1 .0).sum::<u64>() / p.len().max(1) as u64),
+            BaseDelay::Trace(p) => Duration((p.iter().map(|x| x.1 .0 as u128).sum::<u128>() / p.len().max(1) as u128) as u64),
         }
     }
 
@@ -114,10 +119,10 @@ impl BaseDelay {
                 continue;
             }
             let v: f64 = t.parse().map_err(|_| format!("line {}: {t:?} is not a number of milliseconds", i + 1))?;
-            if !v.is_finite() || v < 0.0 {
-                return Err(format!("line {}: milliseconds must be finite and not negative", i + 1));
+            if !v.is_finite() || !(0.0..=MAX_DELAY_MS).contains(&v) {
+                return Err(format!("line {}: milliseconds from 0 to {MAX_DELAY_MS} (a day)", i + 1));
             }
-            points.push((Duration(points.len() as u64 * every.0), Duration::from_secs_f64(v / 1e3)));
+            points.push((Duration((points.len() as u64).saturating_mul(every.0)), Duration::from_secs_f64(v / 1e3)));
         }
         if points.is_empty() {
             return Err("the series has no values".into());
@@ -143,14 +148,14 @@ impl BaseDelay {
             let (Some(a), Some(b), None) = (cols.next(), cols.next(), cols.next()) else {
                 return Err(format!("line {}: expected two columns, time_ms delay_ms", i + 1));
             };
-            let parse = |s: &str| -> Result<Duration, String> {
+            let parse = |s: &str, max: f64| -> Result<Duration, String> {
                 let v: f64 = s.parse().map_err(|_| format!("line {}: {s:?} is not a number of milliseconds", i + 1))?;
-                if !v.is_finite() || v < 0.0 {
-                    return Err(format!("line {}: milliseconds must be finite and not negative", i + 1));
+                if !v.is_finite() || !(0.0..=max).contains(&v) {
+                    return Err(format!("line {}: milliseconds from 0 to {max}", i + 1));
                 }
                 Ok(Duration::from_secs_f64(v / 1e3))
             };
-            let (ta, db) = (parse(a)?, parse(b)?);
+            let (ta, db) = (parse(a, MAX_TIME_MS)?, parse(b, MAX_DELAY_MS)?);
             if let Some(last) = points.last() {
                 if ta <= last.0 {
                     return Err(format!("line {}: times must increase", i + 1));
@@ -334,6 +339,16 @@ impl StageKind for Kind {
 
 #[cfg(test)]
 mod tests {
+    /// Found by the fuzzer (fuzz/regressions/traces/delay-series-huge-ms):
+    /// a delay of 2.2e15 ms overflowed the mean delay and panicked.
+    #[test]
+    fn a_delay_past_a_day_is_an_error_not_a_panic() {
+        let e = BaseDelay::parse_series("1\n1\n2222222222222424\n", Duration::from_millis(10)).unwrap_err();
+        assert!(e.starts_with("line 3: "), "{e}");
+        assert!(BaseDelay::parse_trace("0 10\n1e300 10\n").unwrap_err().starts_with("line 2: "));
+        assert!(BaseDelay::parse_series("86400000\n", Duration::from_millis(10)).is_ok());
+    }
+
     use super::*;
 
     #[test]

@@ -34,14 +34,16 @@ impl Duration {
     pub const fn from_nanos(ns: u64) -> Self {
         Duration(ns)
     }
+    // Like the additions below, the constructors saturate: a time beyond
+    // u64 nanoseconds (584 years) is "never", not a panic.
     pub const fn from_micros(us: u64) -> Self {
-        Duration(us * 1_000)
+        Duration(us.saturating_mul(1_000))
     }
     pub const fn from_millis(ms: u64) -> Self {
-        Duration(ms * 1_000_000)
+        Duration(ms.saturating_mul(1_000_000))
     }
     pub const fn from_secs(s: u64) -> Self {
-        Duration(s * 1_000_000_000)
+        Duration(s.saturating_mul(1_000_000_000))
     }
     /// Rounds to the nearest nanosecond; negative and NaN inputs give zero.
     pub fn from_secs_f64(s: f64) -> Self {

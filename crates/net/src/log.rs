@@ -145,6 +145,12 @@ pub fn parse_event(line: &str) -> Result<Event, String> {
         return Err(format!("expected 9 columns ({HEADER}), got {}", f.len()));
     }
     let num = |s: &str, what: &str| s.parse::<u64>().map_err(|_| format!("{what}: {s:?} is not a number"));
+    // What `stats` spreads over per-second bins: a time past 100 days is a
+    // corrupt line, not a run.
+    let t_ns = num(f[0], "t_ns")?;
+    if t_ns > 100 * 24 * 3600 * 1_000_000_000 {
+        return Err(format!("t_ns: {t_ns} is more than 100 days into the run"));
+    }
     let dir = match f[2] {
         "up" => Dir::Up,
         "down" => Dir::Down,
@@ -165,7 +171,7 @@ pub fn parse_event(line: &str) -> Result<Event, String> {
         x => return Err(format!("event: expected arrive, depart, drop, sf, chan-up, chan-down, retx or handover, got {x:?}")),
     };
     Ok(Event {
-        t: Instant(num(f[0], "t_ns")?),
+        t: Instant(t_ns),
         hop: num(f[1], "hop")? as u16,
         dir,
         id,
@@ -410,6 +416,16 @@ pub fn summarize(r: impl BufRead) -> Result<Summary, LogError> {
 
 #[cfg(test)]
 mod tests {
+    /// Found by the fuzzer (packet_log, out of memory): `stats` spread a
+    /// line's bytes over one bin per second up to its time, so a corrupt
+    /// time of 9e18 ns asked for 9e9 bins.
+    #[test]
+    fn a_time_past_100_days_is_a_bad_line() {
+        let e = parse_event("9000000000000000000 0 up arrive 0 84 - - -").unwrap_err();
+        assert!(e.contains("more than 100 days"), "{e}");
+        assert!(parse_event("40895892 0 up arrive 0 84 - - -").is_ok());
+    }
+
     use super::*;
 
     #[test]

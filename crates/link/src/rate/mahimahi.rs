@@ -37,6 +37,9 @@ pub struct MahimahiTrace {
     left: u32,
 }
 
+/// The latest time a trace may give, ms (100 days: a trace is minutes).
+const MAX_MS: u64 = 100 * 24 * 3600 * 1000;
+
 impl MahimahiTrace {
     pub fn parse(text: &str, overhead_bytes: u32) -> Result<Self, TraceError> {
         let mut times = Vec::new();
@@ -45,7 +48,7 @@ impl MahimahiTrace {
             if t.is_empty() || t.starts_with('#') {
                 continue;
             }
-            let ms: u64 = t.parse().map_err(|_| TraceError::BadLine { line: i + 1, text: t.to_string() })?;
+            let ms: u64 = t.parse().ok().filter(|ms| *ms <= MAX_MS).ok_or_else(|| TraceError::BadLine { line: i + 1, text: t.to_string() })?;
             if let Some(last) = times.last() {
                 if Duration::from_millis(ms) < *last {
                     return Err(TraceError::Decreasing { line: i + 1 });
@@ -116,6 +119,14 @@ impl Server for MahimahiTrace {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Found by the fuzzer (fuzz/regressions/traces/mahimahi-huge-ms): a
+    /// timestamp of 2.2e15 ms overflowed nanoseconds and panicked.
+    #[test]
+    fn a_timestamp_past_100_days_is_an_error_not_a_panic() {
+        assert!(matches!(MahimahiTrace::parse("1\n1\n2222222222222424\n", 0), Err(TraceError::BadLine { line: 3, .. })));
+        assert!(MahimahiTrace::parse("1\n8640000000\n", 0).is_ok());
+    }
 
     #[test]
     fn one_packet_per_opportunity() {

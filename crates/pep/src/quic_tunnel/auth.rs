@@ -77,7 +77,7 @@ impl Psk {
     /// Whether an Initial's destination connection ID is one of ours, made
     /// within [`INITIAL_DCID_AGE`] of `unix_s` (either way: the halves'
     /// clocks may differ by that much).
-    pub(crate) fn check_initial_dcid(&self, id: &[u8], unix_s: u64) -> Result<(), &'static str> {
+    pub fn check_initial_dcid(&self, id: &[u8], unix_s: u64) -> Result<(), &'static str> {
         if id.len() != INITIAL_DCID_LEN {
             return Err("not keyed with our key (connection ID length)");
         }

@@ -160,7 +160,7 @@ impl Health {
 }
 
 /// The first byte of a QUIC v1 Initial, and its destination connection ID.
-fn initial_dcid(d: &[u8]) -> Option<&[u8]> {
+pub fn initial_dcid(d: &[u8]) -> Option<&[u8]> {
     let first = *d.first()?;
     if first & 0x80 == 0 || (first >> 4) & 0x03 != 0 || d.len() < 6 || d[1..5] != [0, 0, 0, 1] {
         return None;
@@ -210,7 +210,7 @@ impl Screened {
 }
 
 /// Why a datagram cannot be one of ours, if it cannot.
-pub(crate) fn not_quic(d: &[u8]) -> Option<&'static str> {
+pub fn not_quic(d: &[u8]) -> Option<&'static str> {
     let first = *d.first()?;
     if first & 0x40 == 0 {
         return Some("no QUIC fixed bit");

@@ -20,28 +20,45 @@ pub(crate) fn encode_dest(d: SocketAddr) -> Vec<u8> {
     v
 }
 
+/// Reads a stream's header: its first two bytes say how long the rest is.
 pub(crate) async fn read_dest(r: &mut quinn::RecvStream) -> Result<SocketAddr> {
-    let mut head = [0u8; 2];
+    let mut head = vec![0u8; 2];
     r.read_exact(&mut head).await?;
-    if head[0] != 1 {
-        return Err(PepError::Header("unknown version"));
+    let len = header_len(&head).map_err(PepError::Header)?;
+    head.resize(len, 0);
+    r.read_exact(&mut head[2..]).await?;
+    match decode_dest(&head).map_err(PepError::Header)? {
+        Some((d, _)) => Ok(d),
+        None => Err(PepError::Header("short header")),
     }
-    let ip = match head[1] {
-        4 => {
-            let mut a = [0u8; 4];
-            r.read_exact(&mut a).await?;
-            IpAddr::from(a)
-        }
-        6 => {
-            let mut a = [0u8; 16];
-            r.read_exact(&mut a).await?;
-            IpAddr::from(a)
-        }
-        _ => return Err(PepError::Header("unknown address family")),
+}
+
+/// A header's whole length, from its first two bytes.
+fn header_len(b: &[u8]) -> std::result::Result<usize, &'static str> {
+    if b.first() != Some(&1) {
+        return Err("unknown version");
+    }
+    match b.get(1) {
+        Some(4) => Ok(2 + 4 + 2),
+        Some(6) => Ok(2 + 16 + 2),
+        _ => Err("unknown address family"),
+    }
+}
+
+/// A stream header from the start of `b`: the destination and the bytes it
+/// took, `None` while `b` is too short, an error for a header that cannot
+/// be one of ours.
+pub fn decode_dest(b: &[u8]) -> std::result::Result<Option<(SocketAddr, usize)>, &'static str> {
+    if b.len() < 2 {
+        return Ok(None);
+    }
+    let len = header_len(b)?;
+    let Some(h) = b.get(..len) else { return Ok(None) };
+    let ip = match h[1] {
+        4 => IpAddr::from(<[u8; 4]>::try_from(&h[2..6]).expect("4 bytes")),
+        _ => IpAddr::from(<[u8; 16]>::try_from(&h[2..18]).expect("16 bytes")),
     };
-    let mut p = [0u8; 2];
-    r.read_exact(&mut p).await?;
-    Ok(SocketAddr::new(ip, u16::from_be_bytes(p)))
+    Ok(Some((SocketAddr::new(ip, u16::from_be_bytes([h[len - 2], h[len - 1]])), len)))
 }
 
 #[cfg(test)]
@@ -56,6 +73,10 @@ mod tests {
             assert_eq!(enc[0], 1);
             assert_eq!(enc[1], if d.is_ipv4() { 4 } else { 6 });
             assert_eq!(u16::from_be_bytes([enc[enc.len() - 2], enc[enc.len() - 1]]), d.port());
+            assert_eq!(decode_dest(&enc), Ok(Some((d, enc.len()))));
+            assert_eq!(decode_dest(&enc[..enc.len() - 1]), Ok(None));
         }
+        assert_eq!(decode_dest(&[2, 4]), Err("unknown version"));
+        assert_eq!(decode_dest(&[1, 5, 0, 0]), Err("unknown address family"));
     }
 }

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Runs every fuzz target for SECONDS each (cargo fuzz, libFuzzer; nightly
+# Rust): first each kept crash input (fuzz/regressions/TARGET) once, then
+# the fuzzer from the committed seeds (fuzz/corpus/TARGET), new inputs kept
+# in target/fuzz-corpus. A crash stops it with the input's path.
+#   scripts/fuzz.sh SECONDS [TARGET...]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+secs=${1:?seconds per target}; shift
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(profile traces units packet_log topology experiment flight_log tunnel)
+# No sanitizer (the parsers are safe Rust: a bug shows as a panic, which
+# libFuzzer catches), overflow checks on.
+flags=(+nightly fuzz run --sanitizer none --debug-assertions)
+cargo +nightly fuzz build --sanitizer none --debug-assertions
+for t in "${targets[@]}"; do
+  mkdir -p "fuzz/regressions/$t" "target/fuzz-corpus/$t"
+  if compgen -G "fuzz/regressions/$t/*" >/dev/null; then
+    echo "fuzz $t: replaying $(ls "fuzz/regressions/$t" | wc -l) kept crash input(s)"
+    cargo "${flags[@]}" "$t" fuzz/regressions/"$t"/* -- -runs=1 >"target/fuzz-$t-replay.log" 2>&1 || { tail -30 "target/fuzz-$t-replay.log" >&2; echo "fuzz $t: a kept crash input crashes again" >&2; exit 1; }
+  fi
+  echo "fuzz $t: ${secs} s from $(ls "fuzz/corpus/$t" | wc -l) seed(s)"
+  log="target/fuzz-$t.log"
+  st=0
+  cargo "${flags[@]}" "$t" "target/fuzz-corpus/$t" "fuzz/corpus/$t" -- \
+    -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 >"$log" 2>&1 || st=$?
+  grep -E "^(stat::number_of_executed_units|thread '|SUMMARY|Test unit written|Failed to compile)" "$log" || true
+  if [ "$st" != 0 ]; then
+    tail -30 "$log" >&2
+    echo "fuzz $t: FAILED — the input is in fuzz/artifacts/$t/; once fixed, copy it to fuzz/regressions/$t/" >&2
+    exit 1
+  fi
+done
+echo "fuzz: ${#targets[@]} target(s), ${secs} s each, no crash"
