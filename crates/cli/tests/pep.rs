@@ -209,34 +209,66 @@ fn the_tunnel_refuses_a_wrong_key_and_garbage_and_keeps_serving() {
     assert!(aerolink(&["down", lab]).status.success());
 }
 
+/// A tunnel (ground and air halves) in lab `lab` with a 50 MB download
+/// (≈ 50 s at 8 Mbit/s) flowing through it; the ground half is killed by
+/// the test.
+struct Downloading {
+    ground: KillOnDrop,
+    air: KillOnDrop,
+    server: KillOnDrop,
+    client: KillOnDrop,
+    psk: String,
+    glog: std::path::PathBuf,
+    alog: std::path::PathBuf,
+}
+
+fn downloading(lab: &str, d: &std::path::Path) -> Downloading {
+    let psk = keyfile(d, "k.psk");
+    let glog = d.join("ground.err");
+    let mut ground = in_ns(&format!("al-{lab}-groundgw"), &[bin(), "pep", "quic-tunnel", "ground", "--psk", &psk], &glog);
+    ready(&mut ground, &glog);
+    let alog = d.join("air.err");
+    let mut air = in_ns(&format!("al-{lab}-airgw"), &[bin(), "pep", "quic-tunnel", "air", "--ground", "198.18.1.2", "--psk", &psk], &alog);
+    ready(&mut air, &alog);
+    let server = in_ns(&format!("al-{lab}-server"), &[bin(), "workload", "serve"], &d.join("server.err"));
+    let sns = format!("al-{lab}-server");
+    let on_server = |what: &[&str]| {
+        let mut a = vec!["netns", "exec", sns.as_str(), "ss", "-Htn"];
+        a.extend_from_slice(what);
+        Command::new("ip").args(&a).output().map(|o| !o.stdout.is_empty()).unwrap_or(false)
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !on_server(&["-l", "sport = :5201"]) {
+        assert!(Instant::now() < deadline, "the workload server never listened");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let client = KillOnDrop(Command::new("ip").args(["netns", "exec", &format!("al-{lab}-client"), bin(), "workload", "bulk", "--server", "198.18.2.2", "--bytes", "50000000"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !on_server(&["state", "established", "sport = :5201"]) {
+        assert!(Instant::now() < deadline, "the download never reached the server");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Downloading { ground, air, server, client, psk, glog, alog }
+}
+
+/// Waits for the client to end (within `limit` of `since`), and says how.
+fn client_end(client: &mut KillOnDrop, since: Instant, limit: Duration) -> std::process::ExitStatus {
+    loop {
+        if let Some(st) = client.0.try_wait().unwrap() {
+            return st;
+        }
+        assert!(since.elapsed() < limit, "the client still waits {:?} after the ground gateway died", since.elapsed());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 #[test]
 fn killing_the_ground_gateway_gives_clients_errors_and_a_restart_serves_again() {
     let lab = "tkill";
     let _down = ifc_lab(lab, Some("8Mbit/s"));
     let d = tempdir("tunnel-kill");
-    let psk = keyfile(&d, "k.psk");
+    let Downloading { mut ground, mut air, mut server, mut client, psk, glog, alog } = downloading(lab, &d);
     let gns = format!("al-{lab}-groundgw");
-    let glog = d.join("ground.err");
-    let mut ground = in_ns(&gns, &[bin(), "pep", "quic-tunnel", "ground", "--psk", &psk], &glog);
-    ready(&mut ground, &glog);
-    let alog = d.join("air.err");
-    let mut air = in_ns(&format!("al-{lab}-airgw"), &[bin(), "pep", "quic-tunnel", "air", "--ground", "198.18.1.2", "--psk", &psk], &alog);
-    ready(&mut air, &alog);
-    let mut server = in_ns(&format!("al-{lab}-server"), &[bin(), "workload", "serve"], &d.join("server.err"));
-    let serving = || Command::new("ip").args(["netns", "exec", &format!("al-{lab}-server"), "ss", "-Htln", "sport = :5201"]).output().map(|o| !o.stdout.is_empty()).unwrap_or(false);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !serving() {
-        assert!(Instant::now() < deadline, "the workload server never listened");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    // A 50 MB download (≈ 50 s at 8 Mbit/s) under way…
-    let mut client = KillOnDrop(Command::new("ip").args(["netns", "exec", &format!("al-{lab}-client"), bin(), "workload", "bulk", "--server", "198.18.2.2", "--bytes", "50000000"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap());
-    let flowing = || Command::new("ip").args(["netns", "exec", &format!("al-{lab}-server"), "ss", "-Htn", "state", "established", "sport = :5201"]).output().map(|o| !o.stdout.is_empty()).unwrap_or(false);
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !flowing() {
-        assert!(Instant::now() < deadline, "the download never reached the server");
-        std::thread::sleep(Duration::from_millis(20));
-    }
     // …when the ground gateway dies (SIGKILL: no goodbye) and comes back.
     ground.0.kill().unwrap();
     let _ = ground.0.wait();
@@ -245,13 +277,7 @@ fn killing_the_ground_gateway_gives_clients_errors_and_a_restart_serves_again() 
     ready(&mut ground, &glog);
     // The client gets an error, not a hang: the restarted gateway resets the
     // stale tunnel at the air half's next packet (keep-alives every 10 s).
-    let st = loop {
-        if let Some(st) = client.0.try_wait().unwrap() {
-            break st;
-        }
-        assert!(killed.elapsed() < Duration::from_secs(40), "the client hung after the ground gateway died");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let st = client_end(&mut client, killed, Duration::from_secs(40));
     assert!(!st.success(), "the download cannot have completed");
     // A new connection opens a new tunnel and works.
     let o = bulk(lab, "200000");
@@ -272,44 +298,15 @@ fn a_dead_ground_gateway_is_noticed_within_seconds() {
     let lab = "tdead";
     let _down = ifc_lab(lab, Some("8Mbit/s"));
     let d = tempdir("tunnel-dead");
-    let psk = keyfile(&d, "k.psk");
+    let Downloading { mut ground, mut air, mut server, mut client, psk, glog, alog } = downloading(lab, &d);
     let gns = format!("al-{lab}-groundgw");
-    let glog = d.join("ground.err");
-    let mut ground = in_ns(&gns, &[bin(), "pep", "quic-tunnel", "ground", "--psk", &psk], &glog);
-    ready(&mut ground, &glog);
-    let alog = d.join("air.err");
-    let mut air = in_ns(&format!("al-{lab}-airgw"), &[bin(), "pep", "quic-tunnel", "air", "--ground", "198.18.1.2", "--psk", &psk], &alog);
-    ready(&mut air, &alog);
-    let mut server = in_ns(&format!("al-{lab}-server"), &[bin(), "workload", "serve"], &d.join("server.err"));
-    let sns = format!("al-{lab}-server");
-    let on_server = |state: &[&str]| {
-        let mut a = vec!["netns", "exec", sns.as_str(), "ss", "-Htn"];
-        a.extend_from_slice(state);
-        Command::new("ip").args(&a).output().map(|o| !o.stdout.is_empty()).unwrap_or(false)
-    };
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !on_server(&["-l", "sport = :5201"]) {
-        assert!(Instant::now() < deadline, "the workload server never listened");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let mut client = KillOnDrop(Command::new("ip").args(["netns", "exec", &format!("al-{lab}-client"), bin(), "workload", "bulk", "--server", "198.18.2.2", "--bytes", "50000000"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !on_server(&["state", "established", "sport = :5201"]) {
-        assert!(Instant::now() < deadline, "the download never reached the server");
-        std::thread::sleep(Duration::from_millis(20));
-    }
     ground.0.kill().unwrap();
     let _ = ground.0.wait();
     let killed = Instant::now();
-    let st = loop {
-        if let Some(st) = client.0.try_wait().unwrap() {
-            break st;
-        }
-        // Seconds, against the 120 s idle timeout that was the only way to
-        // notice before (generous for a loaded 2-core machine).
-        assert!(killed.elapsed() < Duration::from_secs(20), "the client still waits {:?} after the ground gateway died", killed.elapsed());
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    // Seconds, against the 120 s idle timeout that was the only way to
+    // notice before (generous for a loaded 2-core machine).
+    let st = client_end(&mut client, killed, Duration::from_secs(20));
+    eprintln!("the client had its error {:?} after the kill", killed.elapsed());
     assert!(!st.success(), "the download cannot have completed");
     let log = std::fs::read_to_string(&alog).unwrap();
     assert!(log.contains("is gone"), "{log}");
