@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# Runs every fuzz target for SECONDS each (cargo fuzz, libFuzzer; nightly
-# Rust): first each kept crash input (fuzz/regressions/TARGET) once, then
-# the fuzzer from the committed seeds (fuzz/corpus/TARGET), new inputs kept
-# in target/fuzz-corpus. A crash stops it with the input's path.
-#   scripts/fuzz.sh SECONDS [TARGET...]
+# Runs every fuzz target (cargo fuzz, libFuzzer; nightly Rust): first each
+# kept crash input (fuzz/regressions/TARGET) once, then the fuzzer from the
+# committed seeds (fuzz/corpus/TARGET), new inputs kept in
+# target/fuzz-corpus. A crash stops it with the input's path.
+#   scripts/fuzz.sh SECONDS [TARGET...]   explore for SECONDS each, random
+#   scripts/fuzz.sh runs:N [TARGET...]    N inputs each from seed 1: the same
+#                                         inputs on every machine (make test)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:?seconds per target}; shift
@@ -19,11 +21,15 @@ for t in "${targets[@]}"; do
     echo "fuzz $t: replaying $(ls "fuzz/regressions/$t" | wc -l) kept crash input(s)"
     cargo "${flags[@]}" "$t" fuzz/regressions/"$t"/* -- -runs=1 >"target/fuzz-$t-replay.log" 2>&1 || { tail -30 "target/fuzz-$t-replay.log" >&2; echo "fuzz $t: a kept crash input crashes again" >&2; exit 1; }
   fi
-  echo "fuzz $t: ${secs} s from $(ls "fuzz/corpus/$t" | wc -l) seed(s)"
+  case "$secs" in
+    runs:*) budget=(-runs="${secs#runs:}" -seed=1); what="${secs#runs:} inputs (seed 1)";;
+    *) budget=(-max_total_time="$secs"); what="${secs} s";;
+  esac
+  echo "fuzz $t: $what from $(ls "fuzz/corpus/$t" | wc -l) seed file(s)"
   log="target/fuzz-$t.log"
   st=0
   cargo "${flags[@]}" "$t" "target/fuzz-corpus/$t" "fuzz/corpus/$t" -- \
-    -max_total_time="$secs" -max_len=65536 -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 >"$log" 2>&1 || st=$?
+    "${budget[@]}" -max_len=65536 -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 >"$log" 2>&1 || st=$?
   grep -E "^(stat::number_of_executed_units|thread '|SUMMARY|Test unit written|Failed to compile)" "$log" || true
   if [ "$st" != 0 ]; then
     tail -30 "$log" >&2
@@ -31,4 +37,4 @@ for t in "${targets[@]}"; do
     exit 1
   fi
 done
-echo "fuzz: ${#targets[@]} target(s), ${secs} s each, no crash"
+echo "fuzz: ${#targets[@]} target(s), ${secs} each, no crash"

@@ -269,7 +269,7 @@ fn killing_the_ground_gateway_gives_clients_errors_and_a_restart_serves_again() 
     let d = tempdir("tunnel-kill");
     let Downloading { mut ground, mut air, mut server, mut client, psk, glog, alog } = downloading(lab, &d);
     let gns = format!("al-{lab}-groundgw");
-    // …when the ground gateway dies (SIGKILL: no goodbye) and comes back.
+    // The ground gateway dies (SIGKILL: no goodbye) and comes back.
     ground.0.kill().unwrap();
     let _ = ground.0.wait();
     let killed = Instant::now();

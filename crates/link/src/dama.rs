@@ -104,8 +104,8 @@ fn fair_shares(capacity: f64, demands: &[f64]) -> Vec<f64> {
 impl DamaSpec {
     /// Super-frames from a request to the allocation it brings.
     pub fn request_cycle(&self, one_way: Duration) -> u64 {
-        let lp = self.loop_delay.unwrap_or(Duration(2 * one_way.0));
-        lp.0.div_ceil(self.superframe.0) + self.scheduler_latency
+        let lp = self.loop_delay.unwrap_or(Duration(one_way.0.saturating_mul(2)));
+        lp.0.div_ceil(self.superframe.0.max(1)).saturating_add(self.scheduler_latency)
     }
 
     /// The NCC's allocation to our terminal, given its live RBDC rate and

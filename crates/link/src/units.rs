@@ -104,7 +104,11 @@ pub fn parse_rate(s: &str) -> Result<Rate, String> {
 
 pub const DURATION_HELP: &str = "a duration like \"380.5 ms\", \"2 s\", \"250 us\" or \"3 min\"";
 
-/// Parses a non-negative duration with a unit: ns, us (µs), ms, s, min.
+/// The longest duration a profile or flag may give: 100 days.
+pub const MAX_DURATION_S: f64 = 100.0 * 86_400.0;
+
+/// Parses a non-negative duration with a unit: ns, us (µs), ms, s, min, h
+/// (at most [`MAX_DURATION_S`]).
 pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let (v, unit) = split_number(s).ok_or_else(|| DURATION_HELP.to_string())?;
     let mult = match unit.as_str() {
@@ -119,6 +123,10 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     };
     if v < 0.0 {
         return Err(format!("{DURATION_HELP}, not negative"));
+    }
+    // Longer than any run: a typo, and arithmetic on it would overflow.
+    if !(v * mult <= MAX_DURATION_S) {
+        return Err(format!("{DURATION_HELP}, at most 100 days"));
     }
     Ok(Duration::from_secs_f64(v * mult))
 }
@@ -171,6 +179,15 @@ pub fn parse_size(s: &str) -> Result<Size, String> {
 
 #[cfg(test)]
 mod tests {
+    /// Found by the fuzzer (fuzz/regressions/profile/dama-huge-rtt): an RTT
+    /// of 6.8e60 ms saturated and overflowed the DAMA request cycle.
+    #[test]
+    fn durations_past_100_days_are_refused() {
+        assert!(parse_duration("6777777777777777777777777777777777700 ms").unwrap_err().contains("100 days"));
+        assert!(parse_duration("100 h").is_ok());
+        assert!(parse_duration("inf s").is_err());
+    }
+
     use super::*;
 
     #[test]
