@@ -49,7 +49,7 @@ test: build fuzz-deps
 FUZZ_SMOKE_SECONDS ?= runs:100000
 FUZZ_SECONDS ?= 600
 fuzz-deps:
-	@rustup toolchain list 2>/dev/null | grep -q '^nightly' || { echo "fuzzing needs Rust nightly: rustup toolchain install nightly"; exit 1; }
+	@rustup toolchain list 2>/dev/null | grep -q '^nightly' || rustup toolchain install nightly --profile minimal || { echo "fuzzing needs Rust nightly, and rustup could not install it: rustup toolchain install nightly"; exit 1; }
 	@command -v cargo-fuzz >/dev/null || $(CARGO) install cargo-fuzz --locked
 
 fuzz-smoke: fuzz-deps

@@ -262,12 +262,24 @@ fn client_end(client: &mut KillOnDrop, since: Instant, limit: Duration) -> std::
     }
 }
 
+/// After the ground gateway came back: a new connection opens a new tunnel
+/// and works; then everything stops and the lab goes.
+fn serves_again(lab: &str, mut air: KillOnDrop, mut ground: KillOnDrop, mut server: KillOnDrop, alog: &std::path::Path) {
+    let o = bulk(lab, "200000");
+    assert!(o.status.success(), "{}", text(&o).1);
+    stop(&mut air);
+    stop(&mut ground);
+    stop(&mut server);
+    assert!(std::fs::read_to_string(alog).unwrap().matches("tunnel to 198.18.1.2:4433 up").count() >= 2);
+    assert!(aerolink(&["down", lab]).status.success());
+}
+
 #[test]
 fn killing_the_ground_gateway_gives_clients_errors_and_a_restart_serves_again() {
     let lab = "tkill";
     let _down = ifc_lab(lab, Some("8Mbit/s"));
     let d = tempdir("tunnel-kill");
-    let Downloading { mut ground, mut air, mut server, mut client, psk, glog, alog } = downloading(lab, &d);
+    let Downloading { mut ground, air, server, mut client, psk, glog, alog } = downloading(lab, &d);
     let gns = format!("al-{lab}-groundgw");
     // The ground gateway dies (SIGKILL: no goodbye) and comes back.
     ground.0.kill().unwrap();
@@ -279,14 +291,7 @@ fn killing_the_ground_gateway_gives_clients_errors_and_a_restart_serves_again() 
     // stale tunnel at the air half's next packet (keep-alives every 10 s).
     let st = client_end(&mut client, killed, Duration::from_secs(40));
     assert!(!st.success(), "the download cannot have completed");
-    // A new connection opens a new tunnel and works.
-    let o = bulk(lab, "200000");
-    assert!(o.status.success(), "{}", text(&o).1);
-    stop(&mut air);
-    stop(&mut ground);
-    stop(&mut server);
-    assert!(std::fs::read_to_string(&alog).unwrap().matches("tunnel to 198.18.1.2:4433 up").count() >= 2);
-    assert!(aerolink(&["down", lab]).status.success());
+    serves_again(lab, air, ground, server, &alog);
 }
 
 /// A ground gateway that dies and stays dead: its host answers the air
@@ -298,7 +303,7 @@ fn a_dead_ground_gateway_is_noticed_within_seconds() {
     let lab = "tdead";
     let _down = ifc_lab(lab, Some("8Mbit/s"));
     let d = tempdir("tunnel-dead");
-    let Downloading { mut ground, mut air, mut server, mut client, psk, glog, alog } = downloading(lab, &d);
+    let Downloading { mut ground, air, server, mut client, psk, glog, alog } = downloading(lab, &d);
     let gns = format!("al-{lab}-groundgw");
     ground.0.kill().unwrap();
     let _ = ground.0.wait();
@@ -313,13 +318,7 @@ fn a_dead_ground_gateway_is_noticed_within_seconds() {
     // The gateway back: the next connection opens a new tunnel.
     let mut ground = in_ns(&gns, &[bin(), "pep", "quic-tunnel", "ground", "--psk", &psk], &glog);
     ready(&mut ground, &glog);
-    let o = bulk(lab, "200000");
-    assert!(o.status.success(), "{}", text(&o).1);
-    stop(&mut air);
-    stop(&mut ground);
-    stop(&mut server);
-    assert!(std::fs::read_to_string(&alog).unwrap().matches("tunnel to 198.18.1.2:4433 up").count() >= 2);
-    assert!(aerolink(&["down", lab]).status.success());
+    serves_again(lab, air, ground, server, &alog);
 }
 
 #[test]

@@ -646,7 +646,7 @@ fn expand_knobs(t: &toml::Table, gateways: bool) -> Result<Vec<Knobs>, KeyErr> {
     if let Some(v) = t.get("quic_rate") {
         let rates: Vec<u64> = values(v)
             .iter()
-            .map(|x| x.as_str().and_then(|s| aerolink_link::units::parse_rate(s).ok()).filter(|r| r.bits_per_sec >= 1000.0 && r.bits_per_sec.is_finite()).map(|r| r.bits_per_sec as u64))
+            .map(|x| x.as_str().and_then(|s| aerolink_work::quic::parse_rate_bps(s).ok()))
             .collect::<Option<_>>()
             .ok_or_else(|| err("quic_rate", format!("{v}: expected the path's rate, like \"10Mbit/s\" (with quic_cc or quic_preset \"sat\")")))?;
         out = sweep(out, &rates, |k, r| {

@@ -275,7 +275,8 @@ pub struct QuicArgs {
     pub quic_mtu: Option<u16>,
 }
 
-fn parse_rate_bps(s: &str) -> std::result::Result<u64, String> {
+/// A path rate for `--quic-rate` / `quic_rate`, bit/s: at least 1 kbit/s.
+pub fn parse_rate_bps(s: &str) -> std::result::Result<u64, String> {
     let r = aerolink_link::units::parse_rate(s)?;
     if !(r.bits_per_sec >= 1000.0 && r.bits_per_sec.is_finite()) {
         return Err(format!("{s}: a path rate of at least 1 kbit/s"));

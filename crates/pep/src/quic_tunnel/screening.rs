@@ -239,15 +239,9 @@ impl quinn::AsyncUdpSocket for Screened {
     }
 
     fn try_send(&self, transmit: &quinn::udp::Transmit) -> std::io::Result<()> {
-        match self.inner.try_send(transmit) {
-            // A "port unreachable" the kernel holds for the socket comes
-            // back from whichever call is next, a send as often as not.
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused && self.health.is_some() => {
-                self.refused();
-                Ok(())
-            }
-            r => r,
-        }
+        // quinn-udp swallows every send error but WouldBlock, a "port
+        // unreachable" among them: the error queue is how we see those.
+        self.inner.try_send(transmit)
     }
 
     fn poll_recv(&self, cx: &mut std::task::Context, bufs: &mut [std::io::IoSliceMut<'_>], meta: &mut [quinn::udp::RecvMeta]) -> std::task::Poll<std::io::Result<usize>> {
