@@ -4,11 +4,13 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 # Debian packages the emulator, its tests and the demo use.
-APT_PACKAGES := iproute2 iputils-ping iperf3 nftables util-linux procps chromium dnsmasq-base tinyproxy-bin
+# slurmctld, slurmd, slurm-client and munge: a one-node Slurm for the cluster test
+# (scripts/slurm-local.sh starts it).
+APT_PACKAGES := iproute2 iputils-ping iperf3 nftables util-linux procps chromium dnsmasq-base tinyproxy-bin slurmctld slurmd slurm-client munge
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 AEROLINK := ./target/release/aerolink
 
-.PHONY: all deps build run demo test bench fuzz fuzz-smoke fuzz-deps clean
+.PHONY: all deps build run demo test bench soak fuzz fuzz-smoke fuzz-deps clean
 
 all: build
 
@@ -40,7 +42,16 @@ demo: build
 # on a machine that is not also running other emulations.
 test: build fuzz-deps
 	$(SUDO) $(CARGO) test --release --locked --workspace -- --test-threads=1
+	@echo "the accuracy tests again, aerolink as an ordinary user (nobody) in a user namespace of its own:"
+	$(SUDO) env AEROLINK_TEST_AS=65534 $(CARGO) test --release --locked -p aerolink --test accuracy -- --test-threads=1
 	./scripts/fuzz.sh $(FUZZ_SMOKE_SECONDS)
+
+# An hour of one experiment with faults injected all along (crates/cli/
+# tests/soak.rs): memory, descriptors and leftovers checked, figures in
+# results/soak.json. SOAK_SECONDS=600 make soak for a shorter one.
+SOAK_SECONDS ?= 3600
+soak: build
+	$(SUDO) env SOAK_SECONDS=$(SOAK_SECONDS) $(CARGO) test --release --locked -p aerolink --test soak -- --ignored --nocapture
 
 # Fuzzing every parser of outside input (fuzz/): cargo fuzz needs a nightly
 # toolchain (rustup's, beside stable) and cargo-fuzz from crates.io.

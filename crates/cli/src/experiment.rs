@@ -30,6 +30,16 @@ pub enum ExperimentCmd {
         #[arg(long, value_name = "N")]
         shards: Option<usize>,
     },
+    /// Shard the experiment over a Slurm cluster: writes a job array (one
+    /// task per shard, `experiment run --shard auto/N`), a merge-and-report
+    /// job that runs after it, and submit.sh; `--submit` submits them.
+    Slurm(crate::cluster::SlurmArgs),
+    /// Shard the experiment over a Kubernetes cluster: writes an Indexed
+    /// Job (one completion index per shard, the experiment in a ConfigMap,
+    /// the shard stores on a ReadWriteMany volume; the pods need NET_ADMIN,
+    /// SYS_ADMIN and /dev/net/tun) and a merge Job, built from Kubernetes'
+    /// API types.
+    K8s(crate::cluster::K8sArgs),
     /// Judge the experiment's findings (`[[finding]]`: a seed's claim, the
     /// paper's value, the rule it must obey) by the runs in the store: ours
     /// with a 95 % bootstrap interval, and a verdict. Exits 1 if a finding
@@ -64,18 +74,103 @@ pub struct RunArgs {
     pub keep_failed: bool,
     /// Run only shard I of N (1-based; see `experiment plan --shards N`),
     /// e.g. `--shard 2/4 --db shard-2.db`; merge the stores with `aerolink
-    /// results merge`.
+    /// results merge`. `--shard auto/N` takes I from the cluster scheduler:
+    /// SLURM_ARRAY_TASK_ID (a Slurm job array, 1-based) or
+    /// JOB_COMPLETION_INDEX (a Kubernetes Indexed Job, 0-based, so plus 1);
+    /// `{shard}` in --db is replaced by I.
     #[arg(long, value_name = "I/N", value_parser = shard_arg)]
-    pub shard: Option<(usize, usize)>,
+    pub shard: Option<Shard>,
 }
 
-fn shard_arg(s: &str) -> Result<(usize, usize), String> {
-    let (i, n) = s.split_once('/').ok_or_else(|| format!("{s:?}: expected I/N, like 2/4"))?;
-    let (i, n): (usize, usize) = (i.trim().parse().map_err(|_| format!("{s:?}: expected I/N, like 2/4"))?, n.trim().parse().map_err(|_| format!("{s:?}: expected I/N, like 2/4"))?);
-    if n == 0 || i == 0 || i > n {
-        return Err(format!("{s:?}: I must be 1 to N"));
+/// Which shard of how many (`--shard I/N` or `auto/N`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    pub index: ShardIndex,
+    pub of: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShardIndex {
+    /// 1-based.
+    At(usize),
+    /// From the scheduler's environment when the run starts.
+    Auto,
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.index {
+            ShardIndex::At(i) => write!(f, "{i}/{}", self.of),
+            ShardIndex::Auto => write!(f, "auto/{}", self.of),
+        }
     }
-    Ok((i, n))
+}
+
+/// The scheduler's variables `--shard auto/N` reads, and whether each is
+/// 0-based.
+pub const SHARD_ENV: [(&str, bool); 2] = [("SLURM_ARRAY_TASK_ID", false), ("JOB_COMPLETION_INDEX", true)];
+
+impl Shard {
+    /// The 1-based index, read from the environment for `auto`.
+    pub fn resolve(&self, env: impl Fn(&str) -> Option<String>) -> Result<usize, String> {
+        let i = match self.index {
+            ShardIndex::At(i) => i,
+            ShardIndex::Auto => {
+                let (var, value, zero_based) = SHARD_ENV
+                    .iter()
+                    .find_map(|(v, z)| env(v).map(|x| (*v, x, *z)))
+                    .ok_or_else(|| format!("--shard {self}: neither SLURM_ARRAY_TASK_ID (a Slurm job array) nor JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) is set; give the shard as I/{}", self.of))?;
+                let k: usize = value.trim().parse().map_err(|_| format!("--shard {self}: {var}={value:?} is not a shard number"))?;
+                if zero_based {
+                    k + 1
+                } else {
+                    k
+                }
+            }
+        };
+        if i == 0 || i > self.of {
+            return Err(format!("--shard {self}: shard {i} is not one of 1 to {}", self.of));
+        }
+        Ok(i)
+    }
+}
+
+fn shard_arg(s: &str) -> Result<Shard, String> {
+    let bad = || format!("{s:?}: expected I/N, like 2/4, or auto/N");
+    let (i, n) = s.split_once('/').ok_or_else(bad)?;
+    let of: usize = n.trim().parse().map_err(|_| bad())?;
+    if of == 0 {
+        return Err(format!("{s:?}: N must be at least 1"));
+    }
+    let index = match i.trim() {
+        "auto" => ShardIndex::Auto,
+        i => {
+            let i: usize = i.parse().map_err(|_| bad())?;
+            if i == 0 || i > of {
+                return Err(format!("{s:?}: I must be 1 to N"));
+            }
+            ShardIndex::At(i)
+        }
+    };
+    Ok(Shard { index, of })
+}
+
+impl RunArgs {
+    /// The command line that gives these arguments back (after
+    /// `aerolink`): what the cluster scripts launch.
+    pub fn to_args(&self) -> Vec<String> {
+        let mut v: Vec<String> = vec!["experiment".into(), "run".into(), self.file.clone(), "--db".into(), self.db.display().to_string()];
+        if let Some(p) = self.parallel {
+            v.extend(["--parallel".into(), p.to_string()]);
+        }
+        if self.keep_failed {
+            v.push("--keep-failed".into());
+        }
+        if let Some(sh) = self.shard {
+            v.extend(["--shard".into(), sh.to_string()]);
+        }
+        v
+    }
 }
 
 pub fn now_rfc3339() -> String {
@@ -133,6 +228,8 @@ pub fn run(cmd: ExperimentCmd) -> anyhow::Result<i32> {
             Ok(0)
         }
         ExperimentCmd::Run(a) => run_experiment(a),
+        ExperimentCmd::Slurm(a) => crate::cluster::slurm(a),
+        ExperimentCmd::K8s(a) => crate::cluster::k8s(a),
         ExperimentCmd::Check { file, db, json } => check(&file, &db, json),
     }
 }
@@ -161,6 +258,17 @@ fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
     if a.parallel.is_some_and(|n| n == 0 || n > 64) {
         return Err(user("--parallel: expected 1 to 64"));
     }
+    let shard_index = match &a.shard {
+        Some(sh) => sh.resolve(|v| std::env::var(v).ok()).map_err(user)?,
+        None => 1,
+    };
+    let mut a = a;
+    if a.db.to_string_lossy().contains("{shard}") {
+        if a.shard.is_none() {
+            return Err(user("--db: {shard} is replaced by the shard's number: give --shard too"));
+        }
+        a.db = PathBuf::from(a.db.to_string_lossy().replace("{shard}", &shard_index.to_string()));
+    }
     let e = Arc::new(load(&a.file)?);
     let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
     let safe = e.safe_parallelism(cores);
@@ -173,10 +281,16 @@ fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
         );
     }
     aerolink_net::sys::check_preconditions()?;
+    // What a killed aerolink left (its runs were never stored; they run
+    // again below): its namespaces, their processes, its files.
+    for stale in aerolink_net::lab::stale_labs() {
+        eprintln!("removing lab {} left by a killed aerolink (pid {}): {} namespaces", stale.run, stale.pid, stale.namespaces.len());
+        aerolink_net::lab::remove_stale(&stale);
+    }
     let mut store = Store::open(&a.db).map_err(|err| user(err.to_string()))?;
     store.record_experiment(&e.name, &a.file, &e.description, e.baseline.as_deref(), &e.source, &now_rfc3339())?;
     let plan = match a.shard {
-        Some((i, n)) => e.shards(n).swap_remove(i - 1),
+        Some(sh) => e.shards(sh.of).swap_remove(shard_index - 1),
         None => e.plan(),
     };
     let total = plan.len();
@@ -204,7 +318,14 @@ fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
     let host = hostname();
     let (mut done, mut failed) = (0usize, 0usize);
     let t0 = Instant::now();
+    // A store that cannot take a run (disk full, locked too long): stop
+    // starting runs, let those under way finish and remove their labs,
+    // then say why. What is stored stays; the next run resumes.
+    let mut store_failed: Option<aerolink_lab::store::StoreError> = None;
     for d in rx {
+        if store_failed.is_some() {
+            continue;
+        }
         let p = &e.profiles[d.planned.profile];
         let c = &e.cases[d.planned.case];
         if !d.outcome.ok && stop.load(Ordering::SeqCst) {
@@ -212,7 +333,11 @@ fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
             continue;
         }
         let rec = aerolink_lab::record::record(&e, &d, &host);
-        store.insert_run(&rec)?;
+        if let Err(err) = store.insert_run(&rec) {
+            stop.store(true, Ordering::SeqCst);
+            store_failed = Some(err);
+            continue;
+        }
         done += 1;
         if !d.outcome.ok {
             failed += 1;
@@ -246,6 +371,9 @@ fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
     }
     if let Some(b) = bar {
         b.finish_and_clear();
+    }
+    if let Some(err) = store_failed {
+        return Err(anyhow::anyhow!("storing a run: {err}; {done} runs of this session stored before it, {} runs in the store are unharmed", skipped + done - failed));
     }
     let stopped = stop.load(Ordering::SeqCst);
     eprintln!(

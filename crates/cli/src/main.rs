@@ -3,6 +3,7 @@
 //! failures exit 1. Never a panic for bad input.
 
 mod bench;
+mod cluster;
 mod error;
 mod experiment;
 mod linkargs;
@@ -36,7 +37,7 @@ Docs: docs/guide.md";
 #[command(name = "aerolink", version, about = ABOUT, after_help = AFTER_HELP)]
 struct Cli {
     #[command(subcommand)]
-    cmd: Cmd,
+    pub(crate) cmd: Cmd,
 }
 
 #[derive(Subcommand, Debug)]
@@ -172,6 +173,27 @@ fn one_line(msg: &str) -> String {
     text.strip_prefix("error: ").unwrap_or(&text).to_string()
 }
 
+/// For a user other than root: enters a user namespace of our own if the
+/// command builds a lab; refuses, with why, the commands that keep a lab
+/// between processes.
+fn rootless(cmd: &Cmd) -> Result<(), String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } == 0 {
+        return Ok(());
+    }
+    let builds_lab = matches!(
+        cmd,
+        Cmd::Run(_) | Cmd::Shell(_) | Cmd::Bench { .. } | Cmd::Replay { .. } | Cmd::Record(_) | Cmd::Experiment { what: experiment::ExperimentCmd::Run(_) }
+    );
+    if matches!(cmd, Cmd::Up(_) | Cmd::Hold(_) | Cmd::Exec(_)) {
+        return Err("aerolink up keeps a lab between commands, which needs root (a user's own namespaces end with the process that made them); as an ordinary user, `aerolink shell` gives the same lab for one shell".into());
+    }
+    if builds_lab {
+        aerolink_net::sys::enter_user_namespace().map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
 fn main() {
     let cli = parse_args();
     // Commands that only print end quietly when their reader goes away
@@ -187,6 +209,12 @@ fn main() {
         unsafe {
             libc::signal(libc::SIGPIPE, libc::SIG_DFL);
         }
+    }
+    // An ordinary user gets a user namespace of its own for the commands
+    // that build labs (before any thread starts: the kernel requires it).
+    if let Err(e) = rootless(&cli.cmd) {
+        eprintln!("aerolink: {e}");
+        std::process::exit(2);
     }
     let result = match cli.cmd {
         Cmd::Profiles { what: ProfilesCmd::List { json } } => profiles::list(json),

@@ -166,6 +166,23 @@ pub fn exec(args: ExecArgs) -> anyhow::Result<i32> {
 }
 
 pub fn down(args: DownArgs) -> anyhow::Result<i32> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        // An ordinary user's labs live in its own user namespace and end
+        // with their process: only a killed run's directory can remain.
+        if !args.all {
+            return Err(user("an ordinary user's labs end with the command that made them; nothing stays up to take down (`down --all` removes what killed runs left)"));
+        }
+        let stale = lab::stale_labs();
+        for s in &stale {
+            lab::remove_stale(s);
+            println!("removed what run {} left (pid {} was killed)", s.run, s.pid);
+        }
+        if stale.is_empty() {
+            println!("nothing to remove");
+        }
+        return Ok(0);
+    }
     let names: Vec<String> = if args.all {
         let mut n: Vec<String> = std::fs::read_dir(STATE_DIR)
             .map(|d| d.filter_map(|e| e.ok()).filter_map(|e| e.file_name().to_string_lossy().strip_suffix(".json").map(str::to_string)).collect())

@@ -14,44 +14,76 @@ pub fn bin() -> &'static str {
 /// accuracy test would pass without testing anything.
 pub fn require_root() {
     // SAFETY: geteuid has no preconditions.
-    assert_eq!(
-        unsafe { libc::geteuid() },
-        0,
-        "the end-to-end tests need root: run `make test` as root"
-    );
+    assert_eq!(unsafe { libc::geteuid() }, 0, "the end-to-end tests need root: run `make test` as root");
+}
+
+/// `AEROLINK_TEST_AS=UID`: the tests run aerolink as that ordinary user
+/// (`make test` runs the accuracy tests again as `nobody`, 65534), so
+/// aerolink enters a user namespace of its own.
+pub fn test_user() -> Option<u32> {
+    std::env::var("AEROLINK_TEST_AS").ok().and_then(|u| u.parse().ok())
+}
+
+/// The aerolink command, as root or (with `AEROLINK_TEST_AS`) as an
+/// ordinary user: setpriv execs aerolink, so the child's PID is aerolink's.
+pub fn aerolink_cmd() -> Command {
+    aerolink_as(test_user())
+}
+
+/// The aerolink command as root (`None`) or as user `uid` (setpriv execs
+/// aerolink, so the child's PID is aerolink's).
+pub fn aerolink_as(uid: Option<u32>) -> Command {
+    require_root();
+    match uid {
+        Some(uid) => {
+            let mut c = Command::new("setpriv");
+            c.args(["--reuid", &uid.to_string(), "--regid", &uid.to_string(), "--clear-groups", "--", bin()]);
+            c
+        }
+        None => Command::new(bin()),
+    }
+}
+
+/// Waits for a condition the test cannot otherwise be told about, with a
+/// deadline; polling, not sleeping a fixed time.
+pub fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !f() {
+        assert!(std::time::Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Processes whose command line starts with `sleep MARKER` — anchored, so
+/// aerolink's own command line (`--client 'sleep …'`) never matches.
+pub fn processes_matching(marker: &str) -> usize {
+    let o = Command::new("pgrep").args(["-f", &format!("^sleep {marker}")]).output().unwrap();
+    String::from_utf8_lossy(&o.stdout).lines().count()
 }
 
 pub fn aerolink(args: &[&str]) -> Output {
-    require_root();
-    Command::new(bin())
-        .args(args)
-        .output()
-        .expect("running aerolink")
+    aerolink_cmd().args(args).output().expect("running aerolink")
 }
 
 pub fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).to_string(),
-        String::from_utf8_lossy(&o.stderr).to_string(),
-    )
+    (String::from_utf8_lossy(&o.stdout).to_string(), String::from_utf8_lossy(&o.stderr).to_string())
 }
 
 pub fn tempdir(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("aerolink-test-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
+    if test_user().is_some() {
+        use std::os::unix::fs::PermissionsExt;
+        // Where aerolink, as that user, writes its logs and stores.
+        std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
+    }
     d
 }
 
 /// Namespaces aerolink created that still exist.
 pub fn leftover_namespaces() -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir("/run/netns")
-        .map(|d| {
-            d.filter_map(|e| e.ok())
-                .map(|e| e.file_name().to_string_lossy().to_string())
-                .collect()
-        })
-        .unwrap_or_default();
+    let mut v: Vec<String> = std::fs::read_dir("/run/netns").map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().to_string()).collect()).unwrap_or_default();
     v.retain(|n| n.starts_with("al-"));
     v
 }

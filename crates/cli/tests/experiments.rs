@@ -205,3 +205,33 @@ fn shards_run_apart_and_merge_into_the_unsharded_set() {
     assert!(text(&o).1.contains("different experiment file") && text(&o).1.contains("--force"), "{}", text(&o).1);
     assert!(leftover_namespaces().is_empty());
 }
+
+#[test]
+fn cross_traffic_competes_for_the_link() {
+    require_root();
+    let d = tempdir("cross");
+    let (spec, db) = (d.join("exp.toml"), d.join("r.db"));
+    // A 2 MB download at 10 Mbit/s alone, and beside a competing TCP
+    // download: sharing the link, it takes clearly longer.
+    std::fs::write(
+        &spec,
+        "name = \"cross\"\nseed = 3\nrepetitions = 2\nprofiles = [\"ten\"]\n[[variant]]\nname = \"ten\"\nbase = \"satcom-100\"\nrate = \"10Mbit/s\"\nrtt = \"40ms\"\n[[workload]]\ntype = \"bulk\"\nsizes = [\"2MB\"]\ndirection = \"down\"\ncross = [\"none\", \"tcp-down\"]\n",
+    )
+    .unwrap();
+    let o = aerolink(&["experiment", "run", spec.to_str().unwrap(), "--db", db.to_str().unwrap(), "--parallel", "1"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let runs = stored(&db);
+    assert_eq!(runs.len(), 4);
+    let times = |cross: bool| -> Vec<f64> {
+        runs.iter().filter(|r| r["series"].as_str().unwrap().contains("cross:tcp-down") == cross).map(|r| r["metrics"]["completion_ms"].as_f64().unwrap()).collect()
+    };
+    let (alone, shared) = (times(false), times(true));
+    assert_eq!((alone.len(), shared.len()), (2, 2), "{runs:?}");
+    // Alone ≈ 1.7 s; with an equal share ≈ 3.4 s. Every shared run is
+    // slower than every run alone by a third at least.
+    let (slowest_alone, fastest_shared) = (alone.iter().cloned().fold(0.0, f64::max), shared.iter().cloned().fold(f64::MAX, f64::min));
+    assert!(fastest_shared > 1.33 * slowest_alone, "alone {alone:?} ms, with cross traffic {shared:?} ms");
+    assert!(leftover_namespaces().is_empty());
+    let o = Command::new("pgrep").args(["-f", "^iperf3 -c 198.18"]).output().unwrap();
+    assert!(o.stdout.is_empty(), "the cross traffic's iperf3 is stopped with its run");
+}

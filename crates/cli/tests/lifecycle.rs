@@ -8,25 +8,6 @@ use common::*;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Waits for a condition the test cannot otherwise be told about, with a
-/// deadline; polling, not sleeping a fixed time.
-fn wait_until(what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Processes whose command line starts with `sleep MARKER` — anchored, so
-/// aerolink's own command line (`--client 'sleep …'`) never matches.
-fn processes_matching(marker: &str) -> usize {
-    let o = Command::new("pgrep").args(["-f", &format!("^sleep {marker}")]).output().unwrap();
-    String::from_utf8_lossy(&o.stdout).lines().count()
-}
-
-
-
 #[test]
 fn the_client_exit_status_is_aerolinks() {
     let o = aerolink(&["run", "-q", "--client", "exit 7"]);

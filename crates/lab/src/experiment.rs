@@ -20,7 +20,7 @@
 //! type = "web"           # web | bulk | objects | messages | realtime | browser
 //! protocols = ["h1", "h2", "h3"]
 //! pages = ["1x100KB", "10x100KB"]
-//! tcp_cc = "cubic"       # knobs: tcp_cc, initcwnd, quic_preset, quic_cc, quic_rate, nagle, push (HTTP/2 server push, % of objects) (a value or a list to sweep)
+//! tcp_cc = "cubic"       # knobs: tcp_cc, initcwnd, quic_preset, quic_cc, quic_rate, quic_max_cwnd, quic_pacing_interval, nagle, push (HTTP/2 server push, % of objects), cross (competing traffic: none, tcp-down, tcp-up) (a value or a list to sweep)
 //! ```
 //!
 //! With `topology = "ifc"` every run goes over the gateway chain (client ↔
@@ -209,7 +209,7 @@ pub struct PlannedRun {
 }
 
 const TOP: &[&str] = &["name", "description", "seed", "repetitions", "timeout", "baseline", "profiles", "topology", "variant", "workload", "finding"];
-const KNOB_KEYS: &[&str] = &["tcp_cc", "initcwnd", "quic_preset", "quic_cc", "quic_rate", "nagle", "push", "mss", "rcvbuf", "quickack", "pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate", "tunnel_max_probe"];
+const KNOB_KEYS: &[&str] = &["tcp_cc", "initcwnd", "quic_preset", "quic_cc", "quic_rate", "quic_max_cwnd", "quic_pacing_interval", "nagle", "push", "mss", "rcvbuf", "quickack", "pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate", "tunnel_max_probe", "cross"];
 const PEP_KEYS: &[&str] = &["pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate", "tunnel_max_probe"];
 
 fn strings(v: &toml::Value) -> Option<Vec<String>> {
@@ -656,6 +656,31 @@ fn expand_knobs(t: &toml::Table, gateways: bool) -> Result<Vec<Knobs>, KeyErr> {
         if let Some(k) = out.iter().find(|k| k.quic.cc != QuicCc::Sat) {
             return Err(err("quic_rate", format!("the path rate is used by QUIC congestion control \"sat\" only, not \"{}\" (quic_preset = \"sat\" sets it)", k.quic.cc)));
         }
+    }
+    if let Some(v) = t.get("quic_max_cwnd") {
+        let ns: Vec<u64> = values(v).iter().map(|x| x.as_integer().filter(|i| (1..=10_000_000).contains(i)).map(|i| i as u64)).collect::<Option<_>>().ok_or_else(|| err("quic_max_cwnd", "expected packets from 1 to 10000000".into()))?;
+        out = sweep(out, &ns, |k, n| {
+            k.quic.max_cwnd_packets = Some(*n);
+            Ok(())
+        })?;
+    }
+    if let Some(v) = t.get("quic_pacing_interval") {
+        let us: Vec<u64> = values(v)
+            .iter()
+            .map(|x| x.as_str().and_then(|s| aerolink_work::quic::parse_pacing_us(s).ok()))
+            .collect::<Option<_>>()
+            .ok_or_else(|| err("quic_pacing_interval", format!("{v}: expected a burst interval from \"10us\" to \"100ms\", like \"1.01ms\"")))?;
+        out = sweep(out, &us, |k, n| {
+            k.quic.pacing_interval_us = Some(*n);
+            Ok(())
+        })?;
+    }
+    if let Some(v) = t.get("cross") {
+        let cs: Vec<crate::workload::Cross> = picks(t, &["cross"], None).map_err(|_| err("cross", format!("{v}: expected one of {}", crate::workload::Cross::allowed())))?;
+        out = sweep(out, &cs, |k, c| {
+            k.cross = (*c != crate::workload::Cross::None).then_some(*c);
+            Ok(())
+        })?;
     }
     for (key, lo, hi) in [("mss", 88, 65_535), ("rcvbuf", 1_024, 1 << 30)] {
         if let Some(v) = t.get(key) {

@@ -80,6 +80,66 @@ fn last_line(path: &Path) -> String {
     std::fs::read_to_string(path).ok().and_then(|t| t.lines().rev().find(|l| !l.trim().is_empty()).map(str::to_string)).unwrap_or_default()
 }
 
+/// The competing flow of `cross`: an iperf3 server and client beside the
+/// workload's, stopped when it is dropped.
+struct Cross {
+    server: std::process::Child,
+    client: std::process::Child,
+}
+
+/// iperf3's port for the cross traffic (the workloads use others).
+const CROSS_PORT: u16 = 5299;
+
+impl Cross {
+    /// Starts the flow and returns once it carries data: its first
+    /// half-second report is out.
+    fn start(lab: &aerolink_net::Lab, kind: crate::workload::Cross, server_addr: &str, env: &[(String, String)], tmp: &Path, stop: &AtomicBool) -> Result<Cross, String> {
+        let server_ns = &lab.hosts.last().expect("hosts").netns;
+        let port = CROSS_PORT.to_string();
+        let mut server = netns_command(server_ns, &["iperf3", "-s", "-p", &port], env).stdout(Stdio::null()).stderr(Stdio::null()).spawn().map_err(|e| format!("iperf3: {e}"))?;
+        if let Err(e) = wait_listening(&mut server, &[Port::Tcp(CROSS_PORT)], Duration::from_secs(15), || stop.load(Ordering::SeqCst)) {
+            kill_group(&mut server);
+            return Err(format!("the iperf3 server did not listen ({e:?})"));
+        }
+        let out = tmp.join("cross.out");
+        let file = std::fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?;
+        let mut argv = vec!["iperf3", "-c", server_addr, "-p", &port, "-t", "86400", "-i", "0.5", "--forceflush", "-C", "cubic"];
+        if kind == crate::workload::Cross::TcpDown {
+            argv.push("-R");
+        }
+        let client = netns_command(&lab.hosts[0].netns, &argv, env).stdout(file).stderr(Stdio::null()).spawn();
+        let mut cross = match client {
+            Ok(client) => Cross { server, client },
+            Err(e) => {
+                kill_group(&mut server);
+                return Err(format!("iperf3: {e}"));
+            }
+        };
+        // Carrying data: a first interval report (a condition, not a delay).
+        let t0 = Instant::now();
+        loop {
+            let text = std::fs::read_to_string(&out).unwrap_or_default();
+            if text.lines().any(|l| l.contains("bits/sec")) {
+                return Ok(cross);
+            }
+            if let Ok(Some(st)) = cross.client.try_wait() {
+                return Err(format!("the iperf3 client exited ({st}): {}", text.lines().last().unwrap_or("")));
+            }
+            if t0.elapsed() > Duration::from_secs(15) || stop.load(Ordering::SeqCst) {
+                return Err("no data moved within 15 s".into());
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Cross {
+    fn drop(&mut self) {
+        kill_group(&mut self.client);
+        kill_group(&mut self.server);
+    }
+}
+
 /// Runs one request. `stop` aborts it (Ctrl-C): the lab is still removed.
 pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     let t0 = Instant::now();
@@ -91,7 +151,9 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
         Ok(l) => l,
         Err(e) => return failed(format!("building the lab: {e}")),
     };
-    let tmp = std::env::temp_dir().join(format!("aerolink-{}", req.run_name));
+    // Inside the lab's own directory: removed with the lab, and by the next
+    // aerolink if this one is killed.
+    let tmp = lab.tmp_dir().join("run");
     let _ = std::fs::create_dir_all(&tmp);
     let (server_err, client_err) = (tmp.join("server.err"), tmp.join("client.err"));
     let exe = req.exe.to_string_lossy().to_string();
@@ -100,7 +162,6 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
             Ok(g) => Some(g),
             Err(e) => {
                 lab.shutdown();
-                let _ = std::fs::remove_dir_all(&tmp);
                 return failed(format!("starting the gateways: {e}"));
             }
         },
@@ -120,9 +181,13 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     };
     let mut outcome = (|| {
         let ports = [Port::Tcp(aerolink_work::server::HTTPS_PORT), Port::Tcp(aerolink_work::realtime::WS_PORT)];
-        match wait_listening(&mut server, &ports, Duration::from_secs(15), || stop.load(Ordering::SeqCst)) {
+        match wait_listening(&mut server, &ports, Duration::from_secs(15), || stop.load(Ordering::SeqCst) || lab.broken()) {
             Ok(()) => {}
-            Err(WaitError::Exited(st)) => return failed(format!("the workload server exited ({st}): {}", last_line(&server_err))),
+            Err(WaitError::Exited(st)) => {
+                let said = last_line(&server_err);
+                return failed(if said.is_empty() { format!("the workload server exited ({st})") } else { format!("the workload server exited ({st}): {said}") });
+            }
+            Err(_) if lab.broken() => return failed("the link stopped"),
             Err(_) => return failed("the workload server did not start listening within 15 s"),
         }
         let setup_ms = t0.elapsed().as_secs_f64() * 1e3;
@@ -130,7 +195,15 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
             Some(inner) => inner,
             None => (lab.hosts.last().expect("hosts").ipv4.clone(), lab.hosts.last().expect("hosts").ipv6.clone()),
         };
-        let addr = if req.ipv6 { format!("[{v6}]") } else { v4 };
+        let addr = if req.ipv6 { format!("[{v6}]") } else { v4.clone() };
+        // Competing traffic first, so the workload meets a link in use.
+        let _cross = match req.knobs.cross.filter(|c| *c != crate::workload::Cross::None) {
+            Some(c) => match Cross::start(&lab, c, &v4, &env, &tmp, stop) {
+                Ok(x) => Some(x),
+                Err(e) => return failed(format!("starting the cross traffic: {e}")),
+            },
+            None => None,
+        };
         let mut argv: Vec<String> = vec![exe.clone()];
         argv.extend(req.workload.client_args(&addr, &req.knobs));
         let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
@@ -154,9 +227,13 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
                 kill_group(&mut client);
                 break Err("interrupted".into());
             }
+            if lab.broken() {
+                kill_group(&mut client);
+                break Err("the link stopped".into());
+            }
             if tc.elapsed() > req.timeout {
                 kill_group(&mut client);
-                break Err(format!("timed out after {:?}", req.timeout));
+                break Err(format!("the client did not finish within the run's timeout ({} s)", req.timeout.as_secs_f64()));
             }
             std::thread::sleep(Duration::from_millis(10));
         };
@@ -166,7 +243,10 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
         o.client_ms = client_ms;
         match status {
             Err(e) => o.error = Some(e),
-            Ok(st) if !st.success() => o.error = Some(format!("the client failed ({st}): {}", last_line(&client_err))),
+            Ok(st) if !st.success() => {
+                let said = last_line(&client_err);
+                o.error = Some(if said.is_empty() { format!("the client failed ({st})") } else { format!("the client failed ({st}): {said}") });
+            }
             Ok(_) => match std::fs::read_to_string(&out_path).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok()) {
                 Some(v) => {
                     o.ok = true;
@@ -183,6 +263,13 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     drop(gateways);
     let rep: LabReport = lab.shutdown();
     outcome.teardown_ms = td.elapsed().as_secs_f64() * 1e3;
+    // A link that stopped on its own is the run's failure, whatever the
+    // client then said (it lost its path).
+    let link_errors = rep.errors();
+    if !link_errors.is_empty() {
+        outcome.ok = false;
+        outcome.error = Some(format!("the link stopped: {}", link_errors.join("; ")));
+    }
     outcome.lateness_us_p99 = rep.directions.iter().map(|d| d.lateness_us_p99).fold(0.0, f64::max);
     for d in rep.directions.iter().filter(|d| d.hop as usize == measured_hop) {
         let dropped = d.dropped_loss + d.dropped_arq + d.dropped_queue + d.dropped_outage;
@@ -199,6 +286,5 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
         outcome.link_drops_loss += d.dropped_loss + d.dropped_arq;
         outcome.link_drops_queue += d.dropped_queue;
     }
-    let _ = std::fs::remove_dir_all(&tmp);
     outcome
 }

@@ -27,9 +27,34 @@ use serde::Serialize;
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The file is not a database, or SQLite failed.
-    #[error("{path}: {source}")]
+    #[error("{path}: {}", explain(source))]
     Sqlite { path: String, source: rusqlite::Error },
 }
+
+impl StoreError {
+    /// The disk (or the file system's quota) is full.
+    pub fn is_full(&self) -> bool {
+        let StoreError::Sqlite { source, .. } = self;
+        source.sqlite_error_code() == Some(rusqlite::ErrorCode::DiskFull)
+    }
+}
+
+/// SQLite's reason, with what it means for a store where SQLite's own
+/// words are cryptic.
+fn explain(e: &rusqlite::Error) -> String {
+    match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseBusy) | Some(rusqlite::ErrorCode::DatabaseLocked) => {
+            format!("another process holds the store locked ({e}; waited {} s)", BUSY_TIMEOUT.as_secs())
+        }
+        Some(rusqlite::ErrorCode::DiskFull) => format!("the disk is full ({e}); what was stored before is kept: free space and run again to resume"),
+        Some(rusqlite::ErrorCode::NotADatabase) => format!("not an aerolink store ({e})"),
+        Some(rusqlite::ErrorCode::ReadOnly) | Some(rusqlite::ErrorCode::PermissionDenied) | Some(rusqlite::ErrorCode::CannotOpen) => format!("cannot write the store here ({e})"),
+        _ => e.to_string(),
+    }
+}
+
+/// How long a writer waits for another to finish its transaction.
+pub const BUSY_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
 
 pub struct Store {
     conn: Connection,
@@ -133,7 +158,11 @@ impl Store {
         let p = path.display().to_string();
         let wrap = |source| StoreError::Sqlite { path: p.clone(), source };
         let conn = Connection::open(path).map_err(wrap)?;
-        conn.busy_timeout(std::time::Duration::from_secs(10)).map_err(wrap)?;
+        conn.busy_timeout(BUSY_TIMEOUT).map_err(wrap)?;
+        // Write-ahead log: readers (a report while the experiment runs) see
+        // the last committed runs and never block the writers; a writer
+        // killed mid-transaction leaves the file as it was.
+        let _mode: String = conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get(0)).map_err(wrap)?;
         conn.execute_batch("PRAGMA foreign_keys = ON;").map_err(wrap)?;
         conn.execute_batch(SCHEMA).map_err(wrap)?;
         // Stores from before `machine` was recorded get the column (empty).
@@ -226,9 +255,11 @@ impl Store {
     }
 
     /// Runs of one experiment (or all), with their metrics.
+    /// Read in one transaction: a snapshot, however many writers commit
+    /// meanwhile (every run with exactly the metrics stored with it).
     pub fn runs(&self, experiment: Option<&str>) -> Result<Vec<RunRow>, StoreError> {
-        let mut st = self
-            .conn
+        let tx = self.conn.unchecked_transaction().map_err(|e| self.wrap(e))?;
+        let mut st = tx
             .prepare(
                 "SELECT id, run_key, experiment, profile, profile_hash, workload, protocol, params, knobs_json, seed, rep, aerolink_version, host,
                         started_at, duration_s, ok, error, setup_ms, teardown_ms, wire_bytes_down, wire_bytes_up, result_json, profile_json, workload_json, machine
@@ -269,7 +300,7 @@ impl Store {
             .map_err(|e| self.wrap(e))?
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| self.wrap(e))?;
-        let mut m = self.conn.prepare("SELECT name, value FROM metrics WHERE run_id = ?1").map_err(|e| self.wrap(e))?;
+        let mut m = tx.prepare("SELECT name, value FROM metrics WHERE run_id = ?1").map_err(|e| self.wrap(e))?;
         for row in rows.iter_mut() {
             let kv = m.query_map(params![row.id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?))).map_err(|e| self.wrap(e))?;
             for x in kv {
@@ -277,6 +308,9 @@ impl Store {
                 row.metrics.insert(k, v);
             }
         }
+        drop(m);
+        drop(st);
+        tx.commit().map_err(|e| self.wrap(e))?;
         Ok(rows)
     }
 }

@@ -89,6 +89,16 @@ pub struct Knobs {
     /// this PEP mode; `None` = one hop, client ↔ server.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pep: Option<crate::gateways::PepSpec>,
+    /// Competing traffic on the same link while the workload runs (seed
+    /// 003's congestion): one TCP cubic flow of iperf3, started first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross: Option<Cross>,
+}
+
+aerolink_work::choice! {
+    /// Cross traffic: a competing TCP download (server to client) or
+    /// upload, for as long as the measured workload runs.
+    pub enum Cross { None = "none", TcpDown = "tcp-down", TcpUp = "tcp-up" }
 }
 
 fn is_zero(n: &u8) -> bool {
@@ -101,7 +111,7 @@ fn tcp() -> Transport {
 
 impl Default for Knobs {
     fn default() -> Self {
-        Knobs { tcp_cc: TcpCc::Cubic, initcwnd: None, quic: QuicKnobs::default(), nagle: false, push: 0, tcp: TcpClientArgs::default(), pep: None }
+        Knobs { tcp_cc: TcpCc::Cubic, initcwnd: None, quic: QuicKnobs::default(), nagle: false, push: 0, tcp: TcpClientArgs::default(), pep: None, cross: None }
     }
 }
 
@@ -144,6 +154,9 @@ impl Knobs {
         }
         if let Some(p) = self.pep.as_ref().filter(|p| p.mode != aerolink_pep::cli::PepMode::None) {
             parts.push(format!("{}{}", crate::report::PEP_MARK, p.label()));
+        }
+        if let Some(c) = self.cross.filter(|c| *c != Cross::None) {
+            parts.push(format!("cross:{c}"));
         }
         parts.join(" ")
     }

@@ -14,6 +14,7 @@
 //! every process left in its namespaces and deletes them.
 
 use std::io::Write;
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -84,6 +85,112 @@ pub struct LabReport {
     pub log_events: Option<u64>,
 }
 
+impl LabReport {
+    /// Why the link stopped before it was asked to, one line per direction
+    /// that stopped (empty: it ran until shut down).
+    pub fn errors(&self) -> Vec<String> {
+        self.directions.iter().filter_map(|d| d.error.clone()).collect()
+    }
+}
+
+/// The file in a lab's temporary directory naming the process that owns it.
+const OWNER_FILE: &str = ".aerolink-owner";
+
+/// A process, by PID and start time (so a reused PID is not taken for it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Owner {
+    pub pid: i32,
+    pub start: u64,
+}
+
+impl Owner {
+    pub fn me() -> Owner {
+        let pid = std::process::id() as i32;
+        Owner { pid, start: process_start(pid).unwrap_or(0) }
+    }
+
+    fn parse(s: &str) -> Option<Owner> {
+        let (pid, start) = s.trim().split_once(' ')?;
+        Some(Owner { pid: pid.parse().ok()?, start: start.parse().ok()? })
+    }
+
+    /// Whether the process still runs (the same one, not a reused PID).
+    pub fn alive(&self) -> bool {
+        process_start(self.pid).is_some_and(|s| s == self.start)
+    }
+}
+
+impl std::fmt::Display for Owner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {}", self.pid, self.start)
+    }
+}
+
+/// A process's start time in clock ticks since boot (`/proc/PID/stat`,
+/// field 22), or `None` if there is no such process.
+fn process_start(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces.
+    stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// A lab whose owner is gone: killed with SIGKILL (or the machine lost
+/// power) before it could remove what it built.
+#[derive(Clone, Debug, Serialize)]
+pub struct StaleLab {
+    pub run: String,
+    pub pid: i32,
+    pub namespaces: Vec<String>,
+}
+
+/// Every lab whose owning aerolink no longer runs. Labs of live processes
+/// (another experiment, a lab from `aerolink up`) and labs without an
+/// owner file (from an older aerolink: `aerolink down --all` removes them)
+/// are not touched.
+pub fn stale_labs() -> Vec<StaleLab> {
+    let Ok(dir) = std::fs::read_dir(std::env::temp_dir()) else { return Vec::new() };
+    let namespaces = leftover_namespaces(None);
+    let mut out: Vec<StaleLab> = dir
+        .filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().to_string();
+            let run = name.strip_prefix("aerolink-")?.strip_suffix("-tmp")?.to_string();
+            // An ordinary user (in a user namespace of its own or not)
+            // removes only its own labs' leftovers; root removes anyone's.
+            // SAFETY: geteuid has no preconditions.
+            let euid = unsafe { libc::geteuid() };
+            if (euid != 0 || crate::sys::rootless()) && e.metadata().ok()?.uid() != euid {
+                return None;
+            }
+            let owner = Owner::parse(&std::fs::read_to_string(e.path().join(OWNER_FILE)).ok()?)?;
+            if owner.alive() {
+                return None;
+            }
+            let ns = namespaces.iter().filter(|n| n.starts_with(&format!("{NS_PREFIX}{run}-"))).cloned().collect();
+            Some(StaleLab { run, pid: owner.pid, namespaces: ns })
+        })
+        .collect();
+    out.sort_by(|a, b| a.run.cmp(&b.run));
+    out
+}
+
+/// Removes a stale lab: kills what still runs in its namespaces, deletes
+/// them, its monitor files and its temporary directory.
+pub fn remove_stale(lab: &StaleLab) {
+    for ns in &lab.namespaces {
+        remove_namespace(ns);
+    }
+    if let Ok(dir) = std::fs::read_dir(std::env::temp_dir()) {
+        let prefix = format!("aerolink-{}-link", lab.run);
+        for e in dir.filter_map(|e| e.ok()) {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(run_tmp_dir(&lab.run));
+}
+
 fn v4(hop: usize, side: u8) -> String {
     std::net::Ipv4Addr::new(198, 18, hop as u8, side).to_string()
 }
@@ -134,9 +241,12 @@ impl Lab {
             torn_down: false,
         };
         std::fs::create_dir_all(&lab.tmp).map_err(|e| NetError::Io(format!("creating {}", lab.tmp.display()), e))?;
+        // Who owns the lab, written before any namespace exists: a later
+        // aerolink removes what a killed one left ([`remove_stale`]).
+        std::fs::write(lab.tmp.join(OWNER_FILE), Owner::me().to_string()).map_err(|e| NetError::Io(format!("writing {}", lab.tmp.join(OWNER_FILE).display()), e))?;
         for (i, h) in spec.hosts.iter().enumerate() {
             let ns = format!("{NS_PREFIX}{}-{h}", spec.run);
-            ip(&["netns", "add", &ns])?;
+            sys::add_netns(&ns)?;
             lab.namespaces.push(ns.clone());
             ip(&["-n", &ns, "link", "set", "lo", "up"])?;
             // The address others use: the one facing the client, except for
@@ -300,6 +410,19 @@ impl Lab {
     pub fn command(&self, host: &str, cmd: &str) -> Result<Command, NetError> {
         let h = self.host(host).ok_or_else(|| NetError::Spec(format!("no host {host:?}; hosts are {}", self.hosts.iter().map(|h| h.name.as_str()).collect::<Vec<_>>().join(", "))))?;
         Ok(netns_command(&h.netns, &["sh", "-c", cmd], &self.env()))
+    }
+
+    /// The run's own temporary directory (its programs' `TMPDIR`), removed
+    /// with the lab.
+    pub fn tmp_dir(&self) -> &std::path::Path {
+        &self.tmp
+    }
+
+    /// Whether a pump stopped on its own, the link with it: a TUN device
+    /// removed under it, or a device error. [`Lab::shutdown`]'s report says
+    /// which ([`LabReport::errors`]).
+    pub fn broken(&self) -> bool {
+        !self.torn_down && self.stop.load(Ordering::SeqCst)
     }
 
     /// Stops the pumps, kills what runs in the namespaces and deletes them.

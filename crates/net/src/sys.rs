@@ -6,8 +6,100 @@ use std::ffi::CString;
 use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use crate::NetError;
+
+static ROOTLESS: AtomicBool = AtomicBool::new(false);
+
+/// Whether this process runs in a user namespace of its own
+/// ([`enter_user_namespace`]): root inside it, an ordinary user outside.
+pub fn rootless() -> bool {
+    ROOTLESS.load(Ordering::SeqCst)
+}
+
+/// For an ordinary user: moves this process into a user namespace of its
+/// own, where it is root (its user and group mapped to 0), and a mount
+/// namespace of its own with a private `/run/netns`, so that it can build
+/// labs as root does. Every namespace it creates is owned by that user
+/// namespace and goes when the process ends, however it ends. Returns
+/// `false` (and does nothing) for root.
+///
+/// Must be called while the process has one thread (the kernel refuses
+/// `unshare(CLONE_NEWUSER)` otherwise): first thing in `main`.
+pub fn enter_user_namespace() -> Result<bool, NetError> {
+    // SAFETY: plain queries of our own credentials.
+    let (euid, uid, gid) = unsafe { (libc::geteuid(), libc::getuid(), libc::getgid()) };
+    if euid == 0 {
+        return Ok(false);
+    }
+    let refuse = |why: String| NetError::Precondition(format!("aerolink needs root, or a user namespace of its own, and {why}: run it with sudo, or see docs/guide.md §2 (without root)"));
+    // /dev/net/tun must be open to this user (mode 0666 on most systems).
+    if let Err(e) = std::fs::OpenOptions::new().read(true).write(true).open("/dev/net/tun") {
+        return Err(refuse(format!("/dev/net/tun is not open to this user ({e}; chmod 0666 /dev/net/tun)")));
+    }
+    // SAFETY: unshare with namespace flags; the process has one thread.
+    if unsafe { libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(refuse(format!("this kernel refuses an unprivileged user namespace ({e}; allow it with sysctl user.max_user_namespaces=15000, kernel.unprivileged_userns_clone=1, and on Ubuntu kernel.apparmor_restrict_unprivileged_userns=0)")));
+    }
+    let write = |path: &str, text: String| std::fs::write(path, text).map_err(|e| NetError::Io(format!("write {path}"), e));
+    write("/proc/self/setgroups", "deny".into())?;
+    write("/proc/self/uid_map", format!("0 {uid} 1"))?;
+    write("/proc/self/gid_map", format!("0 {gid} 1"))?;
+    let mount = |src: &str, target: &str, fstype: &str, flags: libc::c_ulong, data: &str| -> Result<(), NetError> {
+        let (s, t, f, d) = (cstring(src), cstring(target), cstring(fstype), cstring(data));
+        // SAFETY: valid C strings; the kernel checks the rest.
+        let r = unsafe { libc::mount(s.as_ptr(), t.as_ptr(), f.as_ptr(), flags, d.as_ptr().cast()) };
+        if r != 0 {
+            return Err(NetError::Io(format!("mount {fstype} on {target}"), std::io::Error::last_os_error()));
+        }
+        Ok(())
+    };
+    // Nothing mounted here is seen outside.
+    mount("none", "/", "", libc::MS_REC | libc::MS_PRIVATE, "")?;
+    // Our own /run/netns (the host's, if any, stays as it is, unseen).
+    if std::path::Path::new("/run/netns").is_dir() {
+        mount("aerolink", "/run/netns", "tmpfs", libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC, "mode=0755")?;
+    } else {
+        mount("aerolink", "/run", "tmpfs", libc::MS_NOSUID | libc::MS_NODEV, "mode=0755")?;
+        std::fs::create_dir_all("/run/netns").map_err(|e| NetError::Io("mkdir /run/netns".into(), e))?;
+    }
+    ROOTLESS.store(true, Ordering::SeqCst);
+    Ok(true)
+}
+
+/// Creates the named network namespace `/run/netns/NAME`. As root, `ip
+/// netns add`; in a user namespace of our own, the same by hand (ip's
+/// return to the host's namespace, which that user namespace does not own,
+/// would fail): a short-lived thread unshares a network namespace and
+/// bind-mounts it onto the name.
+pub fn add_netns(name: &str) -> Result<(), NetError> {
+    if !rootless() {
+        return ip(&["netns", "add", name]);
+    }
+    let path = format!("/run/netns/{name}");
+    std::thread::spawn(move || -> Result<(), NetError> {
+        use std::os::unix::fs::OpenOptionsExt;
+        std::fs::OpenOptions::new().write(true).create_new(true).mode(0o444).open(&path).map_err(|e| NetError::Io(format!("create {path}"), e))?;
+        // SAFETY: unshare on this thread only; it ends below.
+        if unsafe { libc::unshare(libc::CLONE_NEWNET) } != 0 {
+            let e = std::io::Error::last_os_error();
+            let _ = std::fs::remove_file(&path);
+            return Err(NetError::Io("unshare a network namespace".into(), e));
+        }
+        let (src, dst, none) = (cstring("/proc/thread-self/ns/net"), cstring(&path), cstring(""));
+        // SAFETY: valid C strings.
+        if unsafe { libc::mount(src.as_ptr(), dst.as_ptr(), none.as_ptr(), libc::MS_BIND, std::ptr::null()) } != 0 {
+            let e = std::io::Error::last_os_error();
+            let _ = std::fs::remove_file(&path);
+            return Err(NetError::Io(format!("bind-mount the namespace on {path}"), e));
+        }
+        Ok(())
+    })
+    .join()
+    .map_err(|_| NetError::Command { cmd: "namespace thread".into(), msg: "panicked".into() })?
+}
 
 /// Checks what every topology needs before anything is created, so a
 /// missing piece is one clear line, not a half-built lab.
@@ -15,7 +107,7 @@ pub fn check_preconditions() -> Result<(), NetError> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
         return Err(NetError::Precondition(
-            "aerolink needs root (CAP_NET_ADMIN) to create network namespaces and TUN devices; run it with sudo".into(),
+            "aerolink needs root (CAP_NET_ADMIN) to create network namespaces and TUN devices, or a user namespace of its own; run it with sudo".into(),
         ));
     }
     if std::fs::metadata("/dev/net/tun").is_err() {

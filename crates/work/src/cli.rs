@@ -440,9 +440,9 @@ mod tests {
     fn quics() -> Vec<QuicArgs> {
         let mut v: Vec<QuicArgs> = Preset::ALL.iter().map(|p| QuicArgs::from(&QuicKnobs::preset(*p))).collect();
         for cc in QuicCc::ALL {
-            v.push(QuicArgs { quic_preset: Preset::Quinn, quic_cc: Some(*cc), quic_iw: Some(7), quic_stream_window: None, quic_conn_window: Some(1 << 30), quic_rate: None, quic_ack_every: None, quic_mtu: None });
+            v.push(QuicArgs { quic_preset: Preset::Quinn, quic_cc: Some(*cc), quic_iw: Some(7), quic_stream_window: None, quic_conn_window: Some(1 << 30), quic_rate: None, quic_ack_every: None, quic_mtu: None, quic_max_cwnd: None, quic_pacing_interval: None });
         }
-        v.push(QuicArgs { quic_preset: Preset::HBdp2, quic_cc: None, quic_iw: None, quic_stream_window: Some(1), quic_conn_window: None, quic_rate: Some(10_000_000), quic_ack_every: Some(10), quic_mtu: Some(1452) });
+        v.push(QuicArgs { quic_preset: Preset::HBdp2, quic_cc: None, quic_iw: None, quic_stream_window: Some(1), quic_conn_window: None, quic_rate: Some(10_000_000), quic_ack_every: Some(10), quic_mtu: Some(1452), quic_max_cwnd: Some(2500), quic_pacing_interval: Some(1010) });
         v
     }
 

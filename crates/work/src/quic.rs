@@ -23,6 +23,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use quinn_proto::congestion::{Controller, ControllerFactory};
+
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, WorkError};
@@ -80,6 +82,15 @@ pub struct QuicKnobs {
     /// discovers more).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub initial_mtu: Option<u16>,
+    /// A cap on the congestion window, packets of 1252 B (quic-go's
+    /// DefaultMaxCongestionWindowPackets; quinn has none of its own).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cwnd_packets: Option<u64>,
+    /// The pacer's burst interval, µs: bursts of this long at the current
+    /// rate (quinn's 2000; quic-go's MinPacingDelay + its 1 ms timer
+    /// granularity).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing_interval_us: Option<u64>,
 }
 
 impl Default for QuicKnobs {
@@ -99,12 +110,17 @@ impl QuicKnobs {
             rate_bps: None,
             ack_every: None,
             initial_mtu: None,
+            max_cwnd_packets: None,
+            pacing_interval_us: None,
         };
+        // Seed 003's quic-go rows: the window cap, and MinPacingDelay (100
+        // or 10 µs) plus quic-go's 1 ms timer granularity as the burst.
+        let quic_go = |iw: u64, sw: u64, cw: u64, max_cwnd: u64, min_pacing_us: u64| QuicKnobs { max_cwnd_packets: Some(max_cwnd), pacing_interval_us: Some(1000 + min_pacing_us), ..k(iw, sw, cw) };
         match preset {
             Preset::Quinn => QuicKnobs { initial_window_packets: None, stream_window_bytes: None, conn_window_bytes: None, ..k(0, 0, 0) },
-            Preset::Default => k(32, 512_000, 6_000_000),
-            Preset::HBdp1 => k(120, 6_000_000, 12_000_000),
-            Preset::HBdp2 => k(32, 6_000_000, 12_000_000),
+            Preset::Default => quic_go(32, 512_000, 6_000_000, 1000, 100),
+            Preset::HBdp1 => quic_go(120, 6_000_000, 12_000_000, 2500, 10),
+            Preset::HBdp2 => quic_go(32, 6_000_000, 12_000_000, 2500, 10),
             Preset::Sat => QuicKnobs { cc: QuicCc::Sat, ack_every: Some(SAT_ACK_EVERY), initial_mtu: Some(SAT_MTU), ..k(SAT_IW, SAT_WINDOW, SAT_WINDOW) },
         }
     }
@@ -149,32 +165,43 @@ impl QuicKnobs {
         let mut t = quinn::TransportConfig::default();
         let varint = |v: u64| quinn::VarInt::from_u64(v).map_err(|_| WorkError::QuicConfig(format!("window {v} is too large")));
         let iw = self.initial_window_packets.map(|p| p * PACKET_BYTES);
-        match self.cc {
+        let factory: Arc<dyn ControllerFactory + Send + Sync> = match self.cc {
             QuicCc::Cubic => {
                 let mut c = quinn::congestion::CubicConfig::default();
                 if let Some(iw) = iw {
                     c.initial_window(iw);
                 }
-                t.congestion_controller_factory(Arc::new(c));
+                Arc::new(c)
             }
             QuicCc::NewReno => {
                 let mut c = quinn::congestion::NewRenoConfig::default();
                 if let Some(iw) = iw {
                     c.initial_window(iw);
                 }
-                t.congestion_controller_factory(Arc::new(c));
+                Arc::new(c)
             }
             QuicCc::Bbr => {
                 let mut c = quinn::congestion::BbrConfig::default();
                 if let Some(iw) = iw {
                     c.initial_window(iw);
                 }
-                t.congestion_controller_factory(Arc::new(c));
+                Arc::new(c)
             }
             QuicCc::Sat => {
                 let initial_window = iw.unwrap_or(SAT_IW * PACKET_BYTES);
-                t.congestion_controller_factory(Arc::new(crate::satcc::SatConfig { rate_bps: self.rate_bps, initial_window }));
+                Arc::new(crate::satcc::SatConfig { rate_bps: self.rate_bps, initial_window })
             }
+        };
+        match self.max_cwnd_packets {
+            Some(0) => return Err(WorkError::QuicConfig("--quic-max-cwnd: at least 1 packet".into())),
+            Some(n) => t.congestion_controller_factory(Arc::new(CappedFactory { inner: factory, cap: n.saturating_mul(PACKET_BYTES) })),
+            None => t.congestion_controller_factory(factory),
+        };
+        if let Some(us) = self.pacing_interval_us {
+            if !(10..=100_000).contains(&us) {
+                return Err(WorkError::QuicConfig(format!("--quic-pacing-interval {us} µs: expected 10 µs to 100 ms")));
+            }
+            t.pacing_burst_interval(Duration::from_micros(us));
         }
         self.validate().map_err(WorkError::QuicConfig)?;
         if let Some(n) = self.ack_every {
@@ -202,6 +229,55 @@ impl QuicKnobs {
         t.max_idle_timeout(Some(Duration::from_secs(120).try_into().map_err(|_| WorkError::QuicConfig("idle timeout".into()))?));
         t.max_concurrent_bidi_streams(varint(1024)?);
         Ok(t)
+    }
+}
+
+/// Caps another controller's window (quic-go's
+/// DefaultMaxCongestionWindowPackets): whatever the controller would allow,
+/// at most `cap` bytes in flight.
+struct CappedFactory {
+    inner: Arc<dyn ControllerFactory + Send + Sync>,
+    cap: u64,
+}
+
+impl ControllerFactory for CappedFactory {
+    fn build(self: Arc<Self>, now: std::time::Instant, mtu: u16) -> Box<dyn Controller> {
+        Box::new(Capped { inner: self.inner.clone().build(now, mtu), cap: self.cap })
+    }
+}
+
+struct Capped {
+    inner: Box<dyn Controller>,
+    cap: u64,
+}
+
+impl Controller for Capped {
+    fn on_sent(&mut self, now: std::time::Instant, bytes: u64, last_packet_number: u64) {
+        self.inner.on_sent(now, bytes, last_packet_number)
+    }
+    fn on_ack(&mut self, now: std::time::Instant, sent: std::time::Instant, bytes: u64, app_limited: bool, rtt: &quinn_proto::RttEstimator) {
+        self.inner.on_ack(now, sent, bytes, app_limited, rtt)
+    }
+    fn on_end_acks(&mut self, now: std::time::Instant, in_flight: u64, app_limited: bool, largest_packet_num_acked: Option<u64>) {
+        self.inner.on_end_acks(now, in_flight, app_limited, largest_packet_num_acked)
+    }
+    fn on_congestion_event(&mut self, now: std::time::Instant, sent: std::time::Instant, is_persistent_congestion: bool, lost_bytes: u64) {
+        self.inner.on_congestion_event(now, sent, is_persistent_congestion, lost_bytes)
+    }
+    fn on_mtu_update(&mut self, new_mtu: u16) {
+        self.inner.on_mtu_update(new_mtu)
+    }
+    fn window(&self) -> u64 {
+        self.inner.window().min(self.cap)
+    }
+    fn clone_box(&self) -> Box<dyn Controller> {
+        Box::new(Capped { inner: self.inner.clone_box(), cap: self.cap })
+    }
+    fn initial_window(&self) -> u64 {
+        self.inner.initial_window().min(self.cap)
+    }
+    fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+        self
     }
 }
 
@@ -273,6 +349,27 @@ pub struct QuicArgs {
     /// path MTU discovery).
     #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u16).range(1200..=9000), help_heading = "QUIC")]
     pub quic_mtu: Option<u16>,
+    /// Cap the congestion window at N packets of 1252 B, whatever the
+    /// controller would allow (quic-go's DefaultMaxCongestionWindowPackets:
+    /// presets default 1000, h-bdp1/h-bdp2 2500).
+    #[arg(long, value_name = "PACKETS", value_parser = clap::value_parser!(u64).range(1..=10_000_000), help_heading = "QUIC")]
+    pub quic_max_cwnd: Option<u64>,
+    /// The pacer's burst interval, e.g. 1.01ms: it lets out this long's
+    /// worth of the window at a time (quinn 2ms; seed 003's MinPacingDelay
+    /// plus quic-go's 1 ms timer granularity: 1.1ms, h-bdp 1.01ms).
+    #[arg(long, value_name = "DURATION", value_parser = parse_pacing_us, help_heading = "QUIC")]
+    pub quic_pacing_interval: Option<u64>,
+}
+
+/// A pacing burst interval for `--quic-pacing-interval` /
+/// `quic_pacing_interval`, µs: 10 µs to 100 ms.
+pub fn parse_pacing_us(s: &str) -> std::result::Result<u64, String> {
+    let d = aerolink_link::units::parse_duration(s)?;
+    let us = d.0 / 1000;
+    if !(10..=100_000).contains(&us) {
+        return Err(format!("{s}: a burst interval from 10us to 100ms"));
+    }
+    Ok(us)
 }
 
 /// A path rate for `--quic-rate` / `quic_rate`, bit/s: at least 1 kbit/s.
@@ -309,6 +406,12 @@ impl QuicArgs {
         if let Some(v) = self.quic_mtu {
             k.initial_mtu = Some(v);
         }
+        if let Some(v) = self.quic_max_cwnd {
+            k.max_cwnd_packets = Some(v);
+        }
+        if let Some(v) = self.quic_pacing_interval {
+            k.pacing_interval_us = Some(v);
+        }
         k
     }
 
@@ -318,13 +421,16 @@ impl QuicArgs {
         if let Some(cc) = self.quic_cc {
             a.extend(["--quic-cc".into(), cc.to_string()]);
         }
-        for (flag, v) in [("--quic-iw", self.quic_iw), ("--quic-stream-window", self.quic_stream_window), ("--quic-conn-window", self.quic_conn_window), ("--quic-ack-every", self.quic_ack_every), ("--quic-mtu", self.quic_mtu.map(u64::from))] {
+        for (flag, v) in [("--quic-iw", self.quic_iw), ("--quic-stream-window", self.quic_stream_window), ("--quic-conn-window", self.quic_conn_window), ("--quic-ack-every", self.quic_ack_every), ("--quic-mtu", self.quic_mtu.map(u64::from)), ("--quic-max-cwnd", self.quic_max_cwnd)] {
             if let Some(v) = v {
                 a.extend([flag.into(), v.to_string()]);
             }
         }
         if let Some(r) = self.quic_rate {
             a.extend(["--quic-rate".into(), format!("{r}bit/s")]);
+        }
+        if let Some(us) = self.quic_pacing_interval {
+            a.extend(["--quic-pacing-interval".into(), format!("{us}us")]);
         }
         a
     }
@@ -342,6 +448,92 @@ impl From<&QuicKnobs> for QuicArgs {
             quic_rate: k.rate_bps,
             quic_ack_every: k.ack_every,
             quic_mtu: k.initial_mtu,
+            quic_max_cwnd: k.max_cwnd_packets,
+            quic_pacing_interval: k.pacing_interval_us,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    /// A controller whose window grows a packet per batch of ACKs and
+    /// drops to 40 packets on a loss: what the cap is put over.
+    #[derive(Clone)]
+    struct Growing(u64);
+
+    impl Controller for Growing {
+        fn on_end_acks(&mut self, _: std::time::Instant, _: u64, _: bool, _: Option<u64>) {
+            self.0 += PACKET_BYTES;
+        }
+        fn on_congestion_event(&mut self, _: std::time::Instant, _: std::time::Instant, _: bool, _: u64) {
+            self.0 = 40 * PACKET_BYTES;
+        }
+        fn on_mtu_update(&mut self, _: u16) {}
+        fn window(&self) -> u64 {
+            self.0
+        }
+        fn clone_box(&self) -> Box<dyn Controller> {
+            Box::new(self.clone())
+        }
+        fn initial_window(&self) -> u64 {
+            120 * PACKET_BYTES
+        }
+        fn into_any(self: Box<Self>) -> Box<dyn std::any::Any> {
+            self
+        }
+    }
+
+    struct GrowingFactory;
+
+    impl ControllerFactory for GrowingFactory {
+        fn build(self: Arc<Self>, _: std::time::Instant, _: u16) -> Box<dyn Controller> {
+            Box::new(Growing(120 * PACKET_BYTES))
+        }
+    }
+
+    #[test]
+    fn the_window_cap_holds_whatever_the_controller_wants() {
+        let f = Arc::new(CappedFactory { inner: Arc::new(GrowingFactory), cap: 100 * PACKET_BYTES });
+        let t0 = std::time::Instant::now();
+        let mut c = f.build(t0, 1252);
+        assert_eq!((c.initial_window(), c.window()), (100 * PACKET_BYTES, 100 * PACKET_BYTES));
+        for i in 0..500 {
+            c.on_end_acks(t0, 0, false, Some(i));
+            assert_eq!(c.window(), 100 * PACKET_BYTES);
+        }
+        // Below the cap the controller's own window is what counts.
+        c.on_congestion_event(t0, t0, false, PACKET_BYTES);
+        assert_eq!(c.window(), 40 * PACKET_BYTES);
+        assert_eq!(c.clone_box().window(), 40 * PACKET_BYTES);
+        // And quinn takes the capped factory.
+        let k = QuicKnobs { max_cwnd_packets: Some(100), ..QuicKnobs::preset(Preset::HBdp1) };
+        assert!(k.transport().is_ok());
+    }
+
+    #[derive(Parser)]
+    struct Flags {
+        #[command(flatten)]
+        q: QuicArgs,
+    }
+
+    #[test]
+    fn seed_003s_quic_go_rows_have_their_equivalents() {
+        let d = QuicKnobs::preset(Preset::Default);
+        assert_eq!((d.max_cwnd_packets, d.pacing_interval_us), (Some(1000), Some(1100)));
+        let h = QuicKnobs::preset(Preset::HBdp1);
+        assert_eq!((h.initial_window_packets, h.max_cwnd_packets, h.pacing_interval_us), (Some(120), Some(2500), Some(1010)));
+        assert_eq!(QuicKnobs::preset(Preset::Quinn).max_cwnd_packets, None);
+        // The flags round-trip, and the transport takes them.
+        let f = Flags::try_parse_from(["x", "--quic-preset", "h-bdp2", "--quic-max-cwnd", "300", "--quic-pacing-interval", "0.5ms"]).unwrap();
+        let k = f.q.knobs();
+        assert_eq!((k.max_cwnd_packets, k.pacing_interval_us, k.is_custom()), (Some(300), Some(500), true));
+        let back = Flags::try_parse_from(std::iter::once("x".to_string()).chain(k.to_args())).unwrap().q.knobs();
+        assert_eq!(back, k);
+        assert!(k.transport().is_ok());
+        assert!(Flags::try_parse_from(["x", "--quic-pacing-interval", "5us"]).is_err());
+        assert!(Flags::try_parse_from(["x", "--quic-max-cwnd", "0"]).is_err());
     }
 }

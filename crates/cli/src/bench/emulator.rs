@@ -105,8 +105,8 @@ fn through_veth(seconds: u32) -> anyhow::Result<f64> {
     let id = run_id();
     let (a, b) = (format!("{NS_PREFIX}{id}-vetha"), format!("{NS_PREFIX}{id}-vethb"));
     let result = (|| -> anyhow::Result<f64> {
-        ip(&["netns", "add", &a])?;
-        ip(&["netns", "add", &b])?;
+        aerolink_net::sys::add_netns(&a)?;
+        aerolink_net::sys::add_netns(&b)?;
         ip(&["-n", &a, "link", "add", "va", "type", "veth", "peer", "name", "vb", "netns", &b])?;
         ip(&["-n", &a, "addr", "add", "198.19.0.1/24", "dev", "va"])?;
         ip(&["-n", &b, "addr", "add", "198.19.0.2/24", "dev", "vb"])?;

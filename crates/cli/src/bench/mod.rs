@@ -247,7 +247,7 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
     };
     let timeout = c.timeout;
     let s = &c.server;
-    let knobs = aerolink_lab::workload::Knobs { tcp_cc: s.cc, initcwnd: s.initcwnd, quic: s.quic.knobs(), nagle: s.nagle, push: s.push, tcp: c.tcp, pep: c.link.topology.is_some().then_some(pep) };
+    let knobs = aerolink_lab::workload::Knobs { tcp_cc: s.cc, initcwnd: s.initcwnd, quic: s.quic.knobs(), nagle: s.nagle, push: s.push, tcp: c.tcp, pep: c.link.topology.is_some().then_some(pep), cross: None };
     knobs.quic.validate().map_err(user)?;
     aerolink_net::sys::check_preconditions()?;
     let stop = Arc::new(AtomicBool::new(false));

@@ -236,7 +236,10 @@ impl<D: Device, T: Timer> Pump<D, T> {
                             break;
                         }
                         Err(e) => {
-                            rep.error = Some(format!("read {}: {e}", side.src.name()));
+                            rep.error = Some(match e.raw_os_error() {
+                                Some(libc::EBADFD) => format!("the TUN device {} was removed under the link", side.src.name()),
+                                _ => format!("read {}: {e}", side.src.name()),
+                            });
                             self.stop.store(true, Ordering::Relaxed);
                             break;
                         }
@@ -256,7 +259,10 @@ impl<D: Device, T: Timer> Pump<D, T> {
                     if let Err(e) = side.dst.write(&f.buf[..f.len]) {
                         // The far side is gone (teardown), or the kernel
                         // refused this one packet: count it and go on.
-                        if e.raw_os_error() == Some(libc::EBADF) {
+                        if e.raw_os_error() == Some(libc::EBADFD) {
+                            rep.error = Some(format!("the TUN device {} was removed under the link", side.dst.name()));
+                            self.stop.store(true, Ordering::Relaxed);
+                        } else if e.raw_os_error() == Some(libc::EBADF) {
                             rep.error = Some(format!("write {}: {e}", side.dst.name()));
                             self.stop.store(true, Ordering::Relaxed);
                         }

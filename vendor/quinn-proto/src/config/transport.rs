@@ -45,6 +45,7 @@ pub struct TransportConfig {
     pub(crate) persistent_congestion_threshold: u32,
     pub(crate) keep_alive_interval: Option<Duration>,
     pub(crate) max_probe_timeout: Option<Duration>,
+    pub(crate) pacing_burst_interval: Duration,
     pub(crate) crypto_buffer_size: usize,
     pub(crate) allow_spin: bool,
     pub(crate) datagram_receive_buffer_size: Option<usize>,
@@ -280,6 +281,16 @@ impl TransportConfig {
         self
     }
 
+    /// How much the pacer lets out at once, as time at the current rate (aerolink patch)
+    ///
+    /// The pacer sends bursts of this many microseconds' worth of the congestion window per RTT
+    /// (at least 10 and at most 256 packets). quinn's own value is 2 ms; quic-go's bursts are its
+    /// MinPacingDelay plus its 1 ms timer granularity.
+    pub fn pacing_burst_interval(&mut self, value: Duration) -> &mut Self {
+        self.pacing_burst_interval = value;
+        self
+    }
+
     /// Maximum quantity of out-of-order crypto layer data to buffer
     pub fn crypto_buffer_size(&mut self, value: usize) -> &mut Self {
         self.crypto_buffer_size = value;
@@ -403,6 +414,7 @@ impl Default for TransportConfig {
             persistent_congestion_threshold: 3,
             keep_alive_interval: None,
             max_probe_timeout: None,
+            pacing_burst_interval: Duration::from_millis(2),
             crypto_buffer_size: 16 * 1024,
             allow_spin: true,
             datagram_receive_buffer_size: Some(STREAM_RWND as usize),
@@ -440,6 +452,7 @@ impl fmt::Debug for TransportConfig {
             persistent_congestion_threshold,
             keep_alive_interval,
             max_probe_timeout,
+            pacing_burst_interval,
             crypto_buffer_size,
             allow_spin,
             datagram_receive_buffer_size,
@@ -473,6 +486,7 @@ impl fmt::Debug for TransportConfig {
             )
             .field("keep_alive_interval", keep_alive_interval)
             .field("max_probe_timeout", max_probe_timeout)
+            .field("pacing_burst_interval", pacing_burst_interval)
             .field("crypto_buffer_size", crypto_buffer_size)
             .field("allow_spin", allow_spin)
             .field("datagram_receive_buffer_size", datagram_receive_buffer_size)

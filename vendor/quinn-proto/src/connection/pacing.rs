@@ -13,6 +13,8 @@ use tracing::warn;
 /// than one congestion window per RTT, as recommended in
 /// <https://tools.ietf.org/html/draft-ietf-quic-recovery-34#section-7.7>
 pub(super) struct Pacer {
+    /// The burst interval (aerolink patch: configurable, quinn's is 2 ms).
+    interval_nanos: u128,
     capacity: u64,
     last_window: u64,
     last_mtu: u16,
@@ -22,15 +24,28 @@ pub(super) struct Pacer {
 
 impl Pacer {
     /// Obtains a new [`Pacer`].
+    #[cfg(test)]
     pub(super) fn new(smoothed_rtt: Duration, window: u64, mtu: u16, now: Instant) -> Self {
-        let capacity = optimal_capacity(smoothed_rtt, window, mtu);
+        Self::with_interval(smoothed_rtt, window, mtu, now, Duration::from_nanos(BURST_INTERVAL_NANOS as u64))
+    }
+
+    /// A pacer whose bursts last `interval` at the current rate (aerolink patch).
+    pub(super) fn with_interval(smoothed_rtt: Duration, window: u64, mtu: u16, now: Instant, interval: Duration) -> Self {
+        let interval_nanos = interval.as_nanos().max(1);
+        let capacity = optimal_capacity(smoothed_rtt, window, mtu, interval_nanos);
         Self {
+            interval_nanos,
             capacity,
             last_window: window,
             last_mtu: mtu,
             tokens: capacity,
             prev: now,
         }
+    }
+
+    /// The burst interval (aerolink patch).
+    pub(super) fn interval(&self) -> Duration {
+        Duration::from_nanos(self.interval_nanos as u64)
     }
 
     /// Record that a packet has been transmitted.
@@ -59,7 +74,7 @@ impl Pacer {
         );
 
         if window != self.last_window || mtu != self.last_mtu {
-            self.capacity = optimal_capacity(smoothed_rtt, window, mtu);
+            self.capacity = optimal_capacity(smoothed_rtt, window, mtu, self.interval_nanos);
 
             // Clamp the tokens
             self.tokens = self.capacity.min(self.tokens);
@@ -126,10 +141,10 @@ impl Pacer {
 /// tokens for the extra-elapsed time can be stored.
 ///
 /// Too long burst intervals make pacing less effective.
-fn optimal_capacity(smoothed_rtt: Duration, window: u64, mtu: u16) -> u64 {
+fn optimal_capacity(smoothed_rtt: Duration, window: u64, mtu: u16, interval_nanos: u128) -> u64 {
     let rtt = smoothed_rtt.as_nanos().max(1);
 
-    let capacity = ((window as u128 * BURST_INTERVAL_NANOS) / rtt) as u64;
+    let capacity = ((window as u128 * interval_nanos) / rtt) as u64;
 
     // Small bursts are less efficient (no GSO), could increase latency and don't effectively
     // use the channel's buffer capacity. Large bursts might block the connection on sending.
@@ -142,6 +157,7 @@ fn optimal_capacity(smoothed_rtt: Duration, window: u64, mtu: u16) -> u64 {
 /// 2ms is chosen here since framework timers might have 1ms precision.
 /// If kernel-level pacing is supported later a higher time here might be
 /// more applicable.
+#[cfg(test)]
 const BURST_INTERVAL_NANOS: u128 = 2_000_000; // 2ms
 
 /// Allows some usage of GSO, and doesn't slow down the handshake.
@@ -175,6 +191,16 @@ mod tests {
                 .delay(Duration::from_micros(0), 1500, 1500, 3000, old_instant)
                 .is_none()
         );
+    }
+
+    #[test]
+    fn a_shorter_burst_interval_makes_smaller_bursts() {
+        // aerolink patch: quic-go's 1.01 ms (MinPacingDelay 10 µs + 1 ms) against quinn's 2 ms.
+        let (window, mtu, rtt, now) = (10_000_000, 1252, Duration::from_millis(600), Instant::now());
+        let quinn = Pacer::new(rtt, window, mtu, now);
+        let quic_go = Pacer::with_interval(rtt, window, mtu, now, Duration::from_micros(1010));
+        assert_eq!(quic_go.capacity, (window as u128 * 1_010_000 / rtt.as_nanos()) as u64);
+        assert!(quic_go.capacity * 19 / 10 < quinn.capacity);
     }
 
     #[test]

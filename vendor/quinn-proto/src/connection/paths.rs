@@ -71,11 +71,12 @@ impl PathData {
             remote,
             rtt: RttEstimator::new(config.initial_rtt),
             sending_ecn: true,
-            pacing: Pacer::new(
+            pacing: Pacer::with_interval(
                 config.initial_rtt,
                 congestion.initial_window(),
                 config.get_initial_mtu(),
                 now,
+                config.pacing_burst_interval,
             ),
             congestion,
             challenge: None,
@@ -118,7 +119,7 @@ impl PathData {
         Self {
             remote,
             rtt: prev.rtt,
-            pacing: Pacer::new(smoothed_rtt, congestion.window(), prev.current_mtu(), now),
+            pacing: Pacer::with_interval(smoothed_rtt, congestion.window(), prev.current_mtu(), now, prev.pacing.interval()),
             sending_ecn: true,
             congestion,
             challenge: None,
@@ -146,11 +147,12 @@ impl PathData {
             .clone()
             .build(now, config.get_initial_mtu());
         self.mtud.reset(config.get_initial_mtu(), config.min_mtu);
-        self.pacing = Pacer::new(
+        self.pacing = Pacer::with_interval(
             self.rtt.get(),
             self.congestion.initial_window(),
             self.current_mtu(),
             now,
+            config.pacing_burst_interval,
         );
     }
 
