@@ -51,7 +51,8 @@ pub struct DownArgs {
     /// The lab to take down.
     #[arg(required_unless_present = "all", conflicts_with = "all")]
     pub name: Option<String>,
-    /// Remove every aerolink lab and leftover namespace on this machine.
+    /// Remove every lab `up` made and what killed runs left (namespaces,
+    /// directories); labs of runs and experiments still under way are kept.
     #[arg(long)]
     pub all: bool,
 }
@@ -221,8 +222,10 @@ pub fn down(args: DownArgs) -> anyhow::Result<i32> {
         removed += 1;
     }
     if args.all {
-        // Leftovers of runs killed with SIGKILL: namespaces with our prefix.
-        for ns in lab::leftover_namespaces(None) {
+        // Leftovers of runs killed with SIGKILL: namespaces with our prefix
+        // that no running aerolink owns (an experiment under way keeps its
+        // labs).
+        for ns in lab::orphan_namespaces() {
             lab::remove_namespace(&ns);
             println!("removed leftover namespace {ns}");
             removed += 1;

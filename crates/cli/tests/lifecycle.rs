@@ -148,6 +148,30 @@ fn after_sigkill_down_all_removes_the_leftovers() {
 }
 
 #[test]
+fn down_all_leaves_a_run_under_way_alone() {
+    require_root();
+    // A run in another terminal, its client stopped until released.
+    let mut child = KillOnDrop(
+        Command::new(bin())
+            .args(["run", "-q", "--rtt", "10ms", "--client", "sleep 43.43; ping -c 1 -W 2 $AEROLINK_SERVER"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_until("the client to start", || processes_matching("43.43") > 0);
+    let o = aerolink(&["down", "--all"]);
+    assert!(o.status.success(), "{:?}", text(&o));
+    // Released, the client crosses the link it still has (had down --all
+    // taken the lab, the client would have been killed with it).
+    let o = Command::new("pkill").args(["-f", "^sleep 43.43"]).status().unwrap();
+    assert!(o.success());
+    let st = child.0.wait().unwrap();
+    assert!(st.success(), "the run failed after down --all: {st}");
+    assert!(leftover_namespaces().is_empty(), "{:?}", leftover_namespaces());
+}
+
+#[test]
 fn up_exec_down() {
     let _ = aerolink(&["down", "tlab"]);
     let o = aerolink(&["up", "tlab", "--profile", "da2gc", "--loss", "0%"]);

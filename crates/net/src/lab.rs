@@ -174,6 +174,26 @@ pub fn stale_labs() -> Vec<StaleLab> {
     out
 }
 
+/// Runs whose lab belongs to a process that still runs: an experiment
+/// under way, an `aerolink run` in another terminal. Nothing of theirs is
+/// a leftover, whatever `down --all` is asked.
+pub fn live_runs() -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir(std::env::temp_dir()) else { return Vec::new() };
+    dir.filter_map(|e| e.ok())
+        .filter_map(|e| {
+            let run = e.file_name().to_string_lossy().strip_prefix("aerolink-")?.strip_suffix("-tmp")?.to_string();
+            let owner = Owner::parse(&std::fs::read_to_string(e.path().join(OWNER_FILE)).ok()?)?;
+            owner.alive().then_some(run)
+        })
+        .collect()
+}
+
+/// Namespaces aerolink created that no running aerolink owns.
+pub fn orphan_namespaces() -> Vec<String> {
+    let live = live_runs();
+    leftover_namespaces(None).into_iter().filter(|n| !live.iter().any(|r| n.starts_with(&format!("{NS_PREFIX}{r}-")))).collect()
+}
+
 /// Removes a stale lab: kills what still runs in its namespaces, deletes
 /// them, its monitor files and its temporary directory.
 pub fn remove_stale(lab: &StaleLab) {
@@ -540,13 +560,14 @@ pub fn run_tmp_dir(run: &str) -> std::path::PathBuf {
 /// namespace any more (left by an aerolink killed with SIGKILL).
 pub fn leftover_files() -> Vec<std::path::PathBuf> {
     let live: Vec<String> = leftover_namespaces(None);
+    let owned = live_runs();
     let Ok(dir) = std::fs::read_dir(std::env::temp_dir()) else { return Vec::new() };
     let mut out: Vec<std::path::PathBuf> = dir
         .filter_map(|e| e.ok())
         .filter(|e| {
             let name = e.file_name().to_string_lossy().to_string();
             let run = name.strip_prefix("aerolink-").and_then(|r| r.strip_suffix("-tmp").or_else(|| r.strip_suffix(".monitor").and_then(|m| m.rsplit_once("-link").map(|(run, _)| run))));
-            run.is_some_and(|run| !live.iter().any(|ns| ns.starts_with(&format!("{NS_PREFIX}{run}-"))))
+            run.is_some_and(|run| !owned.iter().any(|r| r == run) && !live.iter().any(|ns| ns.starts_with(&format!("{NS_PREFIX}{run}-"))))
         })
         .map(|e| e.path())
         .collect();
