@@ -3,10 +3,11 @@
 
 SHELL := /bin/bash
 CARGO ?= cargo
-# Debian packages the emulator, its tests and the demo use.
+# Debian packages the emulator, its tests and the demo use (jq and sqlite3:
+# the guide's examples, which crates/cli/tests/guide.rs runs).
 # slurmctld, slurmd, slurm-client and munge: a one-node Slurm for the cluster test
 # (scripts/slurm-local.sh starts it).
-APT_PACKAGES := iproute2 iputils-ping iperf3 nftables util-linux procps chromium dnsmasq-base tinyproxy-bin slurmctld slurmd slurm-client munge
+APT_PACKAGES := iproute2 iputils-ping iperf3 nftables util-linux procps chromium dnsmasq-base tinyproxy-bin slurmctld slurmd slurm-client munge jq sqlite3
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 AEROLINK := ./target/release/aerolink
 
