@@ -82,6 +82,8 @@ pub fn fmt_metric(metric: &str, v: f64) -> String {
         }
     } else if metric.contains("_rtt") {
         format!("{v:.2} RTT")
+    } else if metric.contains("_passes") {
+        format!("{v:.2} passes")
     } else if metric.contains("bps") {
         if v >= 1e9 {
             format!("{:.2} Gbit/s", v / 1e9)
@@ -122,6 +124,9 @@ fn metric_title(m: &str) -> &str {
         "connections" => "connections",
         "latency_ms_mean" => "mean update latency",
         "latency_rtt_mean" => "mean update latency in RTTs",
+        "latency_passes_mean" => "mean update latency in passes over the link (one-way delays; seed 001's \"RTTs\")",
+        "latency_passes_mean_s2c" => "server → client latency in passes over the link",
+        "latency_passes_mean_c2s" => "client → server latency in passes over the link",
         "latency_ms_mean_s2c" => "server → client latency",
         "latency_ms_mean_c2s" => "client → server latency",
         "client_retransmits" => "client retransmits (TCP) / lost packets (QUIC)",
@@ -373,7 +378,7 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
         Workload::Browser { .. } => vec!["fcp_ms", "lcp_ms", "connections", "link_drops_down", "link_drops_up"],
         Workload::Objects { .. } => vec!["connections", "client_retransmits", "link_drops_down", "link_drops_up"],
         Workload::Bulk { .. } => vec!["goodput_bps", "sender_retransmits", "sender_srtt_ms_max", "link_drops_down", "link_drops_up"],
-        Workload::Realtime { .. } => vec!["latency_rtt_mean", "latency_ms_mean_s2c", "latency_ms_mean_c2s"],
+        Workload::Realtime { .. } => vec!["latency_passes_mean", "latency_ms_mean_s2c", "latency_ms_mean_c2s", "connections"],
         Workload::Messages { direction, .. } => {
             if *direction == aerolink_work::messages::Direction::Down {
                 vec!["latency_ms_mean_down", "latency_ms_p50_down"]

@@ -130,6 +130,7 @@ fn one_formatter_for_every_metric() {
     assert_eq!(fmt_metric("ttfb_ms", 250.4), "250 ms");
     assert_eq!(fmt_metric("latency_ms_mean_up", 7.25), "7.2 ms");
     assert_eq!(fmt_metric("latency_rtt_mean", 1.234), "1.23 RTT");
+    assert_eq!(fmt_metric("latency_passes_mean_s2c", 2.0), "2.00 passes");
     assert_eq!(fmt_metric("goodput_bps", 1_890_000.0), "1.89 Mbit/s");
     assert_eq!(fmt_metric("goodput_bps", 34e9), "34.00 Gbit/s");
     assert_eq!(fmt_metric("connections", 6.0), "6");

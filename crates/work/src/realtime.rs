@@ -92,6 +92,11 @@ pub struct RealtimeResult {
     /// One-way latencies of client → server messages, ms (measured by the
     /// server, reported at the end).
     pub client_to_server_ms: Vec<f64>,
+    /// TCP connections the client opened: one for WebSocket, two for SSE
+    /// and long polling (the server → client channel, and the one the
+    /// client's POSTs go over).
+    #[serde(default)]
+    pub connections: u32,
     pub total_ms: f64,
 }
 
@@ -304,14 +309,17 @@ pub async fn run(server: std::net::IpAddr, mechanism: Mechanism, p: &Params, nag
         return Err(WorkError::Param("messages need at least 24 bytes (sequence and timestamp)"));
     }
     let t0 = std::time::Instant::now();
-    let (s2c, c2s) = match mechanism {
+    let (s2c, c2s, connections) = match mechanism {
         Mechanism::Ws => ws_client(SocketAddr::new(server, WS_PORT), p, nagle).await?,
         _ => http_client(SocketAddr::new(server, HTTP_PORT), mechanism, p, nagle).await?,
     };
-    Ok(RealtimeResult { mechanism: mechanism.to_string(), scenario: p.scenario.to_string(), nagle, count: p.count, server_to_client_ms: s2c, client_to_server_ms: c2s, total_ms: t0.elapsed().as_secs_f64() * 1e3 })
+    Ok(RealtimeResult { mechanism: mechanism.to_string(), scenario: p.scenario.to_string(), nagle, count: p.count, server_to_client_ms: s2c, client_to_server_ms: c2s, connections, total_ms: t0.elapsed().as_secs_f64() * 1e3 })
 }
 
-async fn ws_client(addr: SocketAddr, p: &Params, nagle: bool) -> Result<(Vec<f64>, Vec<f64>)> {
+/// Latencies each way, and the connections opened.
+type Measured = (Vec<f64>, Vec<f64>, u32);
+
+async fn ws_client(addr: SocketAddr, p: &Params, nagle: bool) -> Result<Measured> {
     let tcp = TcpStream::connect(addr).await?;
     tcp.set_nodelay(!nagle)?;
     let url = format!("ws://{addr}/rt?{}", p.query());
@@ -360,13 +368,14 @@ async fn ws_client(addr: SocketAddr, p: &Params, nagle: bool) -> Result<(Vec<f64
         }
     }
     let _ = tx.send(Message::Close(None)).await;
-    Ok((s2c, c2s))
+    Ok((s2c, c2s, 1))
 }
 
-async fn http_client(addr: SocketAddr, mechanism: Mechanism, p: &Params, nagle: bool) -> Result<(Vec<f64>, Vec<f64>)> {
+async fn http_client(addr: SocketAddr, mechanism: Mechanism, p: &Params, nagle: bool) -> Result<Measured> {
     let session = format!("{:x}", now_ns());
     let q = format!("{}&session={session}", p.query());
     let (msg_tx, mut msg_rx) = mpsc::unbounded_channel::<String>();
+    let mut opened = 1; // the server → client channel's
     // The server → client channel: an SSE stream or a long-polling loop.
     let down = if mechanism == Mechanism::Sse {
         let mut c = h1(addr, nagle).await?;
@@ -410,6 +419,7 @@ async fn http_client(addr: SocketAddr, mechanism: Mechanism, p: &Params, nagle: 
     };
     let session = crate::page::query(&q).into_iter().find(|(k, _)| k == "session").map(|(_, v)| v).unwrap_or_default();
     let mut up = h1(addr, nagle).await?;
+    opened += 1;
     let (mut s2c, mut c2s) = (Vec::new(), Vec::new());
     let recv = |s2c: &mut Vec<f64>, m: Option<String>| -> Result<()> {
         let m = m.ok_or(WorkError::Closed("the server → client channel"))?;
@@ -440,5 +450,5 @@ async fn http_client(addr: SocketAddr, mechanism: Mechanism, p: &Params, nagle: 
         }
     }
     down.abort();
-    Ok((s2c, c2s))
+    Ok((s2c, c2s, opened))
 }
