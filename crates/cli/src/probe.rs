@@ -212,6 +212,10 @@ pub fn analyze(a: AnalyzeArgs) -> anyhow::Result<i32> {
         println!("{}", serde_json::to_string_pretty(&json)?);
     } else {
         for p in &f.phases {
+            if p.udp.sent == 0 {
+                println!("{}: no probe was sent in this phase (the log ends before it, or the agent did not probe)", p.name);
+                continue;
+            }
             let r = p.udp.rtt_ms.as_ref();
             println!(
                 "{}: {} ({}); RTT median {:.0} ms; probe loss {:.1} % (up {}, down {}); loss per {:.0} s: median {:.1} %, p90 {:.1} %; {} outage(s); DNS cache aboard: {}; proxies: {}",
