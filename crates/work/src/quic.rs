@@ -5,8 +5,9 @@
 //! | seed 003 (quic-go)                        | default | h-bdp1 | h-bdp2 | quinn knob |
 //! |-------------------------------------------|---------|--------|--------|------------|
 //! | InitialCongestionWindow (packets)         | 32      | 120    | 32     | `initial_window` = packets × 1252 B (quic-go's initial packet size) |
-//! | InitialMaxStreamData                      | 512 KB  | 6000 KB| 6000 KB| `stream_receive_window` |
-//! | DefaultMaxReceiveStreamFlowControlWindow  | 6 MB    | 12 MB  | 12 MB  | `receive_window` (connection) |
+//! | InitialMaxStreamData                      | 512 KB  | 6000 KB| 6000 KB| none: where quic-go's stream window starts its auto-tuning; quinn does not auto-tune |
+//! | DefaultMaxReceiveStreamFlowControlWindow  | 6 MB    | 12 MB  | 12 MB  | `stream_receive_window`: the most auto-tuning reaches, given from the start |
+//! | (DefaultMaxReceiveConnectionFlowControlWindow, not in the seed's table) | 15 MB | 18 MB | 18 MB | `receive_window` (connection): quic-go's 15 MB, 1.5 × the stream's for the tuned presets |
 //! | DefaultMaxCongestionWindowPackets         | 1000    | 2500   | 2500   | none: quinn has no cap on cwnd |
 //! | MaxTrackedSkippedPackets / SentPackets    | 10/2500 | 50/10000 | 50/10000 | none: quinn sizes these itself |
 //! | MinPacingDelay                            | 100 µs  | 10 µs  | 10 µs  | none: quinn paces from cwnd and RTT |
@@ -118,9 +119,9 @@ impl QuicKnobs {
         let quic_go = |iw: u64, sw: u64, cw: u64, max_cwnd: u64, min_pacing_us: u64| QuicKnobs { max_cwnd_packets: Some(max_cwnd), pacing_interval_us: Some(1000 + min_pacing_us), ..k(iw, sw, cw) };
         match preset {
             Preset::Quinn => QuicKnobs { initial_window_packets: None, stream_window_bytes: None, conn_window_bytes: None, ..k(0, 0, 0) },
-            Preset::Default => quic_go(32, 512_000, 6_000_000, 1000, 100),
-            Preset::HBdp1 => quic_go(120, 6_000_000, 12_000_000, 2500, 10),
-            Preset::HBdp2 => quic_go(32, 6_000_000, 12_000_000, 2500, 10),
+            Preset::Default => quic_go(32, 6_000_000, 15_000_000, 1000, 100),
+            Preset::HBdp1 => quic_go(120, 12_000_000, 18_000_000, 2500, 10),
+            Preset::HBdp2 => quic_go(32, 12_000_000, 18_000_000, 2500, 10),
             Preset::Sat => QuicKnobs { cc: QuicCc::Sat, ack_every: Some(SAT_ACK_EVERY), initial_mtu: Some(SAT_MTU), ..k(SAT_IW, SAT_WINDOW, SAT_WINDOW) },
         }
     }
