@@ -146,7 +146,7 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     let topo = req.chain.build(&req.profile);
     // The hop whose bytes and drops are reported: the profile's.
     let measured_hop = topo.measured_hop();
-    let spec = LabSpec { run: req.run_name.clone(), hosts: topo.hosts, hops: topo.hops, seed: req.seed, log_meta: vec![], lateness_target_ns: None };
+    let spec = LabSpec { run: req.run_name.clone(), hosts: topo.hosts, hops: topo.hops, seed: req.seed, log_meta: vec![], lateness_target_ns: None, packet_by_packet: false };
     let lab = match Lab::build(&spec, None) {
         Ok(l) => l,
         Err(e) => return failed(format!("building the lab: {e}")),

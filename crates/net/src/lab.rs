@@ -48,6 +48,18 @@ pub struct LabSpec {
     /// How late a departure may be before the pump polls (ns); `None`:
     /// [`crate::pump::default_lateness_target_ns`].
     pub lateness_target_ns: Option<u64>,
+    /// Turns TCP segmentation offload off on the TUN devices, so the kernel
+    /// segments every burst before the pump sees it (the packet-by-packet
+    /// path, for comparison). By default bursts are read whole: passed as
+    /// one packet over a link that cannot tell them from their segments,
+    /// cut into segments for one that shapes ([`crate::gso`]).
+    pub packet_by_packet: bool,
+}
+
+/// `AEROLINK_PACKET_BY_PACKET=1` turns segmentation offload off on every
+/// lab's TUN devices, as [`LabSpec::packet_by_packet`] does for one.
+pub fn packet_by_packet_from_env() -> bool {
+    std::env::var("AEROLINK_PACKET_BY_PACKET").is_ok_and(|v| v == "1")
 }
 
 /// A host's place in the lab.
@@ -303,7 +315,7 @@ impl Lab {
             let rtt = prof.base_rtt();
             let up: Pipeline<crate::pump::Frame> = Pipeline::new(&prof.up, rtt, spec.seed, (i * 2) as u64);
             let down: Pipeline<crate::pump::Frame> = Pipeline::new(&prof.down, rtt, spec.seed, (i * 2 + 1) as u64);
-            let gso = up.is_aggregate_safe() && down.is_aggregate_safe();
+            let gso = !spec.packet_by_packet && !packet_by_packet_from_env();
             // A hop whose capacity changes (bonded channels) gets a link
             // monitor file, named in the programs' environment.
             let monitor = (up.capacity_bps().is_some() || down.capacity_bps().is_some()).then(|| crate::monitor::path(&spec.run, i));

@@ -7,6 +7,7 @@
 //! and logs events. Nothing here decides a packet's fate.
 
 pub mod lab;
+pub mod gso;
 pub mod log;
 pub mod monitor;
 pub mod procs;

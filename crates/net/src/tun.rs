@@ -2,9 +2,10 @@
 //!
 //! The header lets the kernel hand us packets with checksums still to be
 //! filled in (we pass the header through, so nobody computes them on the
-//! way), and — when the link cannot tell a burst from its segments — TCP
-//! segmentation-offload bursts of up to 64 KB, which is what makes multi-
-//! Gbit/s pass-through possible on two cores.
+//! way), and TCP segmentation-offload bursts of up to 64 KB, which is what
+//! makes multi-Gbit/s links possible on two cores: passed whole where the
+//! link cannot tell a burst from its segments, cut into segments by the
+//! pump where it shapes ([`crate::gso`]).
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 

@@ -42,11 +42,25 @@ pub struct EmulatorResult {
     pub veth_gbps: f64,
     /// passthrough / veth.
     pub ratio_to_veth: f64,
-    /// Goodput when every 1500-byte packet goes through the models one by
-    /// one (a 10 Gbit/s rate limit turns segmentation offload off), Gbit/s.
+    /// Goodput at a 10 Gbit/s cap with segmentation offload off on the TUN
+    /// devices (the kernel cuts every burst; the pump reads, shapes and
+    /// writes 1500-byte packets one by one), Gbit/s.
     pub per_packet_gbps: f64,
     /// Pump CPU per Gbit/s on the per-packet path.
     pub per_packet_cpu_cores_per_gbps: f64,
+    /// The same cap with offloaded bursts read whole, shaped segment by
+    /// segment and written back as runs of segments, Gbit/s.
+    pub shaped_gbps: f64,
+    pub shaped_cpu_cores_per_gbps: f64,
+    /// A 10 Gbit/s cap with 1 % random loss, packet by packet, Gbit/s.
+    pub lossy_per_packet_gbps: f64,
+    /// The same with bursts cut into segments, Gbit/s.
+    pub lossy_shaped_gbps: f64,
+    /// lossy_shaped / lossy_per_packet (target ≥ 2).
+    pub lossy_ratio: f64,
+    /// The share of packets the loss stage dropped on each path.
+    pub lossy_per_packet_loss: f64,
+    pub lossy_shaped_loss: f64,
     /// Pump CPU seconds per second of transfer, per Gbit/s.
     pub cpu_cores_per_gbps: f64,
     /// Departure-time error at 100 Mbit/s, 50 ms one way, µs.
@@ -88,15 +102,17 @@ fn wakeup_cpu_us() -> f64 {
 /// One iperf3 flow over a lab with `profile`: up (client to server), or
 /// down when `down`.
 pub(super) fn through_lab(profile: Profile, seconds: u32, down: bool) -> anyhow::Result<(f64, LabReport)> {
-    through_lab_timed(profile, seconds, down, None)
+    through_lab_with(profile, seconds, down, None, false, "cubic")
 }
 
-/// The same with the pump's lateness target set (None: the default).
-fn through_lab_timed(profile: Profile, seconds: u32, down: bool, lateness_target_ns: Option<u64>) -> anyhow::Result<(f64, LabReport)> {
-    let spec = LabSpec { run: run_id(), hosts: vec!["client".into(), "server".into()], hops: vec![profile], seed: 1, log_meta: vec![], lateness_target_ns };
+/// The same with the pump's lateness target set (None: the default),
+/// packet by packet when asked (segmentation offload off) and the TCP
+/// congestion control `cc`.
+fn through_lab_with(profile: Profile, seconds: u32, down: bool, lateness_target_ns: Option<u64>, packet_by_packet: bool, cc: &str) -> anyhow::Result<(f64, LabReport)> {
+    let spec = LabSpec { run: run_id(), hosts: vec!["client".into(), "server".into()], hops: vec![profile], seed: 1, log_meta: vec![], lateness_target_ns, packet_by_packet };
     let lab = Lab::build(&spec, None)?;
     let (c, s) = (lab.hosts[0].netns.clone(), lab.hosts[1].netns.clone());
-    let bps = iperf(&s, &c, &lab.hosts[1].ipv4.clone(), &lab.env(), seconds, down);
+    let bps = iperf_cc(&s, &c, &lab.hosts[1].ipv4.clone(), &lab.env(), seconds, down, cc);
     let rep = lab.shutdown();
     Ok((bps?, rep))
 }
@@ -126,23 +142,48 @@ pub fn run(a: EmulatorArgs) -> anyhow::Result<i32> {
     need("iperf3")?;
     aerolink_net::sys::check_preconditions()?;
     let load = &mut |_: &str| Err::<String, String>("no files".into());
-    eprintln!("bench 1/5: TCP through aerolink, no rate limit, no delay ({} s)…", a.seconds);
+    let steps = 8;
+    let step = |i: u32, what: &str| eprintln!("bench {i}/{steps}: {what} ({} s)…", a.seconds);
+    step(1, "TCP through aerolink, no rate limit, no delay");
     let open = Profile::from_overrides(&flags(&[("rate", "unlimited")]), load)?;
     let (pass_bps, pass_rep) = through_lab(open, a.seconds, false)?;
-    eprintln!("bench 2/5: TCP over a plain veth pair ({} s)…", a.seconds);
+    step(2, "TCP over a plain veth pair");
     let veth_bps = through_veth(a.seconds)?;
-    eprintln!("bench 3/5: TCP through aerolink packet by packet, 10 Gbit/s cap ({} s)…", a.seconds);
+    step(3, "TCP through aerolink packet by packet, 10 Gbit/s cap");
     let capped = Profile::from_overrides(&flags(&[("rate", "10 Gbit/s")]), load)?;
-    let (pp_bps, pp_rep) = through_lab(capped, a.seconds, false)?;
-    eprintln!("bench 4/5: TCP at 100 Mbit/s, 50 ms one way ({} s)…", a.seconds);
+    let (pp_bps, pp_rep) = through_lab_with(capped.clone(), a.seconds, false, None, true, "cubic")?;
+    step(4, "the same with offloaded bursts shaped segment by segment");
+    let (shaped_bps, shaped_rep) = through_lab_with(capped, a.seconds, false, None, false, "cubic")?;
+    step(5, "10 Gbit/s cap, 1 % loss, packet by packet (TCP BBR, which random loss does not slow)");
+    let lossy = Profile::from_overrides(&flags(&[("rate", "10 Gbit/s"), ("loss", "1%")]), load)?;
+    let (lpp_bps, lpp_rep) = through_lab_with(lossy.clone(), a.seconds, false, None, true, "bbr")?;
+    step(6, "10 Gbit/s cap, 1 % loss, bursts shaped segment by segment (TCP BBR)");
+    let (ls_bps, ls_rep) = through_lab_with(lossy, a.seconds, false, None, false, "bbr")?;
+    step(7, "TCP at 100 Mbit/s, 50 ms one way");
     let slow = Profile::from_overrides(&flags(&[("rate", "100 Mbit/s"), ("delay", "50 ms")]), load)?;
     let (slow_bps, slow_rep) = through_lab(slow.clone(), a.seconds, false)?;
-    eprintln!("bench 5/5: the same, polling for every µs of timer lateness (target 0) ({} s)…", a.seconds);
-    let (_, exact_rep) = through_lab_timed(slow, a.seconds, false, Some(0))?;
+    step(8, "the same, polling for every µs of timer lateness (target 0)");
+    let (_, exact_rep) = through_lab_with(slow, a.seconds, false, Some(0), false, "cubic")?;
     let wakeup = wakeup_cpu_us();
     let cpu: f64 = pass_rep.directions.iter().map(|d| d.cpu_s).sum();
     let gbps = pass_bps / 1e9;
-    let pp_cpu: f64 = pp_rep.directions.iter().map(|d| d.cpu_s).sum();
+    let cores_per_gbps = |rep: &LabReport, bps: f64| {
+        let cpu: f64 = rep.directions.iter().map(|d| d.cpu_s).sum();
+        if bps > 0.0 {
+            cpu / a.seconds as f64 / (bps / 1e9)
+        } else {
+            0.0
+        }
+    };
+    // The data direction's share of packets lost to the loss stage.
+    let loss_share = |rep: &LabReport| {
+        let (lost, seen) = rep.directions.iter().fold((0, 0), |(l, s), d| (l + d.dropped_loss, s + d.packets_in));
+        if seen > 0 {
+            lost as f64 / seen as f64
+        } else {
+            0.0
+        }
+    };
     let slow_cpu: f64 = slow_rep.directions.iter().map(|d| d.cpu_s).sum();
     // Worst direction for the error figures (the data direction, in practice).
     let worst = slow_rep
@@ -164,7 +205,14 @@ pub fn run(a: EmulatorArgs) -> anyhow::Result<i32> {
         veth_gbps: veth_bps / 1e9,
         ratio_to_veth: pass_bps / veth_bps,
         per_packet_gbps: pp_bps / 1e9,
-        per_packet_cpu_cores_per_gbps: if pp_bps > 0.0 { pp_cpu / a.seconds as f64 / (pp_bps / 1e9) } else { 0.0 },
+        per_packet_cpu_cores_per_gbps: cores_per_gbps(&pp_rep, pp_bps),
+        shaped_gbps: shaped_bps / 1e9,
+        shaped_cpu_cores_per_gbps: cores_per_gbps(&shaped_rep, shaped_bps),
+        lossy_per_packet_gbps: lpp_bps / 1e9,
+        lossy_shaped_gbps: ls_bps / 1e9,
+        lossy_ratio: if lpp_bps > 0.0 { ls_bps / lpp_bps } else { 0.0 },
+        lossy_per_packet_loss: loss_share(&lpp_rep),
+        lossy_shaped_loss: loss_share(&ls_rep),
         cpu_cores_per_gbps: if gbps > 0.0 { cpu / a.seconds as f64 / gbps } else { 0.0 },
         delay_error_us_p50: worst.lateness_us_p50,
         delay_error_us_p99: worst.lateness_us_p99,
@@ -183,7 +231,21 @@ pub fn run(a: EmulatorArgs) -> anyhow::Result<i32> {
         println!("aerolink emulator benchmark ({} cores, {} s per measurement)", r.cpus, r.seconds);
         println!("  TCP goodput, no rate limit, no delay: {:.2} Gbit/s   (plain veth: {:.2} Gbit/s, ratio {:.2})", r.passthrough_gbps, r.veth_gbps, r.ratio_to_veth);
         println!("  pump CPU: {:.3} cores per Gbit/s (segmentation offload: TCP bursts of up to 64 KB pass as one)", r.cpu_cores_per_gbps);
-        println!("  packet by packet (1500 B, 10 Gbit/s cap): {:.2} Gbit/s, {:.2} cores per Gbit/s", r.per_packet_gbps, r.per_packet_cpu_cores_per_gbps);
+        println!("  10 Gbit/s cap, packet by packet (offload off): {:.2} Gbit/s, {:.2} cores per Gbit/s", r.per_packet_gbps, r.per_packet_cpu_cores_per_gbps);
+        println!(
+            "  10 Gbit/s cap, bursts shaped segment by segment: {:.2} Gbit/s, {:.2} cores per Gbit/s  ({:.2}× packet by packet)",
+            r.shaped_gbps,
+            r.shaped_cpu_cores_per_gbps,
+            if r.per_packet_gbps > 0.0 { r.shaped_gbps / r.per_packet_gbps } else { 0.0 }
+        );
+        println!(
+            "  10 Gbit/s cap, 1 % loss: bursts {:.2} Gbit/s vs packet by packet {:.2} Gbit/s: {:.2}× (target ≥ 2×); lost {:.2} % vs {:.2} % of packets",
+            r.lossy_shaped_gbps,
+            r.lossy_per_packet_gbps,
+            r.lossy_ratio,
+            r.lossy_shaped_loss * 100.0,
+            r.lossy_per_packet_loss * 100.0
+        );
         println!(
             "  departure-time error at 100 Mbit/s, 50 ms: p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs   (TCP goodput {:.1} Mbit/s)",
             r.delay_error_us_p50, r.delay_error_us_p99, r.delay_error_us_max, r.delay_test_goodput_mbps

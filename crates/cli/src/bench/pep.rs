@@ -115,7 +115,7 @@ pub fn run(a: PepBenchArgs) -> anyhow::Result<i32> {
     for (i, mode) in [PepMode::None, PepMode::SplitTcp, PepMode::QuicTunnel].into_iter().enumerate() {
         eprintln!("bench {}/3: TCP download through the gateway chain, every hop unlimited, pep {mode} ({} s)…", i + 1, a.seconds);
         let hosts = aerolink_lab::topology::IFC_HOSTS.iter().map(|s| s.to_string()).collect();
-        let spec = LabSpec { run: run_id(), hosts, hops: vec![open.clone(); 3], seed: 1, log_meta: vec![], lateness_target_ns: None };
+        let spec = LabSpec { run: run_id(), hosts, hops: vec![open.clone(); 3], seed: 1, log_meta: vec![], lateness_target_ns: None, packet_by_packet: false };
         let lab = Lab::build(&spec, None)?;
         let pep = aerolink_lab::gateways::PepSpec { mode, ..Default::default() };
         let dir = std::env::temp_dir().join(format!("aerolink-{}", spec.run));

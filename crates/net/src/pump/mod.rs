@@ -1,7 +1,9 @@
 //! The packet pump: one thread per direction of a hop.
 //!
 //! Read every packet waiting on the source TUN, hand it to the direction's
-//! [`Pipeline`], write out what the pipeline says is due, then sleep until
+//! [`Pipeline`] (an offloaded burst as one packet per segment, unless the
+//! link passes it whole: [`crate::gso`]), write out what the pipeline says
+//! is due (consecutive segments of a burst as one frame), then sleep until
 //! the pipeline's next wake-up or the next packet, whichever comes first.
 //! Nothing here decides a packet's fate; the pump only keeps time and moves
 //! bytes.
@@ -24,6 +26,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 
 use crate::log::{Dir, Event, EventKind};
+use crate::gso::Burst;
 use crate::tun::VNET_HDR_LEN;
 
 pub use real::{thread_cpu_seconds, Clock, PollTimer};
@@ -69,11 +72,37 @@ pub struct Woken {
     pub readable: [bool; 2],
 }
 
-/// A packet's bytes as read from the TUN device (virtio header included).
-pub struct Frame {
+/// What the pipeline carries for each packet: its bytes as read from the
+/// TUN device (virtio header included), or its place in an offloaded burst
+/// cut into segments for a shaped link.
+pub enum Frame {
+    /// A packet, or a burst that passes the link whole.
+    Whole { buf: Vec<u8>, len: usize },
+    /// Segment `seg` of a burst ([`crate::gso`]).
+    Segment { cut: Arc<Cut>, seg: u16 },
+}
+
+/// An offloaded burst whose segments travel the link one by one.
+pub struct Cut {
     buf: Vec<u8>,
     len: usize,
+    burst: Burst,
 }
+
+/// Consecutive segments of one burst, due by now, to be written together.
+struct Run {
+    cut: Arc<Cut>,
+    first: u16,
+    end: u16,
+}
+
+/// Frames up to this size (virtio header included) are copied out of a
+/// 64 KB read buffer into a buffer of their own, so a queue of small
+/// packets does not hold 64 KB each.
+const SMALL_FRAME: usize = 2048;
+
+/// Bursts up to this size are copied out of their read buffer too.
+const SHORT_BURST: usize = 16_384;
 
 /// What one direction did, for the run summary and the benchmark.
 #[derive(Debug, Default, Clone, Serialize)]
@@ -193,12 +222,84 @@ impl SpinMargin {
     }
 }
 
+/// The pump's buffers, reused from round to round.
+struct Buffers {
+    /// The size of a read buffer ([`Pump::buf_len`]).
+    buf_len: usize,
+    /// Read buffers.
+    big: Vec<Vec<u8>>,
+    /// Buffers of [`SMALL_FRAME`] bytes for small packets of a lab whose
+    /// read buffers are 64 KB.
+    small: Vec<Vec<u8>>,
+    /// Due times of the segments of the run being gathered.
+    dues: Vec<Instant>,
+    /// A run of segments, rewritten as one frame.
+    out: Vec<u8>,
+}
+
+impl Buffers {
+    /// Keeps a written frame's buffer for a later read (up to a bound).
+    fn keep(&mut self, buf: Vec<u8>) {
+        // Kept: enough 1500-byte buffers for a queue's worth of packets,
+        // and a few 64 KB ones (a read needs one; bursts in flight hold
+        // theirs until their last segment leaves).
+        let (pool, most) = if buf.len() == SMALL_FRAME {
+            (&mut self.small, 4096)
+        } else if buf.len() != self.buf_len {
+            return;
+        } else if self.buf_len > SMALL_FRAME {
+            (&mut self.big, 64)
+        } else {
+            (&mut self.big, 4096)
+        };
+        if pool.len() < most {
+            pool.push(buf);
+        }
+    }
+}
+
+/// Writes one frame to `dst`; a far side that is gone stops the pump.
+fn send<D: Device>(dst: &D, frame: &[u8], rep: &mut PumpReport, stop: &AtomicBool) {
+    if let Err(e) = dst.write(frame) {
+        // The far side is gone (teardown), or the kernel refused this one
+        // frame: count it and go on.
+        if e.raw_os_error() == Some(libc::EBADFD) {
+            rep.error = Some(format!("the TUN device {} was removed under the link", dst.name()));
+            stop.store(true, Ordering::Relaxed);
+        } else if e.raw_os_error() == Some(libc::EBADF) {
+            rep.error = Some(format!("write {}: {e}", dst.name()));
+            stop.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Writes consecutive segments of one burst, all due by `handed`, as one
+/// frame: the burst as read when it is all of it, else rewritten
+/// ([`Burst::write_run`]). Each segment's lateness is recorded.
+fn send_run<D: Device>(dst: &D, handed: Instant, stop: &AtomicBool, rep: &mut PumpReport, late: &mut Histogram<u64>, run: Run, bufs: &mut Buffers) {
+    for due in bufs.dues.drain(..) {
+        late.saturating_record(handed.0.saturating_sub(due.0).max(1));
+    }
+    let c = &*run.cut;
+    if run.first == 0 && run.end as usize == c.burst.count() {
+        send(dst, &c.buf[..c.len], rep, stop);
+    } else {
+        c.burst.write_run(&c.buf[..c.len], run.first as usize, run.end as usize, &mut bufs.out);
+        send(dst, &bufs.out, rep, stop);
+    }
+    // The last run of a burst gives its buffer back.
+    if let Ok(c) = Arc::try_unwrap(run.cut) {
+        bufs.keep(c.buf);
+    }
+}
+
 impl<D: Device, T: Timer> Pump<D, T> {
     pub fn run(mut self) -> [PumpReport; 2] {
         let realtime = self.timer.prepare();
         let mut reps = [0, 1].map(|i| PumpReport { hop: self.hop, dir: Some(self.sides[i].dir), realtime, ..Default::default() });
         let mut late = [0, 1].map(|_| Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds"));
-        let mut pool: Vec<Vec<u8>> = Vec::new();
+        let mut bufs = Buffers { buf_len: self.buf_len, big: Vec::new(), small: Vec::new(), dues: Vec::new(), out: Vec::new() };
+        let whole = [0, 1].map(|i| self.sides[i].pipeline.is_aggregate_safe());
         let mut events: Vec<Event> = Vec::new();
         let mut notes: Vec<aerolink_link::StageEvent> = Vec::new();
         // A channel went down or came back this round: rewrite the monitor.
@@ -211,7 +312,7 @@ impl<D: Device, T: Timer> Pump<D, T> {
         let mut readable = [true, true];
         let hop = self.hop;
         while !self.stop.load(Ordering::Relaxed) {
-            for ((side, rep), readable) in self.sides.iter_mut().zip(reps.iter_mut()).zip(readable) {
+            for (((side, rep), readable), whole) in self.sides.iter_mut().zip(reps.iter_mut()).zip(readable).zip(whole) {
                 // 1. Take in what is waiting (bounded, so departures are not
                 //    starved by a flood); a source the wait saw empty is not
                 //    asked again.
@@ -219,20 +320,50 @@ impl<D: Device, T: Timer> Pump<D, T> {
                     continue;
                 }
                 for _ in 0..MAX_READS_PER_ROUND {
-                    let mut buf = pool.pop().unwrap_or_else(|| vec![0u8; self.buf_len]);
+                    let mut buf = bufs.big.pop().unwrap_or_else(|| vec![0u8; self.buf_len]);
                     match side.src.read(&mut buf) {
                         Ok(Some(n)) if n > VNET_HDR_LEN => {
                             let now = self.timer.now();
+                            // A burst through a shaping link: one packet per
+                            // segment, sized as on the wire.
+                            if let Some(burst) = (!whole).then(|| Burst::parse(&buf[..n])).flatten() {
+                                // A short burst gets a buffer of its size, so
+                                // a queue of them does not hold 64 KB each.
+                                let cut = if n <= SHORT_BURST {
+                                    let short = buf[..n].to_vec();
+                                    bufs.big.push(buf);
+                                    Arc::new(Cut { buf: short, len: n, burst })
+                                } else {
+                                    Arc::new(Cut { buf, len: n, burst })
+                                };
+                                for seg in 0..burst.count() {
+                                    let bytes = burst.segment_len(seg);
+                                    let id = side.pipeline.enqueue(now, bytes, Frame::Segment { cut: cut.clone(), seg: seg as u16 });
+                                    rep.packets_in += 1;
+                                    if logging {
+                                        events.push(Event { t: now, hop, dir: side.dir, id, bytes, kind: EventKind::Arrive });
+                                    }
+                                }
+                                continue;
+                            }
+                            let frame = if n <= SMALL_FRAME && buf.len() > SMALL_FRAME {
+                                let mut small = bufs.small.pop().unwrap_or_else(|| vec![0u8; SMALL_FRAME]);
+                                small[..n].copy_from_slice(&buf[..n]);
+                                bufs.big.push(buf);
+                                Frame::Whole { buf: small, len: n }
+                            } else {
+                                Frame::Whole { buf, len: n }
+                            };
                             let bytes = (n - VNET_HDR_LEN) as u32;
-                            let id = side.pipeline.enqueue(now, bytes, Frame { buf, len: n });
+                            let id = side.pipeline.enqueue(now, bytes, frame);
                             rep.packets_in += 1;
                             if logging {
                                 events.push(Event { t: now, hop, dir: side.dir, id, bytes, kind: EventKind::Arrive });
                             }
                         }
-                        Ok(Some(_)) => pool.push(buf),
+                        Ok(Some(_)) => bufs.big.push(buf),
                         Ok(None) => {
-                            pool.push(buf);
+                            bufs.big.push(buf);
                             break;
                         }
                         Err(e) => {
@@ -247,26 +378,11 @@ impl<D: Device, T: Timer> Pump<D, T> {
                 }
             }
             for ((side, rep), late) in self.sides.iter_mut().zip(reps.iter_mut()).zip(late.iter_mut()) {
-                // 2. Send what is due.
+                // 2. Send what is due. Consecutive segments of one burst
+                //    due by now leave as one frame.
                 let now = self.timer.now();
+                let mut run: Option<Run> = None;
                 while let Some(p) = side.pipeline.dequeue(now) {
-                    // The departure is the moment the packet is handed to
-                    // the kernel; what the receiving stack then does inside
-                    // write() is the receiver's time, not the link's.
-                    let handed = self.timer.now();
-                    late.saturating_record(handed.0.saturating_sub(p.meta.due.0).max(1));
-                    let f = p.payload;
-                    if let Err(e) = side.dst.write(&f.buf[..f.len]) {
-                        // The far side is gone (teardown), or the kernel
-                        // refused this one packet: count it and go on.
-                        if e.raw_os_error() == Some(libc::EBADFD) {
-                            rep.error = Some(format!("the TUN device {} was removed under the link", side.dst.name()));
-                            self.stop.store(true, Ordering::Relaxed);
-                        } else if e.raw_os_error() == Some(libc::EBADF) {
-                            rep.error = Some(format!("write {}: {e}", side.dst.name()));
-                            self.stop.store(true, Ordering::Relaxed);
-                        }
-                    }
                     rep.packets_out += 1;
                     rep.bytes_out += p.meta.len as u64;
                     if logging {
@@ -279,9 +395,36 @@ impl<D: Device, T: Timer> Pump<D, T> {
                             kind: EventKind::Depart { queue_ns: (p.meta.tx_start - p.meta.arrived).0, delay_ns: (p.meta.due - p.meta.arrived).0 },
                         });
                     }
-                    if pool.len() < 4096 {
-                        pool.push(f.buf);
+                    match p.payload {
+                        Frame::Segment { cut, seg } => {
+                            match &mut run {
+                                Some(r) if Arc::ptr_eq(&r.cut, &cut) && r.end == seg => r.end += 1,
+                                _ => {
+                                    if let Some(r) = run.take() {
+                                        send_run(&*side.dst, self.timer.now(), &self.stop, rep, late, r, &mut bufs);
+                                    }
+                                    run = Some(Run { cut, first: seg, end: seg + 1 });
+                                }
+                            }
+                            bufs.dues.push(p.meta.due);
+                        }
+                        Frame::Whole { buf, len } => {
+                            if let Some(r) = run.take() {
+                                send_run(&*side.dst, self.timer.now(), &self.stop, rep, late, r, &mut bufs);
+                            }
+                            // The departure is the moment the packet is
+                            // handed to the kernel; what the receiving stack
+                            // then does inside write() is the receiver's
+                            // time, not the link's.
+                            let handed = self.timer.now();
+                            late.saturating_record(handed.0.saturating_sub(p.meta.due.0).max(1));
+                            send(&*side.dst, &buf[..len], rep, &self.stop);
+                            bufs.keep(buf);
+                        }
                     }
+                }
+                if let Some(r) = run.take() {
+                    send_run(&*side.dst, self.timer.now(), &self.stop, rep, late, r, &mut bufs);
                 }
                 for d in side.pipeline.take_drops() {
                     match d.reason {

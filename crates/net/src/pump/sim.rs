@@ -57,7 +57,16 @@ impl SimDevice {
     /// What was written so far: the time of each write and the packet
     /// (header removed).
     pub fn written(&self) -> Vec<(Instant, Vec<u8>)> {
+        self.written.lock().expect("written lock").iter().map(|(t, f)| (*t, f.get(VNET_HDR_LEN..).unwrap_or_default().to_vec())).collect()
+    }
+    /// The same with each frame's virtio-net header.
+    pub fn written_frames(&self) -> Vec<(Instant, Vec<u8>)> {
         self.written.lock().expect("written lock").clone()
+    }
+    /// Schedules a frame that carries its own virtio-net header (an
+    /// offloaded burst) to be readable from `at` on.
+    pub fn schedule_frame(&self, at: Instant, frame: &[u8]) {
+        self.inbox.lock().expect("inbox lock").push_back((at, frame.to_vec()));
     }
 }
 
@@ -76,8 +85,7 @@ impl Device for SimDevice {
         }
     }
     fn write(&self, buf: &[u8]) -> std::io::Result<()> {
-        let packet = buf.get(VNET_HDR_LEN..).unwrap_or_default().to_vec();
-        self.written.lock().expect("written lock").push((self.clock.now(), packet));
+        self.written.lock().expect("written lock").push((self.clock.now(), buf.to_vec()));
         Ok(())
     }
     fn name(&self) -> &str {

@@ -1,0 +1,216 @@
+//! TCP segmentation-offload bursts through shaped links.
+//!
+//! A TUN device with a virtio-net header and TSO on hands the pump TCP
+//! bursts of up to 64 KB: one IP header, one TCP header, and the payload of
+//! many segments, with `gso_size` saying how long each is. A link that
+//! shapes (rate, loss, jitter, outages) must treat every segment as the
+//! packet it will be on the wire, so the pump describes a burst segment by
+//! segment ([`Burst::parse`], [`Burst::segment_len`]: the sizes the kernel
+//! would have cut it into) and hands the stages one packet per segment —
+//! the same sizes and the same decisions as packet by packet. What leaves
+//! together is written back as one frame: any run of consecutive segments
+//! ([`Burst::write_run`]) becomes a burst of its own, or a single packet,
+//! with the headers the kernel's segmentation gives those segments: IP
+//! lengths, IPv4 identification (one more per segment) and header checksum,
+//! TCP sequence number, CWR only on the first segment of the burst, FIN and
+//! PSH only on its last, and the pseudo-header sum of the new length in the
+//! checksum field (the receiving stack or device completes it, as for every
+//! frame with `NEEDS_CSUM`).
+//!
+//! [`segment`] cuts a frame into finished packets with full checksums, as a
+//! device would: the tests compare its output with packets built
+//! independently.
+
+use crate::tun::VNET_HDR_LEN;
+
+/// `virtio_net_hdr.flags`: the checksum at `csum_start + csum_offset` is
+/// partial (the pseudo-header sum); the rest is still to be added.
+pub const F_NEEDS_CSUM: u8 = 1;
+/// `virtio_net_hdr.gso_type` values.
+pub const GSO_NONE: u8 = 0;
+pub const GSO_TCPV4: u8 = 1;
+pub const GSO_TCPV6: u8 = 4;
+pub const GSO_ECN: u8 = 0x80;
+
+const TCP_FIN: u8 = 0x01;
+const TCP_PSH: u8 = 0x08;
+const TCP_CWR: u8 = 0x80;
+
+/// The shape of one offloaded TCP burst.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Burst {
+    v6: bool,
+    /// IP header length.
+    ip_len: usize,
+    /// IP and TCP headers.
+    hdr_len: usize,
+    /// Payload bytes per segment (`gso_size`).
+    mss: usize,
+    /// Payload bytes of the whole burst.
+    payload: usize,
+    count: usize,
+}
+
+impl Burst {
+    /// The burst in `frame` (virtio-net header, then the IP packet): `None`
+    /// unless it is a TCP burst of at least two segments whose headers we
+    /// can rewrite (IPv4, or IPv6 without extension headers; partial
+    /// checksum).
+    pub fn parse(frame: &[u8]) -> Option<Burst> {
+        let v = frame.get(..VNET_HDR_LEN)?;
+        let kind = v[1] & !GSO_ECN;
+        if (kind != GSO_TCPV4 && kind != GSO_TCPV6) || v[0] & F_NEEDS_CSUM == 0 {
+            return None;
+        }
+        let mss = u16::from_le_bytes([v[4], v[5]]) as usize;
+        let ip = &frame[VNET_HDR_LEN..];
+        let (v6, ip_len, proto) = match ip.first()? >> 4 {
+            4 => (false, (ip[0] & 0x0f) as usize * 4, *ip.get(9)?),
+            6 => (true, 40, *ip.get(6)?),
+            _ => return None,
+        };
+        if proto != 6 || ip_len < 20 || mss == 0 {
+            return None;
+        }
+        let tcp_len = (*ip.get(ip_len + 12)? >> 4) as usize * 4;
+        let hdr_len = ip_len + tcp_len;
+        if tcp_len < 20 || ip.len() <= hdr_len {
+            return None;
+        }
+        let payload = ip.len() - hdr_len;
+        let count = payload.div_ceil(mss);
+        (count >= 2).then_some(Burst { v6, ip_len, hdr_len, mss, payload, count })
+    }
+
+    /// How many segments the burst holds.
+    pub fn count(&self) -> usize {
+        self.count
+    }
+
+    /// Segment `i`'s size on the wire (IP packet), bytes.
+    pub fn segment_len(&self, i: usize) -> u32 {
+        (self.hdr_len + self.mss.min(self.payload - i * self.mss)) as u32
+    }
+
+    /// Writes segments `first..end` of the burst in `frame` to `out` as one
+    /// frame: a burst again when it holds two or more, a packet when one.
+    pub fn write_run(&self, frame: &[u8], first: usize, end: usize, out: &mut Vec<u8>) {
+        assert!(first < end && end <= self.count, "segments {first}..{end} of {}", self.count);
+        let ip = &frame[VNET_HDR_LEN..];
+        let from = self.hdr_len + first * self.mss;
+        let to = (self.hdr_len + end * self.mss).min(ip.len());
+        out.clear();
+        out.extend_from_slice(&frame[..VNET_HDR_LEN + self.hdr_len]);
+        out.extend_from_slice(&ip[from..to]);
+        if end - first == 1 {
+            // One segment: a packet, its checksum still partial.
+            out[1] = GSO_NONE;
+            out[4..6].fill(0);
+        }
+        let p = &mut out[VNET_HDR_LEN..];
+        let tcp_bytes = self.hdr_len - self.ip_len + (to - from);
+        if self.v6 {
+            p[4..6].copy_from_slice(&(tcp_bytes as u16).to_be_bytes());
+        } else {
+            p[2..4].copy_from_slice(&((self.ip_len + tcp_bytes) as u16).to_be_bytes());
+            let id = u16::from_be_bytes([p[4], p[5]]).wrapping_add(first as u16);
+            p[4..6].copy_from_slice(&id.to_be_bytes());
+            p[10..12].fill(0);
+            let sum = !fold(add_bytes(0, &p[..self.ip_len]));
+            p[10..12].copy_from_slice(&sum.to_be_bytes());
+        }
+        let pseudo = pseudo_header_sum(p, self.v6, tcp_bytes);
+        let t = &mut p[self.ip_len..];
+        let seq = u32::from_be_bytes([t[4], t[5], t[6], t[7]]).wrapping_add((first * self.mss) as u32);
+        t[4..8].copy_from_slice(&seq.to_be_bytes());
+        if first > 0 {
+            t[13] &= !TCP_CWR;
+        }
+        if end < self.count {
+            t[13] &= !(TCP_FIN | TCP_PSH);
+        }
+        t[16..18].copy_from_slice(&fold(pseudo).to_be_bytes());
+    }
+}
+
+/// The one's-complement sum of the pseudo-header of a TCP segment of
+/// `tcp_bytes` in the IP packet `ip`.
+fn pseudo_header_sum(ip: &[u8], v6: bool, tcp_bytes: usize) -> u32 {
+    if v6 {
+        let s = add_bytes(0, &ip[8..40]);
+        s + (tcp_bytes as u32 >> 16) + (tcp_bytes as u32 & 0xffff) + 6
+    } else {
+        add_bytes(0, &ip[12..20]) + 6 + tcp_bytes as u32
+    }
+}
+
+/// Adds `bytes` as big-endian 16-bit words to a one's-complement sum
+/// (unfolded).
+fn add_bytes(mut sum: u32, bytes: &[u8]) -> u32 {
+    let mut chunks = bytes.chunks_exact(2);
+    for c in &mut chunks {
+        sum = sum.wrapping_add(u16::from_be_bytes([c[0], c[1]]) as u32);
+        if sum >= 0x8000_0000 {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+    }
+    if let [b] = chunks.remainder() {
+        sum = sum.wrapping_add((*b as u32) << 8);
+    }
+    sum
+}
+
+/// Folds a one's-complement sum to 16 bits.
+fn fold(mut sum: u32) -> u16 {
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum as u16
+}
+
+/// Cuts `frame` (virtio-net header, then a packet or a burst) into the
+/// packets a device would send, checksums completed: what the far stack
+/// receives.
+pub fn segment(frame: &[u8]) -> Vec<Vec<u8>> {
+    let mut frames = Vec::new();
+    match Burst::parse(frame) {
+        Some(b) => {
+            for i in 0..b.count() {
+                let mut out = Vec::new();
+                b.write_run(frame, i, i + 1, &mut out);
+                frames.push(out);
+            }
+        }
+        None => frames.push(frame.to_vec()),
+    }
+    frames
+        .into_iter()
+        .map(|mut f| {
+            if f[0] & F_NEEDS_CSUM != 0 {
+                let start = u16::from_le_bytes([f[6], f[7]]) as usize + VNET_HDR_LEN;
+                let at = start + u16::from_le_bytes([f[8], f[9]]) as usize;
+                let sum = !fold(add_bytes(0, &f[start..]));
+                f[at..at + 2].copy_from_slice(&sum.to_be_bytes());
+            }
+            f.split_off(VNET_HDR_LEN)
+        })
+        .collect()
+}
+
+/// The TCP checksum a packet `ip` (IPv4 or IPv6, no extension headers)
+/// should carry, computed from scratch: for tests and checks.
+pub fn tcp_checksum(ip: &[u8]) -> u16 {
+    let v6 = ip[0] >> 4 == 6;
+    let ip_len = if v6 { 40 } else { (ip[0] & 0x0f) as usize * 4 };
+    let tcp = &ip[ip_len..];
+    let mut sum = pseudo_header_sum(ip, v6, tcp.len());
+    sum = add_bytes(sum, &tcp[..16]);
+    sum = add_bytes(sum, &tcp[18..]);
+    !fold(sum)
+}
+
+/// The IPv4 header checksum `ip` should carry.
+pub fn ipv4_header_checksum(ip: &[u8]) -> u16 {
+    let ip_len = (ip[0] & 0x0f) as usize * 4;
+    !fold(add_bytes(add_bytes(0, &ip[..10]), &ip[12..ip_len]))
+}
