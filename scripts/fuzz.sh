@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:?seconds per target}; shift
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(profile traces units packet_log topology experiment flight_log tunnel)
+[ ${#targets[@]} -gt 0 ] || targets=(profile traces units packet_log topology experiment flight_log tunnel gso)
 # No sanitizer (the parsers are safe Rust: a bug shows as a panic, which
 # libFuzzer catches), overflow checks on.
 flags=(+nightly fuzz run --sanitizer none --debug-assertions)
