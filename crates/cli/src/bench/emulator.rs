@@ -102,13 +102,13 @@ fn wakeup_cpu_us() -> f64 {
 /// One iperf3 flow over a lab with `profile`: up (client to server), or
 /// down when `down`.
 pub(super) fn through_lab(profile: Profile, seconds: u32, down: bool) -> anyhow::Result<(f64, LabReport)> {
-    through_lab_with(profile, seconds, down, None, false, "cubic")
+    through_lab_with(profile, seconds, down, None, false, TcpCc::Cubic)
 }
 
 /// The same with the pump's lateness target set (None: the default),
 /// packet by packet when asked (segmentation offload off) and the TCP
 /// congestion control `cc`.
-fn through_lab_with(profile: Profile, seconds: u32, down: bool, lateness_target_ns: Option<u64>, packet_by_packet: bool, cc: &str) -> anyhow::Result<(f64, LabReport)> {
+fn through_lab_with(profile: Profile, seconds: u32, down: bool, lateness_target_ns: Option<u64>, packet_by_packet: bool, cc: TcpCc) -> anyhow::Result<(f64, LabReport)> {
     let spec = LabSpec { run: run_id(), hosts: vec!["client".into(), "server".into()], hops: vec![profile], seed: 1, log_meta: vec![], lateness_target_ns, packet_by_packet };
     let lab = Lab::build(&spec, None)?;
     let (c, s) = (lab.hosts[0].netns.clone(), lab.hosts[1].netns.clone());
@@ -151,22 +151,20 @@ pub fn run(a: EmulatorArgs) -> anyhow::Result<i32> {
     let veth_bps = through_veth(a.seconds)?;
     step(3, "TCP through aerolink packet by packet, 10 Gbit/s cap");
     let capped = Profile::from_overrides(&flags(&[("rate", "10 Gbit/s")]), load)?;
-    let (pp_bps, pp_rep) = through_lab_with(capped.clone(), a.seconds, false, None, true, "cubic")?;
+    let (pp_bps, pp_rep) = through_lab_with(capped.clone(), a.seconds, false, None, true, TcpCc::Cubic)?;
     step(4, "the same with offloaded bursts shaped segment by segment");
-    let (shaped_bps, shaped_rep) = through_lab_with(capped, a.seconds, false, None, false, "cubic")?;
+    let (shaped_bps, shaped_rep) = through_lab_with(capped, a.seconds, false, None, false, TcpCc::Cubic)?;
     step(5, "10 Gbit/s cap, 1 % loss, packet by packet (TCP BBR, which random loss does not slow)");
     let lossy = Profile::from_overrides(&flags(&[("rate", "10 Gbit/s"), ("loss", "1%")]), load)?;
-    let (lpp_bps, lpp_rep) = through_lab_with(lossy.clone(), a.seconds, false, None, true, "bbr")?;
+    let (lpp_bps, lpp_rep) = through_lab_with(lossy.clone(), a.seconds, false, None, true, TcpCc::Bbr)?;
     step(6, "10 Gbit/s cap, 1 % loss, bursts shaped segment by segment (TCP BBR)");
-    let (ls_bps, ls_rep) = through_lab_with(lossy, a.seconds, false, None, false, "bbr")?;
+    let (ls_bps, ls_rep) = through_lab_with(lossy, a.seconds, false, None, false, TcpCc::Bbr)?;
     step(7, "TCP at 100 Mbit/s, 50 ms one way");
     let slow = Profile::from_overrides(&flags(&[("rate", "100 Mbit/s"), ("delay", "50 ms")]), load)?;
     let (slow_bps, slow_rep) = through_lab(slow.clone(), a.seconds, false)?;
     step(8, "the same, polling for every µs of timer lateness (target 0)");
-    let (_, exact_rep) = through_lab_with(slow, a.seconds, false, Some(0), false, "cubic")?;
+    let (_, exact_rep) = through_lab_with(slow, a.seconds, false, Some(0), false, TcpCc::Cubic)?;
     let wakeup = wakeup_cpu_us();
-    let cpu: f64 = pass_rep.directions.iter().map(|d| d.cpu_s).sum();
-    let gbps = pass_bps / 1e9;
     let cores_per_gbps = |rep: &LabReport, bps: f64| {
         let cpu: f64 = rep.directions.iter().map(|d| d.cpu_s).sum();
         if bps > 0.0 {
@@ -201,7 +199,7 @@ pub fn run(a: EmulatorArgs) -> anyhow::Result<i32> {
         cpus: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(0),
         unix_time: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
         seconds: a.seconds,
-        passthrough_gbps: gbps,
+        passthrough_gbps: pass_bps / 1e9,
         veth_gbps: veth_bps / 1e9,
         ratio_to_veth: pass_bps / veth_bps,
         per_packet_gbps: pp_bps / 1e9,
@@ -213,7 +211,7 @@ pub fn run(a: EmulatorArgs) -> anyhow::Result<i32> {
         lossy_ratio: if lpp_bps > 0.0 { ls_bps / lpp_bps } else { 0.0 },
         lossy_per_packet_loss: loss_share(&lpp_rep),
         lossy_shaped_loss: loss_share(&ls_rep),
-        cpu_cores_per_gbps: if gbps > 0.0 { cpu / a.seconds as f64 / gbps } else { 0.0 },
+        cpu_cores_per_gbps: cores_per_gbps(&pass_rep, pass_bps),
         delay_error_us_p50: worst.lateness_us_p50,
         delay_error_us_p99: worst.lateness_us_p99,
         delay_error_us_max: worst.lateness_us_max,

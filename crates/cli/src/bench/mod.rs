@@ -59,6 +59,7 @@ use aerolink_lab::report::fmt_metric;
 use aerolink_link::units::Rate;
 use aerolink_pep::cli::PepMode;
 use aerolink_work::bulk::Direction as BulkDirection;
+use aerolink_work::sock::TcpCc;
 use aerolink_work::cli::{duration_arg, rate_arg, MessagesParams, ObjectsParams, RealtimeParams, ServeArgs, WebParams};
 use aerolink_work::web::ObjectsMode;
 use aerolink_work::Transport;
@@ -361,17 +362,17 @@ fn flags(pairs: &[(&str, &str)]) -> Vec<Override> {
 /// Runs iperf3 between two namespaces and returns received goodput (bit/s):
 /// client to server, or server to client when `down`.
 fn iperf(server_ns: &str, client_ns: &str, server_ip: &str, env: &[(String, String)], seconds: u32, down: bool) -> anyhow::Result<f64> {
-    iperf_cc(server_ns, client_ns, server_ip, env, seconds, down, "cubic")
+    iperf_cc(server_ns, client_ns, server_ip, env, seconds, down, TcpCc::Cubic)
 }
 
-/// The same with the TCP congestion control `cc` (cubic, reno, bbr).
+/// The same with the TCP congestion control `cc`.
 #[allow(clippy::too_many_arguments)]
-fn iperf_cc(server_ns: &str, client_ns: &str, server_ip: &str, env: &[(String, String)], seconds: u32, down: bool, cc: &str) -> anyhow::Result<f64> {
+fn iperf_cc(server_ns: &str, client_ns: &str, server_ip: &str, env: &[(String, String)], seconds: u32, down: bool, cc: TcpCc) -> anyhow::Result<f64> {
     let mut server = netns_command(server_ns, &["iperf3", "-s", "-1", "-B", server_ip], env).stdout(Stdio::null()).stderr(Stdio::null()).spawn()?;
     // If it never listens, the client's error says so.
     let _ = aerolink_net::procs::wait_listening(&mut server, &[], std::time::Duration::from_secs(5), || false);
     let secs = seconds.to_string();
-    let mut argv = vec!["iperf3", "-c", server_ip, "-t", &secs, "-J", "-C", cc];
+    let mut argv = vec!["iperf3", "-c", server_ip, "-t", &secs, "-J", "-C", cc.as_str()];
     if down {
         argv.push("-R");
     }
