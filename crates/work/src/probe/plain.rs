@@ -36,14 +36,27 @@ pub async fn load(origin: SocketAddr, proxy: Option<SocketAddr>, page: &Page) ->
         queue.remove(0);
         let start_ms = ms();
         let uri = if proxy.is_some() { format!("http://{host}{path}") } else { path.clone() };
-        let req = http::Request::get(uri).header("host", &host).header("user-agent", "aerolink-probe").body(Empty::<Bytes>::new())?;
+        let request = || http::Request::get(&uri).header("host", &host).header("user-agent", "aerolink-probe").body(Empty::<Bytes>::new());
         // A proxy may close after each response (tinyproxy does): open
         // another connection then.
         if send.is_closed() || send.ready().await.is_err() {
             send = connect().await?;
             connections += 1;
         }
-        let resp = send.send_request(req).await?;
+        let reused = objects.last().is_some_and(|o: &ObjectTiming| o.conn == connections - 1);
+        let resp = match send.send_request(request()?).await {
+            Ok(resp) => resp,
+            // The close may still be on its way when the next request
+            // leaves (no `Connection: close` seen, the FIN not yet read):
+            // a GET that got nothing back on a reused connection is sent
+            // again on a new one, as browsers do (RFC 9110 §9.2.2).
+            Err(e) if reused && (e.is_incomplete_message() || e.is_canceled()) => {
+                send = connect().await?;
+                connections += 1;
+                send.send_request(request()?).await?
+            }
+            Err(e) => return Err(e.into()),
+        };
         let closing = resp.headers().get("connection").and_then(|v| v.to_str().ok()).is_some_and(|v| v.eq_ignore_ascii_case("close"));
         let first_byte_ms = ms();
         if !resp.status().is_success() {
@@ -78,4 +91,54 @@ pub async fn load(origin: SocketAddr, proxy: Option<SocketAddr>, page: &Page) ->
         client_retransmits: 0,
         objects,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    /// Reads one request head; false when the peer closed first.
+    async fn read_head(s: &mut tokio::net::TcpStream) -> Option<String> {
+        let mut head = Vec::new();
+        let mut b = [0u8; 1];
+        while !head.ends_with(b"\r\n\r\n") {
+            if s.read(&mut b).await.ok()? == 0 {
+                return None;
+            }
+            head.push(b[0]);
+        }
+        Some(String::from_utf8_lossy(&head).into_owned())
+    }
+
+    /// A server (or proxy) that answers one request per connection with
+    /// no `Connection: close`, then closes when the next request arrives
+    /// — the close racing the client's next request, as tinyproxy's did
+    /// over a long round trip. The page still loads: the object's GET is
+    /// sent again on a new connection. Loopback only.
+    #[tokio::test]
+    async fn a_request_meeting_the_close_of_a_reused_connection_is_sent_again_on_a_new_one() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let origin = listener.local_addr().unwrap();
+        let page = Page::parse("1x1KB", 1).unwrap();
+        let accepted = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let count = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((mut s, _)) = listener.accept().await {
+                count.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let Some(head) = read_head(&mut s).await else { return };
+                    let (ct, body) = if head.starts_with("GET /page.html") { ("text/html", "<img src=\"/o1\">") } else { ("application/octet-stream", "0123456789") };
+                    let _ = s.write_all(format!("HTTP/1.1 200 OK\r\ncontent-type: {ct}\r\ncontent-length: {}\r\n\r\n{body}", body.len()).as_bytes()).await;
+                    // The next request on this connection meets a close.
+                    let _ = read_head(&mut s).await;
+                });
+            }
+        });
+        let r = load(origin, None, &page).await.unwrap();
+        assert_eq!(r.requests, 2);
+        assert_eq!(r.connections, 2);
+        assert_eq!(r.body_bytes, 15 + 10);
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
 }
