@@ -319,7 +319,8 @@ async fn watch(tab: &chromiumoxide::Page, url: &str, o: &LoadOpts) -> Result<(Ve
     let mut navigating = true;
     let mut events: Vec<NetEvent> = Vec::new();
     let mut bodies = BTreeMap::new();
-    let mut in_flight: std::collections::HashSet<String> = std::collections::HashSet::new();
+    // Request id → URL, so a load that never settles names what it waits for.
+    let mut in_flight: BTreeMap<String, String> = BTreeMap::new();
     let mut loaded = false;
     let mut quiet_since = tokio::time::Instant::now();
     loop {
@@ -338,7 +339,7 @@ async fn watch(tab: &chromiumoxide::Page, url: &str, o: &LoadOpts) -> Result<(Ve
             Some(_) = load_fired.next() => { loaded = true; quiet_since = tokio::time::Instant::now(); }
             Some(e) = sent.next() => {
                 if e.request.url.starts_with("http") {
-                    in_flight.insert(e.request_id.inner().clone());
+                    in_flight.insert(e.request_id.inner().clone(), e.request.url.clone());
                 }
                 events.push(NetEvent { method: har::WILL_BE_SENT, params: to_json(&*e) });
             }
@@ -361,7 +362,10 @@ async fn watch(tab: &chromiumoxide::Page, url: &str, o: &LoadOpts) -> Result<(Ve
             }
             _ = tokio::time::sleep_until(idle_wait) => {
                 if !loaded || tokio::time::Instant::now() >= deadline {
-                    return Err(WorkError::Browser(format!("{url}: not loaded within {:?} ({} requests still in flight)", o.timeout, in_flight.len())));
+                    let waiting: Vec<&str> = in_flight.values().take(3).map(String::as_str).collect();
+                    let more = if in_flight.len() > 3 { format!(" and {} more", in_flight.len() - 3) } else { String::new() };
+                    let what = if in_flight.is_empty() { if loaded { String::new() } else { ", the load event never fired".into() } } else { format!(": still waiting for {}{more}", waiting.join(", ")) };
+                    return Err(WorkError::Browser(format!("{url}: not loaded within {:?} ({} requests in flight{what})", o.timeout, in_flight.len())));
                 }
                 break;
             }
