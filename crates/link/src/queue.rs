@@ -25,6 +25,17 @@ impl From<Size> for QueueLimit {
     }
 }
 
+/// As the profile key is written: `30672 B`, `1000 packets`, `unlimited`.
+impl std::fmt::Display for QueueLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            QueueLimit::Bytes(b) => write!(f, "{b} B"),
+            QueueLimit::Packets(p) => write!(f, "{p} packets"),
+            QueueLimit::Unlimited => f.write_str("unlimited"),
+        }
+    }
+}
+
 /// Accounting for a drop-tail queue.
 #[derive(Clone, Debug)]
 pub struct DropTail {
