@@ -99,21 +99,34 @@ fn wakeup_cpu_us() -> f64 {
 }
 
 
+/// How a benchmark's lab runs, beyond its profile.
+#[derive(Clone, Copy)]
+pub(super) struct Through {
+    /// The pump's lateness target (None: the default).
+    pub lateness_target_ns: Option<u64>,
+    /// Segmentation offload off: the pump reads every packet alone.
+    pub packet_by_packet: bool,
+    /// The iperf3 flow's TCP congestion control.
+    pub cc: TcpCc,
+    /// The lab's random choices (loss, jitter) are drawn from it.
+    pub seed: u64,
+}
+
+impl Default for Through {
+    fn default() -> Self {
+        Through { lateness_target_ns: None, packet_by_packet: false, cc: TcpCc::Cubic, seed: 1 }
+    }
+}
+
 /// One iperf3 flow over a lab with `profile`: up (client to server), or
 /// down when `down`.
 pub(super) fn through_lab(profile: Profile, seconds: u32, down: bool) -> anyhow::Result<(f64, LabReport)> {
-    through_lab_seeded(profile, seconds, down, 1)
+    through_lab_with(profile, seconds, down, Through::default())
 }
 
-/// The same with the lab's random choices (loss, jitter) drawn from `seed`.
-pub(super) fn through_lab_seeded(profile: Profile, seconds: u32, down: bool, seed: u64) -> anyhow::Result<(f64, LabReport)> {
-    through_lab_with(profile, seconds, down, None, false, TcpCc::Cubic, seed)
-}
-
-/// The same with the pump's lateness target set (None: the default),
-/// packet by packet when asked (segmentation offload off) and the TCP
-/// congestion control `cc`.
-fn through_lab_with(profile: Profile, seconds: u32, down: bool, lateness_target_ns: Option<u64>, packet_by_packet: bool, cc: TcpCc, seed: u64) -> anyhow::Result<(f64, LabReport)> {
+/// The same, run as `how` says.
+pub(super) fn through_lab_with(profile: Profile, seconds: u32, down: bool, how: Through) -> anyhow::Result<(f64, LabReport)> {
+    let Through { lateness_target_ns, packet_by_packet, cc, seed } = how;
     let spec = LabSpec { run: run_id(), hosts: vec!["client".into(), "server".into()], hops: vec![profile], seed, log_meta: vec![], lateness_target_ns, packet_by_packet };
     let lab = Lab::build(&spec, None)?;
     let (c, s) = (lab.hosts[0].netns.clone(), lab.hosts[1].netns.clone());
@@ -156,19 +169,19 @@ pub fn run(a: EmulatorArgs) -> anyhow::Result<i32> {
     let veth_bps = through_veth(a.seconds)?;
     step(3, "TCP through aerolink packet by packet, 10 Gbit/s cap");
     let capped = Profile::from_overrides(&flags(&[("rate", "10 Gbit/s")]), load)?;
-    let (pp_bps, pp_rep) = through_lab_with(capped.clone(), a.seconds, false, None, true, TcpCc::Cubic, 1)?;
+    let (pp_bps, pp_rep) = through_lab_with(capped.clone(), a.seconds, false, Through { packet_by_packet: true, ..Through::default() })?;
     step(4, "the same with offloaded bursts shaped segment by segment");
-    let (shaped_bps, shaped_rep) = through_lab_with(capped, a.seconds, false, None, false, TcpCc::Cubic, 1)?;
+    let (shaped_bps, shaped_rep) = through_lab(capped, a.seconds, false)?;
     step(5, "10 Gbit/s cap, 1 % loss, packet by packet (TCP BBR, which random loss does not slow)");
     let lossy = Profile::from_overrides(&flags(&[("rate", "10 Gbit/s"), ("loss", "1%")]), load)?;
-    let (lpp_bps, lpp_rep) = through_lab_with(lossy.clone(), a.seconds, false, None, true, TcpCc::Bbr, 1)?;
+    let (lpp_bps, lpp_rep) = through_lab_with(lossy.clone(), a.seconds, false, Through { packet_by_packet: true, cc: TcpCc::Bbr, ..Through::default() })?;
     step(6, "10 Gbit/s cap, 1 % loss, bursts shaped segment by segment (TCP BBR)");
-    let (ls_bps, ls_rep) = through_lab_with(lossy, a.seconds, false, None, false, TcpCc::Bbr, 1)?;
+    let (ls_bps, ls_rep) = through_lab_with(lossy, a.seconds, false, Through { cc: TcpCc::Bbr, ..Through::default() })?;
     step(7, "TCP at 100 Mbit/s, 50 ms one way");
     let slow = Profile::from_overrides(&flags(&[("rate", "100 Mbit/s"), ("delay", "50 ms")]), load)?;
     let (slow_bps, slow_rep) = through_lab(slow.clone(), a.seconds, false)?;
     step(8, "the same, polling for every µs of timer lateness (target 0)");
-    let (_, exact_rep) = through_lab_with(slow, a.seconds, false, Some(0), false, TcpCc::Cubic, 1)?;
+    let (_, exact_rep) = through_lab_with(slow, a.seconds, false, Through { lateness_target_ns: Some(0), ..Through::default() })?;
     let wakeup = wakeup_cpu_us();
     let cores_per_gbps = |rep: &LabReport, bps: f64| {
         let cpu: f64 = rep.directions.iter().map(|d| d.cpu_s).sum();

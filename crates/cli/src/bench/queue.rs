@@ -10,6 +10,7 @@ use aerolink_link::Profile;
 use clap::Args;
 use serde::Serialize;
 
+use super::emulator::Through;
 use super::*;
 
 #[derive(Args, Debug)]
@@ -96,6 +97,7 @@ pub fn run(a: QueueArgs) -> anyhow::Result<i32> {
         cases.push((format!("--rate {r} --rtt 0ms"), Profile::from_overrides(&base, load)?, Profile::from_overrides(&open, load)?));
     }
     let mut out = Vec::new();
+    let of = cases.len();
     for (i, (case, default, open)) in cases.into_iter().enumerate() {
         let rtt = default.base_rtt();
         let seconds = a.seconds.max((20.0 * rtt.as_secs_f64()).ceil() as u32);
@@ -106,7 +108,7 @@ pub fn run(a: QueueArgs) -> anyhow::Result<i32> {
             // No rate stage (a `bonded`, `ldacs` or `dama` stage queues in
             // its own buffer, which the profile sets): the default is
             // already no limit in front of the link; nothing to compare.
-            eprintln!("[{}/{}] {case}: no queue in front of the link by default (its own stage's buffer is the profile's): the same link as unlimited, not run", i + 1, names.len() + a.rates.len());
+            eprintln!("[{}/{}] {case}: no queue in front of the link by default (its own stage's buffer is the profile's): the same link as unlimited, not run", i + 1, of);
             if !a.json {
                 println!("  {case:<28} no limit by default: the same link as unlimited");
             }
@@ -114,16 +116,16 @@ pub fn run(a: QueueArgs) -> anyhow::Result<i32> {
             continue;
         }
         for r in 0..a.repeat {
-            eprintln!("[{}/{}] {case}: default queue ({queue}), then unlimited, {seconds} s each{}…", i + 1, names.len() + a.rates.len(), if a.repeat > 1 { format!(" (run {} of {})", r + 1, a.repeat) } else { String::new() });
+            eprintln!("[{}/{}] {case}: default queue ({queue}), then unlimited, {seconds} s each{}…", i + 1, of, if a.repeat > 1 { format!(" (run {} of {})", r + 1, a.repeat) } else { String::new() });
             let seed = r as u64 + 1;
-            d.push(super::emulator::through_lab_seeded(default.clone(), seconds, true, seed)?.0 / 1e6);
-            u.push(super::emulator::through_lab_seeded(open.clone(), seconds, true, seed)?.0 / 1e6);
+            d.push(super::emulator::through_lab_with(default.clone(), seconds, true, Through { seed, ..Through::default() })?.0 / 1e6);
+            u.push(super::emulator::through_lab_with(open.clone(), seconds, true, Through { seed, ..Through::default() })?.0 / 1e6);
         }
         // Run r of both queues met the same losses (seed r): the ratio is
         // taken run by run, and its median and interval over the runs.
         let ratios: Vec<f64> = d.iter().zip(&u).map(|(d, u)| if *u > 0.0 { d / u } else { 0.0 }).collect();
         let (value, low, high) = aerolink_lab::findings::bootstrap(&ratios, &[], |r, _| r, i as u64);
-        let median = |v: &[f64]| aerolink_lab::stats::quantile(&sorted(v), 0.5);
+        let median = |v: &[f64]| aerolink_lab::stats::summarize(v).map_or(f64::NAN, |s| s.median);
         let c = QueueCase { case, queue, seconds, seeds: (1..=a.repeat as u64).collect(), default_mbps: median(&d), unlimited_mbps: median(&u), default_runs_mbps: d, unlimited_runs_mbps: u, ratio: value, ratio_low: low, ratio_high: high };
         if !a.json {
             let interval = if a.repeat > 1 { format!(" (95 % {:.3}–{:.3})", c.ratio_low, c.ratio_high) } else { String::new() };
@@ -154,10 +156,4 @@ pub fn run(a: QueueArgs) -> anyhow::Result<i32> {
     }
     append_result(&a.out, &r)?;
     Ok(if r.below.is_empty() { 0 } else { 1 })
-}
-
-fn sorted(v: &[f64]) -> Vec<f64> {
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    v
 }
