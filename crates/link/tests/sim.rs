@@ -94,11 +94,12 @@ fn bdp_queue_defaults_to_rate_times_rtt() {
 
 #[test]
 fn bdp_queue_on_a_short_path_is_sized_for_20_ms() {
-    // `--rtt 0ms` at 100 Mbit/s: 100e6 × 0.020 / 8, not the 6000 B floor.
+    // `--rtt 0ms` at 100 Mbit/s: 100e6 × 0.020 / 8, not the 15 000 B floor
+    // (TCP's initial window of ten packets).
     let prof = profile("[link]\nrate = \"100 Mbit/s\"\nrtt = \"0 ms\"\n");
     assert_eq!(prof.up.queue_limit(prof.base_rtt()), aerolink_link::queue::QueueLimit::Bytes(250_000));
     let slow = profile("[link]\nrate = \"1 Mbit/s\"\nrtt = \"0 ms\"\n");
-    assert_eq!(slow.up.queue_limit(slow.base_rtt()), aerolink_link::queue::QueueLimit::Bytes(6000));
+    assert_eq!(slow.up.queue_limit(slow.base_rtt()), aerolink_link::queue::QueueLimit::Bytes(15_000));
 }
 
 #[test]

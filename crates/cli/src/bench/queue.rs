@@ -134,7 +134,14 @@ pub fn run(a: QueueArgs) -> anyhow::Result<i32> {
                 (true, true) => "  BELOW TARGET",
                 (true, false) => "  below target (the interval reaches it)",
             };
-            println!("  {:<28} {:>10.3} Mbit/s vs {:>10.3} unlimited: {:.3}{interval}{verdict}", c.case, c.default_mbps, c.unlimited_mbps, c.ratio);
+            // In the rate's own unit (Iridium's kbit/s would print as 0.001
+            // Mbit/s), to four significant digits; the JSON has them all.
+            let rate = |mbps: f64| {
+                let bps = mbps * 1e6;
+                let step = if bps > 0.0 { 10f64.powi(bps.log10().floor() as i32 - 3) } else { 1.0 };
+                aerolink_link::units::Rate::from_bps((bps / step).round() * step).to_string()
+            };
+            println!("  {:<28} {:>15} vs {:>15} unlimited: {:.3}{interval}{verdict}", c.case, rate(c.default_mbps), rate(c.unlimited_mbps), c.ratio);
         }
         out.push(c);
     }

@@ -72,9 +72,15 @@ pub enum QueueSpec {
     Limit(QueueLimit),
 }
 
-/// The smallest queue a `bdp` default gives: four full-size packets, so a
-/// very slow link (Iridium: 360 B of BDP) can still hold a packet or two.
-pub const MIN_BDP_QUEUE_BYTES: u64 = 4 * 1500;
+/// The smallest queue a `bdp` default gives: ten full-size packets, TCP's
+/// initial window (RFC 6928), so a connection's first flight fits on a very
+/// slow link. With four packets Iridium (2.4 kbit/s, 360 B of BDP) dropped
+/// most of every first flight, and a flow waited for retransmission
+/// time-outs at 1.2 s RTT: 0.75 of an unlimited queue's goodput
+/// (`aerolink bench queue`). At 2.4 kbit/s this is 50 s of queue, which is
+/// what seed 004 measured over Iridium: TCP messages 6.9 s late at 1 kbit/s
+/// offered, 60 s at 8 kbit/s.
+pub const MIN_BDP_QUEUE_BYTES: u64 = 10 * 1500;
 
 /// The shortest round trip a `bdp` default is sized for. On a short path
 /// (`--rtt 0ms`) the real round trip is the hosts' and the pump's, and
