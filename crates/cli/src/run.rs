@@ -243,7 +243,9 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
         let s = lab.hosts.last().expect("at least two hosts");
         eprintln!("aerolink: {label}, seed {}: client {} / {} ↔ server {} / {}", spec.seed, c.ipv4, c.ipv6, s.ipv4, s.ipv6);
     }
-    let pep_dir = std::env::temp_dir().join(format!("aerolink-pep-{}", spec.run));
+    // Inside the lab's own directory, which goes with the lab — also when
+    // a later aerolink removes the leftovers of one killed with SIGKILL.
+    let pep_dir = lab.tmp_dir().join("pep");
     let mut gateways = aerolink_lab::gateways::Gateways::start(&lab, &std::env::current_exe()?, &pep, &pep_dir, false)?;
     let env = gateways.env(&lab);
     let server_host = spec.hosts.last().expect("two hosts").clone();
@@ -284,7 +286,6 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
         kill_group(s);
     }
     gateways.stop();
-    let _ = std::fs::remove_dir_all(&pep_dir);
     let rep = lab.shutdown();
     if let Some(path) = &args.report {
         let text = serde_json::to_string_pretty(&rep)?;

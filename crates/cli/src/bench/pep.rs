@@ -118,7 +118,7 @@ pub fn run(a: PepBenchArgs) -> anyhow::Result<i32> {
         let spec = LabSpec { run: run_id(), hosts, hops: vec![open.clone(); 3], seed: 1, log_meta: vec![], lateness_target_ns: None, packet_by_packet: false };
         let lab = Lab::build(&spec, None)?;
         let pep = aerolink_lab::gateways::PepSpec { mode, ..Default::default() };
-        let dir = std::env::temp_dir().join(format!("aerolink-{}", spec.run));
+        let dir = lab.tmp_dir().join("pep");
         let r = (|| -> anyhow::Result<PepBenchRow> {
             let gw = aerolink_lab::gateways::Gateways::start(&lab, &exe, &pep, &dir, true)?;
             let pids: Vec<u32> = gw.processes().into_iter().map(|(_, p)| p).collect();
@@ -130,7 +130,6 @@ pub fn run(a: PepBenchArgs) -> anyhow::Result<i32> {
             Ok(PepBenchRow { mode, gbps, pep_cores: cores, pep_cores_per_gbps: if gbps > 0.0 && mode != PepMode::None { cores / gbps } else { 0.0 } })
         })();
         lab.shutdown();
-        let _ = std::fs::remove_dir_all(&dir);
         rows.push(r?);
     }
     let v = serde_json::json!({
