@@ -1,8 +1,11 @@
-//! TCP segmentation-offload bursts through shaped links.
+//! Segmentation-offload bursts (TCP and UDP) through shaped links.
 //!
 //! A TUN device with a virtio-net header and TSO on hands the pump TCP
 //! bursts of up to 64 KB: one IP header, one TCP header, and the payload of
-//! many segments, with `gso_size` saying how long each is. A link that
+//! many segments, with `gso_size` saying how long each is. With USO on, a
+//! UDP socket's `UDP_SEGMENT` sends (what QUIC stacks such as quinn do)
+//! arrive the same way: one IP and UDP header and up to 64 datagrams'
+//! payloads. A link that
 //! shapes (rate, loss, jitter, outages) must treat every segment as the
 //! packet it will be on the wire, so the pump describes a burst segment by
 //! segment ([`Burst::parse`], [`Burst::segment_len`]: the sizes the kernel
@@ -12,10 +15,10 @@
 //! ([`Burst::write_run`]) becomes a burst of its own, or a single packet,
 //! with the headers the kernel's segmentation gives those segments: IP
 //! lengths, IPv4 identification (one more per segment) and header checksum,
-//! TCP sequence number, CWR only on the first segment of the burst, FIN and
-//! PSH only on its last, and the pseudo-header sum of the new length in the
-//! checksum field (the receiving stack or device completes it, as for every
-//! frame with `NEEDS_CSUM`).
+//! for TCP the sequence number, CWR only on the first segment of the burst,
+//! FIN and PSH only on its last, for UDP the length; and the pseudo-header
+//! sum of the new length in the checksum field (the receiving stack or
+//! device completes it, as for every frame with `NEEDS_CSUM`).
 //!
 //! [`segment`] cuts a frame into finished packets with full checksums, as a
 //! device would: the tests compare its output with packets built
@@ -30,21 +33,29 @@ pub const F_NEEDS_CSUM: u8 = 1;
 pub const GSO_NONE: u8 = 0;
 pub const GSO_TCPV4: u8 = 1;
 pub const GSO_TCPV6: u8 = 4;
+/// `VIRTIO_NET_HDR_GSO_UDP_L4`: UDP datagrams of `gso_size` bytes each
+/// (the last may be shorter), IPv4 or IPv6.
+pub const GSO_UDP_L4: u8 = 5;
 pub const GSO_ECN: u8 = 0x80;
 
 const TCP_FIN: u8 = 0x01;
 const TCP_PSH: u8 = 0x08;
 const TCP_CWR: u8 = 0x80;
 
-/// The shape of one offloaded TCP burst.
+const IPPROTO_TCP: u8 = 6;
+const IPPROTO_UDP: u8 = 17;
+
+/// The shape of one offloaded TCP or UDP burst.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Burst {
     v6: bool,
+    /// UDP datagrams, not TCP segments.
+    udp: bool,
     /// IP header length.
     ip_len: usize,
-    /// IP and TCP headers.
+    /// IP and TCP (or UDP) headers.
     hdr_len: usize,
-    /// Payload bytes per segment (`gso_size`).
+    /// Payload bytes per segment or datagram (`gso_size`).
     mss: usize,
     /// Payload bytes of the whole burst.
     payload: usize,
@@ -53,13 +64,14 @@ pub struct Burst {
 
 impl Burst {
     /// The burst in `frame` (virtio-net header, then the IP packet): `None`
-    /// unless it is a TCP burst of at least two segments whose headers we
-    /// can rewrite (IPv4, or IPv6 without extension headers; partial
-    /// checksum).
+    /// unless it is a TCP or UDP burst of at least two segments whose
+    /// headers we can rewrite (IPv4, or IPv6 without extension headers;
+    /// partial checksum).
     pub fn parse(frame: &[u8]) -> Option<Burst> {
         let v = frame.get(..VNET_HDR_LEN)?;
         let kind = v[1] & !GSO_ECN;
-        if (kind != GSO_TCPV4 && kind != GSO_TCPV6) || v[0] & F_NEEDS_CSUM == 0 {
+        let udp = kind == GSO_UDP_L4;
+        if (kind != GSO_TCPV4 && kind != GSO_TCPV6 && !udp) || v[0] & F_NEEDS_CSUM == 0 {
             return None;
         }
         let mss = u16::from_le_bytes([v[4], v[5]]) as usize;
@@ -69,17 +81,17 @@ impl Burst {
             6 => (true, 40, *ip.get(6)?),
             _ => return None,
         };
-        if proto != 6 || ip_len < 20 || mss == 0 {
+        if proto != if udp { IPPROTO_UDP } else { IPPROTO_TCP } || ip_len < 20 || mss == 0 {
             return None;
         }
-        let tcp_len = (*ip.get(ip_len + 12)? >> 4) as usize * 4;
-        let hdr_len = ip_len + tcp_len;
-        if tcp_len < 20 || ip.len() <= hdr_len {
+        let l4_len = if udp { 8 } else { (*ip.get(ip_len + 12)? >> 4) as usize * 4 };
+        let hdr_len = ip_len + l4_len;
+        if l4_len < 8 || ip.len() <= hdr_len {
             return None;
         }
         let payload = ip.len() - hdr_len;
         let count = payload.div_ceil(mss);
-        (count >= 2).then_some(Burst { v6, ip_len, hdr_len, mss, payload, count })
+        (count >= 2).then_some(Burst { v6, udp, ip_len, hdr_len, mss, payload, count })
     }
 
     /// How many segments the burst holds.
@@ -108,19 +120,24 @@ impl Burst {
             out[4..6].fill(0);
         }
         let p = &mut out[VNET_HDR_LEN..];
-        let tcp_bytes = self.hdr_len - self.ip_len + (to - from);
+        let l4_bytes = self.hdr_len - self.ip_len + (to - from);
         if self.v6 {
-            p[4..6].copy_from_slice(&(tcp_bytes as u16).to_be_bytes());
+            p[4..6].copy_from_slice(&(l4_bytes as u16).to_be_bytes());
         } else {
-            p[2..4].copy_from_slice(&((self.ip_len + tcp_bytes) as u16).to_be_bytes());
+            p[2..4].copy_from_slice(&((self.ip_len + l4_bytes) as u16).to_be_bytes());
             let id = u16::from_be_bytes([p[4], p[5]]).wrapping_add(first as u16);
             p[4..6].copy_from_slice(&id.to_be_bytes());
             p[10..12].fill(0);
             let sum = !fold(add_bytes(0, &p[..self.ip_len]));
             p[10..12].copy_from_slice(&sum.to_be_bytes());
         }
-        let pseudo = pseudo_header_sum(p, self.v6, tcp_bytes);
+        let pseudo = pseudo_header_sum(p, self.v6, if self.udp { IPPROTO_UDP } else { IPPROTO_TCP }, l4_bytes);
         let t = &mut p[self.ip_len..];
+        if self.udp {
+            t[4..6].copy_from_slice(&(l4_bytes as u16).to_be_bytes());
+            t[6..8].copy_from_slice(&fold(pseudo).to_be_bytes());
+            return;
+        }
         let seq = u32::from_be_bytes([t[4], t[5], t[6], t[7]]).wrapping_add((first * self.mss) as u32);
         t[4..8].copy_from_slice(&seq.to_be_bytes());
         if first > 0 {
@@ -133,14 +150,14 @@ impl Burst {
     }
 }
 
-/// The one's-complement sum of the pseudo-header of a TCP segment of
-/// `tcp_bytes` in the IP packet `ip`.
-fn pseudo_header_sum(ip: &[u8], v6: bool, tcp_bytes: usize) -> u32 {
+/// The one's-complement sum of the pseudo-header of a TCP segment or UDP
+/// datagram (`proto`) of `l4_bytes` in the IP packet `ip`.
+fn pseudo_header_sum(ip: &[u8], v6: bool, proto: u8, l4_bytes: usize) -> u32 {
     if v6 {
         let s = add_bytes(0, &ip[8..40]);
-        s + (tcp_bytes as u32 >> 16) + (tcp_bytes as u32 & 0xffff) + 6
+        s + (l4_bytes as u32 >> 16) + (l4_bytes as u32 & 0xffff) + proto as u32
     } else {
-        add_bytes(0, &ip[12..20]) + 6 + tcp_bytes as u32
+        add_bytes(0, &ip[12..20]) + proto as u32 + l4_bytes as u32
     }
 }
 
@@ -194,12 +211,25 @@ pub fn segment(frame: &[u8]) -> Vec<Vec<u8>> {
             // A checksum field outside the frame is left alone (the kernel
             // refuses such a frame).
             if f[0] & F_NEEDS_CSUM != 0 && at + 2 <= f.len() {
-                let sum = !fold(add_bytes(0, &f[start..]));
+                let mut sum = !fold(add_bytes(0, &f[start..]));
+                // UDP sends a computed 0 as all ones (0 means none).
+                if sum == 0 && is_udp(&f[VNET_HDR_LEN..]) {
+                    sum = 0xffff;
+                }
                 f[at..at + 2].copy_from_slice(&sum.to_be_bytes());
             }
             f.split_off(VNET_HDR_LEN)
         })
         .collect()
+}
+
+/// Whether the IP packet `ip` (no extension headers) carries UDP.
+fn is_udp(ip: &[u8]) -> bool {
+    match ip.first().map(|b| b >> 4) {
+        Some(4) => ip.get(9) == Some(&IPPROTO_UDP),
+        Some(6) => ip.get(6) == Some(&IPPROTO_UDP),
+        _ => false,
+    }
 }
 
 /// The TCP checksum a packet `ip` (IPv4 or IPv6, no extension headers)
@@ -208,7 +238,7 @@ pub fn tcp_checksum(ip: &[u8]) -> u16 {
     let v6 = ip[0] >> 4 == 6;
     let ip_len = if v6 { 40 } else { (ip[0] & 0x0f) as usize * 4 };
     let tcp = &ip[ip_len..];
-    let mut sum = pseudo_header_sum(ip, v6, tcp.len());
+    let mut sum = pseudo_header_sum(ip, v6, IPPROTO_TCP, tcp.len());
     sum = add_bytes(sum, &tcp[..16]);
     sum = add_bytes(sum, &tcp[18..]);
     !fold(sum)
@@ -249,7 +279,7 @@ mod tests {
         let full_tcp = (20 + payload.len()) as usize;
         let mut probe = ip.clone();
         probe.extend_from_slice(&tcp);
-        let partial = fold(pseudo_header_sum(&probe, false, full_tcp));
+        let partial = fold(pseudo_header_sum(&probe, false, IPPROTO_TCP, full_tcp));
         tcp[16..18].copy_from_slice(&partial.to_be_bytes());
         let mut frame = vec![F_NEEDS_CSUM, GSO_TCPV4, 40, 0, 100, 0, 20, 0, 16, 0];
         frame.extend_from_slice(&ip);

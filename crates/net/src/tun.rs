@@ -2,10 +2,11 @@
 //!
 //! The header lets the kernel hand us packets with checksums still to be
 //! filled in (we pass the header through, so nobody computes them on the
-//! way), and TCP segmentation-offload bursts of up to 64 KB, which is what
-//! makes multi-Gbit/s links possible on two cores: passed whole where the
-//! link cannot tell a burst from its segments, cut into segments by the
-//! pump where it shapes ([`crate::gso`]).
+//! way), and segmentation-offload bursts of up to 64 KB — TCP (TSO) and,
+//! on Linux 6.2 and later, UDP (USO: a QUIC stack's `UDP_SEGMENT` sends) —
+//! which is what makes multi-Gbit/s links possible on two cores: passed
+//! whole where the link cannot tell a burst from its segments, cut into
+//! segments by the pump where it shapes ([`crate::gso`]).
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
@@ -23,6 +24,8 @@ const IFF_VNET_HDR: libc::c_short = 0x4000;
 const TUN_F_CSUM: libc::c_uint = 0x01;
 const TUN_F_TSO4: libc::c_uint = 0x02;
 const TUN_F_TSO6: libc::c_uint = 0x04;
+const TUN_F_USO4: libc::c_uint = 0x20;
+const TUN_F_USO6: libc::c_uint = 0x40;
 
 #[repr(C)]
 struct IfReq {
@@ -38,7 +41,9 @@ pub struct Tun {
 
 impl Tun {
     /// Creates TUN device `name` in the calling thread's namespace. With
-    /// `segmentation_offload`, the kernel may hand over 64 KB TCP bursts.
+    /// `segmentation_offload`, the kernel may hand over 64 KB TCP bursts,
+    /// and UDP ones where it can (USO; a kernel before 6.2 refuses it and
+    /// segments UDP itself, as before).
     pub fn create(name: &str, segmentation_offload: bool) -> Result<Tun, NetError> {
         let path = cstring("/dev/net/tun");
         // SAFETY: a valid C string and flags.
@@ -61,7 +66,8 @@ impl Tun {
             offload |= TUN_F_TSO4 | TUN_F_TSO6;
         }
         // SAFETY: TUNSETOFFLOAD takes the flags by value.
-        if unsafe { libc::ioctl(raw, TUNSETOFFLOAD, offload as libc::c_ulong) } < 0 {
+        let set = |flags: libc::c_uint| unsafe { libc::ioctl(raw, TUNSETOFFLOAD, flags as libc::c_ulong) };
+        if !(segmentation_offload && set(offload | TUN_F_USO4 | TUN_F_USO6) == 0) && set(offload) < 0 {
             return Err(NetError::Io(format!("TUNSETOFFLOAD {name}"), std::io::Error::last_os_error()));
         }
         Ok(Tun { fd, name: name.to_string() })

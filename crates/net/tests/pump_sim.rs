@@ -298,20 +298,24 @@ fn tcp_header(seq: u32, flags: u8) -> Vec<u8> {
     t
 }
 
-/// An IP header for `tcp_bytes` of TCP (IPv4: identification `id`).
-fn ip_header(v6: bool, tcp_bytes: usize, id: u16) -> Vec<u8> {
+const TCP: u8 = 6;
+const UDP: u8 = 17;
+
+/// An IP header for `l4_bytes` of TCP or UDP (`proto`; IPv4:
+/// identification `id`).
+fn ip_header(v6: bool, proto: u8, l4_bytes: usize, id: u16) -> Vec<u8> {
     if v6 {
         let mut h = vec![0x60, 0, 0, 0];
-        h.extend_from_slice(&(tcp_bytes as u16).to_be_bytes());
-        h.extend_from_slice(&[6, 64]);
+        h.extend_from_slice(&(l4_bytes as u16).to_be_bytes());
+        h.extend_from_slice(&[proto, 64]);
         h.extend_from_slice(&SRC6);
         h.extend_from_slice(&DST6);
         h
     } else {
         let mut h = vec![0x45, 0];
-        h.extend_from_slice(&((20 + tcp_bytes) as u16).to_be_bytes());
+        h.extend_from_slice(&((20 + l4_bytes) as u16).to_be_bytes());
         h.extend_from_slice(&id.to_be_bytes());
-        h.extend_from_slice(&[0x40, 0, 64, 6, 0, 0]);
+        h.extend_from_slice(&[0x40, 0, 64, proto, 0, 0]);
         h.extend_from_slice(&SRC4);
         h.extend_from_slice(&DST4);
         let c = rfc1071(&[&h]);
@@ -320,12 +324,12 @@ fn ip_header(v6: bool, tcp_bytes: usize, id: u16) -> Vec<u8> {
     }
 }
 
-/// The pseudo-header for `tcp_bytes` of TCP.
-fn pseudo(v6: bool, tcp_bytes: usize) -> Vec<u8> {
+/// The pseudo-header for `l4_bytes` of TCP or UDP (`proto`).
+fn pseudo(v6: bool, proto: u8, l4_bytes: usize) -> Vec<u8> {
     if v6 {
-        [&SRC6[..], &DST6[..], &(tcp_bytes as u32).to_be_bytes(), &[0, 0, 0, 6]].concat()
+        [&SRC6[..], &DST6[..], &(l4_bytes as u32).to_be_bytes(), &[0, 0, 0, proto]].concat()
     } else {
-        [&SRC4[..], &DST4[..], &[0, 6], &(tcp_bytes as u16).to_be_bytes()].concat()
+        [&SRC4[..], &DST4[..], &[0, proto], &(l4_bytes as u16).to_be_bytes()].concat()
     }
 }
 
@@ -340,9 +344,9 @@ fn wire_segments(v6: bool, n: usize, mss: usize, last: usize) -> Vec<Vec<u8>> {
             let payload: Vec<u8> = (0..len).map(|k| ((i * mss + k) % 251) as u8).collect();
             let flags = 0x10 | if i == 0 { 0x80 } else { 0 } | if i + 1 == n { 0x08 } else { 0 };
             let mut tcp = tcp_header(1000 + (i * mss) as u32, flags);
-            let c = rfc1071(&[&pseudo(v6, TCP_HDR + len), &tcp, &payload]);
+            let c = rfc1071(&[&pseudo(v6, TCP, TCP_HDR + len), &tcp, &payload]);
             tcp[16..18].copy_from_slice(&c.to_be_bytes());
-            [ip_header(v6, TCP_HDR + len, 0x1234 + i as u16), tcp, payload].concat()
+            [ip_header(v6, TCP, TCP_HDR + len, 0x1234 + i as u16), tcp, payload].concat()
         })
         .collect()
 }
@@ -354,9 +358,9 @@ fn offloaded_burst(v6: bool, n: usize, mss: usize, last: usize) -> Vec<u8> {
     let total = (n - 1) * mss + last;
     let payload: Vec<u8> = (0..total).map(|k| (k % 251) as u8).collect();
     let mut tcp = tcp_header(1000, 0x80 | 0x10 | 0x08);
-    let partial = !rfc1071(&[&pseudo(v6, TCP_HDR + total)]);
+    let partial = !rfc1071(&[&pseudo(v6, TCP, TCP_HDR + total)]);
     tcp[16..18].copy_from_slice(&partial.to_be_bytes());
-    let ip = ip_header(v6, TCP_HDR + total, 0x1234);
+    let ip = ip_header(v6, TCP, TCP_HDR + total, 0x1234);
     let ip_len = ip.len();
     let mut vnet = vec![1u8, if v6 { 4 } else { 1 }];
     vnet.extend_from_slice(&((ip_len + TCP_HDR) as u16).to_le_bytes());
@@ -364,6 +368,48 @@ fn offloaded_burst(v6: bool, n: usize, mss: usize, last: usize) -> Vec<u8> {
     vnet.extend_from_slice(&(ip_len as u16).to_le_bytes());
     vnet.extend_from_slice(&16u16.to_le_bytes());
     [vnet, ip, tcp, payload].concat()
+}
+
+/// A UDP header for `payload`, checksum zero.
+fn udp_header(payload: usize) -> Vec<u8> {
+    [&4433u16.to_be_bytes()[..], &50000u16.to_be_bytes(), &((8 + payload) as u16).to_be_bytes(), &[0, 0]].concat()
+}
+
+/// What a UDP socket sends without offload: `n` datagrams of `size` bytes
+/// of payload (the last `last`), checksums complete (0 sent as all ones).
+fn wire_datagrams(v6: bool, n: usize, size: usize, last: usize) -> Vec<Vec<u8>> {
+    (0..n)
+        .map(|i| {
+            let len = if i + 1 == n { last } else { size };
+            let payload: Vec<u8> = (0..len).map(|k| ((i * size + k) % 251) as u8).collect();
+            let mut udp = udp_header(len);
+            let c = match rfc1071(&[&pseudo(v6, UDP, 8 + len), &udp, &payload]) {
+                0 => 0xffff,
+                c => c,
+            };
+            udp[6..8].copy_from_slice(&c.to_be_bytes());
+            [ip_header(v6, UDP, 8 + len, 0x1234 + i as u16), udp, payload].concat()
+        })
+        .collect()
+}
+
+/// The same datagrams as the kernel hands a TUN device with USO one
+/// `UDP_SEGMENT` send (what quinn does): one frame, the UDP length and
+/// checksum those of the whole payload, `gso_size` the datagrams' size.
+fn offloaded_datagrams(v6: bool, n: usize, size: usize, last: usize) -> Vec<u8> {
+    let total = (n - 1) * size + last;
+    let payload: Vec<u8> = (0..total).map(|k| (k % 251) as u8).collect();
+    let mut udp = udp_header(total);
+    let partial = !rfc1071(&[&pseudo(v6, UDP, 8 + total)]);
+    udp[6..8].copy_from_slice(&partial.to_be_bytes());
+    let ip = ip_header(v6, UDP, 8 + total, 0x1234);
+    let ip_len = ip.len();
+    let mut vnet = vec![1u8, aerolink_net::gso::GSO_UDP_L4];
+    vnet.extend_from_slice(&((ip_len + 8) as u16).to_le_bytes());
+    vnet.extend_from_slice(&(size as u16).to_le_bytes());
+    vnet.extend_from_slice(&(ip_len as u16).to_le_bytes());
+    vnet.extend_from_slice(&6u16.to_le_bytes());
+    [vnet, ip, udp, payload].concat()
 }
 
 /// Every packet the far stack receives from what the pump wrote, in order.
@@ -375,30 +421,32 @@ fn received(frames: &[(aerolink_link::Instant, Vec<u8>)]) -> Vec<Vec<u8>> {
 fn a_burst_cut_by_loss_arrives_as_the_segments_that_survived_with_correct_headers() {
     // 1 Gbit/s (12 µs per segment) with 10 % loss; the timer oversleeps
     // 40 µs and never polls, so several segments are due at each wake-up
-    // and leave together — as a shorter burst, or one packet.
-    for v6 in [false, true] {
-        let (n, mss, last) = (40, 1448, 700);
+    // and leave together — as a shorter burst, or one packet. TCP (TSO)
+    // and UDP (USO: 40 QUIC-sized datagrams of one UDP_SEGMENT send).
+    for (v6, udp) in [(false, false), (true, false), (false, true), (true, true)] {
+        let (n, mss, last) = if udp { (40, 1232, 700) } else { (40, 1448, 700) };
         let link = "[link]\nrate = \"1 Gbit/s\"\nloss = \"10%\"\nqueue = \"unlimited\"\n";
         let h = hop(link, 40_000, 0, 65_536 + VNET_HDR_LEN);
         assert!(!h.pump.sides[0].pipeline.is_aggregate_safe());
-        h.left.schedule_frame(aerolink_link::Instant(0), &offloaded_burst(v6, n, mss, last));
+        let burst = if udp { offloaded_datagrams(v6, n, mss, last) } else { offloaded_burst(v6, n, mss, last) };
+        h.left.schedule_frame(aerolink_link::Instant(0), &burst);
         let (reps, _, right, events) = run(h);
         let lost: Vec<u64> = events.iter().filter(|e| e.kind == EventKind::Drop(aerolink_link::DropReason::Loss)).map(|e| e.id).collect();
-        assert!(!lost.is_empty() && lost.len() < 15, "v6 {v6}: {} of {n} lost", lost.len());
+        assert!(!lost.is_empty() && lost.len() < 15, "v6 {v6} udp {udp}: {} of {n} lost", lost.len());
         // The stages saw each segment at its size on the wire.
         assert_eq!(reps[0].packets_in, n as u64);
-        let wire = wire_segments(v6, n, mss, last);
+        let wire = if udp { wire_datagrams(v6, n, mss, last) } else { wire_segments(v6, n, mss, last) };
         let expected: Vec<Vec<u8>> = wire.iter().enumerate().filter(|(i, _)| !lost.contains(&(*i as u64))).map(|(_, p)| p.clone()).collect();
         let frames = right.written_frames();
         let got = received(&frames);
-        assert_eq!(got.len(), expected.len(), "v6 {v6}");
+        assert_eq!(got.len(), expected.len(), "v6 {v6} udp {udp}");
         for (k, (g, e)) in got.iter().zip(&expected).enumerate() {
-            assert_eq!(g, e, "v6 {v6}: packet {k} differs from what the sender's stack would have sent");
+            assert_eq!(g, e, "v6 {v6} udp {udp}: packet {k} differs from what the sender's stack would have sent");
         }
         assert_eq!(reps[0].bytes_out, expected.iter().map(|p| p.len() as u64).sum::<u64>());
         // Segments due together left together, and a loss split the burst.
-        assert!(frames.len() < expected.len() && frames.len() > 1, "v6 {v6}: {} frames for {} packets", frames.len(), expected.len());
-        assert!(frames.iter().any(|(_, f)| aerolink_net::gso::Burst::parse(f).is_some()), "v6 {v6}: no shorter burst written");
+        assert!(frames.len() < expected.len() && frames.len() > 1, "v6 {v6} udp {udp}: {} frames for {} packets", frames.len(), expected.len());
+        assert!(frames.iter().any(|(_, f)| aerolink_net::gso::Burst::parse(f).is_some()), "v6 {v6} udp {udp}: no shorter burst written");
     }
 }
 
@@ -406,38 +454,41 @@ fn a_burst_cut_by_loss_arrives_as_the_segments_that_survived_with_correct_header
 fn a_cut_burst_meets_the_same_fates_at_the_same_times_as_its_segments_one_by_one() {
     // Same seed, same link: the burst cut by the pump and the kernel's own
     // segments read one by one lose the same segments and stamp the same
-    // departure times — the loss statistics do not depend on offload.
+    // departure times — the loss statistics do not depend on offload. TCP
+    // bursts, and UDP ones (44 datagrams of 1452 B, QUIC's largest here).
     let link = "[link]\nrate = \"200 Mbit/s\"\nloss = \"5%\"\ndelay = \"3 ms\"\nqueue = \"60 packets\"\n";
-    let (n, mss, last) = (44, 1448, 1448);
-    let fates = |cut: bool| {
-        let h = hop(link, 0, 150_000, 65_536 + VNET_HDR_LEN);
-        for b in 0..30u64 {
-            let at = aerolink_link::Instant(b * 2 * MS);
-            if cut {
-                h.left.schedule_frame(at, &offloaded_burst(false, n, mss, last));
-            } else {
-                for p in wire_segments(false, n, mss, last) {
-                    h.left.schedule(at, &p);
+    for udp in [false, true] {
+        let (n, mss, last) = if udp { (44, 1452, 1000) } else { (44, 1448, 1448) };
+        let fates = |cut: bool| {
+            let h = hop(link, 0, 150_000, 65_536 + VNET_HDR_LEN);
+            for b in 0..30u64 {
+                let at = aerolink_link::Instant(b * 2 * MS);
+                if cut {
+                    h.left.schedule_frame(at, &if udp { offloaded_datagrams(false, n, mss, last) } else { offloaded_burst(false, n, mss, last) });
+                } else {
+                    for p in if udp { wire_datagrams(false, n, mss, last) } else { wire_segments(false, n, mss, last) } {
+                        h.left.schedule(at, &p);
+                    }
                 }
             }
-        }
-        let (reps, _, right, events) = run(h);
-        let fates: Vec<(u64, String, u64)> = events
-            .iter()
-            .filter(|e| e.dir == Dir::Up && e.kind != EventKind::Arrive)
-            .map(|e| (e.id, format!("{:?}", e.kind), e.t.0))
-            .collect();
-        (reps[0].clone(), fates, right.written().len())
-    };
-    let (cut_rep, cut_fates, cut_writes) = fates(true);
-    let (one_rep, one_fates, one_writes) = fates(false);
-    assert_eq!(cut_fates, one_fates);
-    assert_eq!((cut_rep.packets_in, cut_rep.packets_out, cut_rep.dropped_loss, cut_rep.dropped_queue), (one_rep.packets_in, one_rep.packets_out, one_rep.dropped_loss, one_rep.dropped_queue));
-    assert!(cut_rep.dropped_loss > 20 && cut_rep.dropped_queue > 0, "{cut_rep:?}");
-    // With an exact timer each segment leaves at its own departure time,
-    // so the pump writes one frame per segment on both paths.
-    assert_eq!(cut_writes, one_writes);
-    assert_eq!(cut_writes as u64, cut_rep.packets_out);
+            let (reps, _, right, events) = run(h);
+            let fates: Vec<(u64, String, u64)> = events
+                .iter()
+                .filter(|e| e.dir == Dir::Up && e.kind != EventKind::Arrive)
+                .map(|e| (e.id, format!("{:?}", e.kind), e.t.0))
+                .collect();
+            (reps[0].clone(), fates, right.written().len())
+        };
+        let (cut_rep, cut_fates, cut_writes) = fates(true);
+        let (one_rep, one_fates, one_writes) = fates(false);
+        assert_eq!(cut_fates, one_fates, "udp {udp}");
+        assert_eq!((cut_rep.packets_in, cut_rep.packets_out, cut_rep.dropped_loss, cut_rep.dropped_queue), (one_rep.packets_in, one_rep.packets_out, one_rep.dropped_loss, one_rep.dropped_queue));
+        assert!(cut_rep.dropped_loss > 20 && cut_rep.dropped_queue > 0, "{cut_rep:?}");
+        // With an exact timer each segment leaves at its own departure time,
+        // so the pump writes one frame per segment on both paths.
+        assert_eq!(cut_writes, one_writes);
+        assert_eq!(cut_writes as u64, cut_rep.packets_out);
+    }
 }
 
 #[test]
