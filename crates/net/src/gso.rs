@@ -86,7 +86,7 @@ impl Burst {
         }
         let l4_len = if udp { 8 } else { (*ip.get(ip_len + 12)? >> 4) as usize * 4 };
         let hdr_len = ip_len + l4_len;
-        if l4_len < 8 || ip.len() <= hdr_len {
+        if l4_len < if udp { 8 } else { 20 } || ip.len() <= hdr_len {
             return None;
         }
         let payload = ip.len() - hdr_len;
@@ -263,6 +263,23 @@ mod tests {
         assert_eq!(segment(&frame), vec![frame[VNET_HDR_LEN..].to_vec()]);
         assert!(segment(&[1, 1, 0]).is_empty());
         assert_eq!(Burst::parse(&frame), None);
+    }
+
+    #[test]
+    fn a_tcp_header_shorter_than_20_bytes_is_no_burst() {
+        // Found by the fuzzer (fuzz/regressions/gso): a TCP burst whose
+        // data offset says 8 bytes (a UDP header's length) would be cut
+        // with flags read past its header.
+        let mut ip = vec![0x45, 0, 0, 0, 0, 1, 0x40, 0, 64, 6, 0, 0, 198, 18, 0, 1, 198, 18, 1, 1];
+        ip.extend_from_slice(&[0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 2 << 4, 0x18]);
+        ip.extend_from_slice(&[7u8; 100]);
+        let mut frame = vec![F_NEEDS_CSUM, GSO_TCPV4, 28, 0, 30, 0, 20, 0, 16, 0];
+        frame.extend_from_slice(&ip);
+        assert_eq!(Burst::parse(&frame), None);
+        // The same bytes as UDP (8-byte header) are a burst of 4.
+        frame[1] = GSO_UDP_L4;
+        frame[VNET_HDR_LEN + 9] = IPPROTO_UDP;
+        assert_eq!(Burst::parse(&frame).map(|b| b.count()), Some(4));
     }
 
     #[test]
