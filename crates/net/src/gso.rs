@@ -45,12 +45,28 @@ const TCP_CWR: u8 = 0x80;
 const IPPROTO_TCP: u8 = 6;
 const IPPROTO_UDP: u8 = 17;
 
+/// What a burst carries: TCP segments or UDP datagrams.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum L4 {
+    Tcp,
+    Udp,
+}
+
+impl L4 {
+    /// The IP protocol number.
+    fn proto(self) -> u8 {
+        match self {
+            L4::Tcp => IPPROTO_TCP,
+            L4::Udp => IPPROTO_UDP,
+        }
+    }
+}
+
 /// The shape of one offloaded TCP or UDP burst.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Burst {
     v6: bool,
-    /// UDP datagrams, not TCP segments.
-    udp: bool,
+    l4: L4,
     /// IP header length.
     ip_len: usize,
     /// IP and TCP (or UDP) headers.
@@ -70,8 +86,12 @@ impl Burst {
     pub fn parse(frame: &[u8]) -> Option<Burst> {
         let v = frame.get(..VNET_HDR_LEN)?;
         let kind = v[1] & !GSO_ECN;
-        let udp = kind == GSO_UDP_L4;
-        if (kind != GSO_TCPV4 && kind != GSO_TCPV6 && !udp) || v[0] & F_NEEDS_CSUM == 0 {
+        let l4 = match kind {
+            GSO_TCPV4 | GSO_TCPV6 => L4::Tcp,
+            GSO_UDP_L4 => L4::Udp,
+            _ => return None,
+        };
+        if v[0] & F_NEEDS_CSUM == 0 {
             return None;
         }
         let mss = u16::from_le_bytes([v[4], v[5]]) as usize;
@@ -81,17 +101,20 @@ impl Burst {
             6 => (true, 40, *ip.get(6)?),
             _ => return None,
         };
-        if proto != if udp { IPPROTO_UDP } else { IPPROTO_TCP } || ip_len < 20 || mss == 0 {
+        if proto != l4.proto() || ip_len < 20 || mss == 0 {
             return None;
         }
-        let l4_len = if udp { 8 } else { (*ip.get(ip_len + 12)? >> 4) as usize * 4 };
+        let l4_len = match l4 {
+            L4::Udp => 8,
+            L4::Tcp => (*ip.get(ip_len + 12)? >> 4) as usize * 4,
+        };
         let hdr_len = ip_len + l4_len;
-        if l4_len < if udp { 8 } else { 20 } || ip.len() <= hdr_len {
+        if (l4 == L4::Tcp && l4_len < 20) || ip.len() <= hdr_len {
             return None;
         }
         let payload = ip.len() - hdr_len;
         let count = payload.div_ceil(mss);
-        (count >= 2).then_some(Burst { v6, udp, ip_len, hdr_len, mss, payload, count })
+        (count >= 2).then_some(Burst { v6, l4, ip_len, hdr_len, mss, payload, count })
     }
 
     /// How many segments the burst holds.
@@ -131,9 +154,9 @@ impl Burst {
             let sum = !fold(add_bytes(0, &p[..self.ip_len]));
             p[10..12].copy_from_slice(&sum.to_be_bytes());
         }
-        let pseudo = pseudo_header_sum(p, self.v6, if self.udp { IPPROTO_UDP } else { IPPROTO_TCP }, l4_bytes);
+        let pseudo = pseudo_header_sum(p, self.v6, self.l4.proto(), l4_bytes);
         let t = &mut p[self.ip_len..];
-        if self.udp {
+        if self.l4 == L4::Udp {
             t[4..6].copy_from_slice(&(l4_bytes as u16).to_be_bytes());
             t[6..8].copy_from_slice(&fold(pseudo).to_be_bytes());
             return;
