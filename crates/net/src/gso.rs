@@ -334,4 +334,20 @@ mod tests {
             assert_eq!(u16::from_be_bytes([p[10], p[11]]), ipv4_header_checksum(p));
         }
     }
+
+    #[test]
+    fn the_fuzz_seeds_are_bursts_of_each_kind() {
+        // fuzz/corpus/gso starts the fuzzer from a TCP burst and UDP bursts
+        // over IPv4 and IPv6, so the smoke run reaches both branches from
+        // the first input, not only by mutation.
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz/corpus/gso");
+        let mut kinds = std::collections::BTreeSet::new();
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let data = std::fs::read(e.unwrap().path()).unwrap();
+            let b = Burst::parse(&data[1..]).expect("every seed is a burst");
+            assert!(b.count() > 1);
+            kinds.insert((b.l4 == L4::Udp, data[VNET_HDR_LEN + 1] >> 4));
+        }
+        assert_eq!(kinds.into_iter().collect::<Vec<_>>(), vec![(false, 4), (true, 4), (true, 6)]);
+    }
 }
