@@ -2,7 +2,6 @@
 //! (as root, with real namespaces and TUN devices) and read what it did.
 #![allow(dead_code)]
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 
 pub fn bin() -> &'static str {
@@ -69,7 +68,12 @@ pub fn text(o: &Output) -> (String, String) {
     (String::from_utf8_lossy(&o.stdout).to_string(), String::from_utf8_lossy(&o.stderr).to_string())
 }
 
-pub fn tempdir(name: &str) -> PathBuf {
+#[path = "../../lab/tests/common/scratch.rs"]
+mod scratch;
+pub use scratch::Scratch;
+
+/// A fresh scratch directory, `aerolink-test-NAME-PID`.
+pub fn tempdir(name: &str) -> Scratch {
     let d = std::env::temp_dir().join(format!("aerolink-test-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
@@ -78,7 +82,7 @@ pub fn tempdir(name: &str) -> PathBuf {
         // Where aerolink, as that user, writes its logs and stores.
         std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();
     }
-    d
+    Scratch::new(d)
 }
 
 /// Namespaces aerolink created that still exist.

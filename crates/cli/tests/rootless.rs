@@ -24,7 +24,7 @@ fn run(args: &[&str]) -> Output {
     as_nobody(args).output().unwrap()
 }
 
-fn userdir(name: &str) -> std::path::PathBuf {
+fn userdir(name: &str) -> Scratch {
     use std::os::unix::fs::PermissionsExt;
     let d = tempdir(name);
     std::fs::set_permissions(&d, std::fs::Permissions::from_mode(0o777)).unwrap();

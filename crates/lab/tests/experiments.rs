@@ -57,8 +57,10 @@ fn write(dir: &Path, name: &str, text: &str) -> String {
     p.to_string_lossy().to_string()
 }
 
-fn scratch(name: &str) -> PathBuf {
-    std::env::temp_dir().join(format!("aerolink-lab-{name}-{}", std::process::id()))
+mod common;
+
+fn scratch(name: &str) -> common::Scratch {
+    common::dir(name)
 }
 
 #[test]

@@ -33,10 +33,10 @@ fn outcome(plt_ms: f64, ok: bool) -> RunOutcome {
     }
 }
 
-fn db(name: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!("aerolink-report-{name}-{}.db", std::process::id()));
-    let _ = std::fs::remove_file(&p);
-    p
+mod common;
+
+fn db(name: &str) -> common::Scratch {
+    common::db("report", name)
 }
 
 /// Stores the fixture: h1 loads take 10, 11, 12 s; h2 loads 30, 33 s and

@@ -23,10 +23,10 @@ fn outcome(ok: bool) -> RunOutcome {
     .unwrap()
 }
 
-fn db(name: &str) -> PathBuf {
-    let p = std::env::temp_dir().join(format!("aerolink-shards-{name}-{}.db", std::process::id()));
-    let _ = std::fs::remove_file(&p);
-    p
+mod common;
+
+fn db(name: &str) -> common::Scratch {
+    common::db("shards", name)
 }
 
 fn store_of(e: &Experiment, path: &PathBuf, runs: &[aerolink_lab::experiment::PlannedRun], host: &str, ok: bool) {
@@ -76,7 +76,7 @@ fn shards_cover_the_plan_once_balanced_and_the_same_everywhere() {
 fn merging_shards_gives_the_unsharded_set_once_and_is_idempotent() {
     let e = Experiment::parse(SPEC, "shardfix.toml").unwrap();
     let shards = e.shards(3);
-    let paths: Vec<PathBuf> = (0..3).map(|i| db(&format!("shard{i}"))).collect();
+    let paths: Vec<common::Scratch> = (0..3).map(|i| db(&format!("shard{i}"))).collect();
     for (i, (sh, p)) in shards.iter().zip(&paths).enumerate() {
         store_of(&e, p, sh, &format!("node{i}"), true);
     }
@@ -123,9 +123,6 @@ fn merging_shards_gives_the_unsharded_set_once_and_is_idempotent() {
     store_of(&e2, &other, &e2.plan()[..1], "node0", true);
     let m = out.mismatches(&Store::open(&other).unwrap()).unwrap();
     assert!(matches!(m.first(), Some(Mismatch::Spec { experiment }) if experiment == "shardfix"), "{m:?}");
-    for p in paths.iter().chain([&all, &retry, &failed, &partial, &other]) {
-        let _ = std::fs::remove_file(p);
-    }
 }
 
 #[test]

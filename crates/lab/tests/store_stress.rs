@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -97,12 +97,10 @@ fn spawn_writer(db: &Path, w: usize, committed: Arc<Mutex<BTreeSet<String>>>) ->
     Writer { child, done }
 }
 
-fn db_path() -> PathBuf {
-    let p = std::env::temp_dir().join(format!("aerolink-stress-{}.db", std::process::id()));
-    for ext in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{ext}", p.display()));
-    }
-    p
+mod common;
+
+fn db_path() -> common::Scratch {
+    common::db("stress", "writers")
 }
 
 #[test]
