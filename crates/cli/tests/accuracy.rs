@@ -134,7 +134,8 @@ fn ldacs_pings_wait_for_grants_and_arq_hides_block_errors() {
     // resends it), the reply one forward block. The floor is a multi-frame
     // (58.32 ms) for the return-link grant plus both transmissions (≈ 9.6
     // ms) and 2 ms of flight; ARQ leaves ≈ 0.24 % of requests lost.
-    let log = tempdir("ldacs-ping").join("ping.log");
+    let d = tempdir("ldacs-ping");
+    let log = d.join("ping.log");
     let o = aerolink(&["run", "-q", "--profile", "ldacs1-158k", "--log", log.to_str().unwrap(), "--client", "ping -c 20 -i 0.3 -W 5 $AEROLINK_SERVER; true"]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");

@@ -246,7 +246,8 @@ fn the_servers_output_does_not_mix_into_the_clients() {
     // `aerolink run … --client 'iperf3 -J …' > out.json` must give the
     // client's output alone: the server's goes to standard error. The
     // client starts printing only once the server has printed.
-    let mark = tempdir("server-out").join("printed");
+    let d = tempdir("server-out");
+    let mark = d.join("printed");
     let server = format!("echo from-the-server; touch {}; sleep 30", mark.display());
     let client = format!("while [ ! -e {} ]; do sleep 0.05; done; echo from-the-client", mark.display());
     let o = aerolink(&["run", "-q", "--profile", "terrestrial", "--server", &server, "--client", &client]);
