@@ -6,6 +6,11 @@
 //! QUIC, with configurable initial window, windows and congestion
 //! controller). One [`server`] serves every workload; each client returns a
 //! serialisable result. Nothing here is simulated.
+//!
+//! Feature `chromium` (default): the [`browser`] workload's driver
+//! (`browser::load`, `browser::record`, over chromiumoxide). Crates that only
+//! name browser settings — the experiment runner, the PEPs, the fuzz
+//! targets — build without it.
 
 pub mod archive;
 pub mod browser;
