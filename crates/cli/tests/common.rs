@@ -74,7 +74,8 @@ pub use scratch::Scratch;
 
 /// A fresh scratch directory, `aerolink-test-NAME-PID`.
 pub fn tempdir(name: &str) -> Scratch {
-    let d = std::env::temp_dir().join(format!("aerolink-test-{name}-{}", std::process::id()));
+    // One directory, even for a name with a slash in it (`15Mbit/s`).
+    let d = std::env::temp_dir().join(format!("aerolink-test-{}-{}", name.replace('/', "_"), std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
     if test_user().is_some() {
