@@ -35,12 +35,46 @@ fn job_state(id: &str) -> String {
     t.split_whitespace().find_map(|w| w.strip_prefix("JobState=")).unwrap_or("UNKNOWN").to_string()
 }
 
+/// The one-node Slurm as the test found it: the daemons that
+/// scripts/slurm-local.sh started for it are stopped when the test ends
+/// (passed or not), after its jobs are cancelled; a Slurm that was running
+/// before is left as it was.
+struct LocalSlurm {
+    script: std::path::PathBuf,
+    started: Vec<String>,
+    jobs: Vec<String>,
+}
+
+impl LocalSlurm {
+    fn start() -> LocalSlurm {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slurm-local.sh");
+        let o = Command::new(&script).arg("start").output().expect("scripts/slurm-local.sh");
+        let started = String::from_utf8_lossy(&o.stdout).lines().map(str::to_string).collect();
+        let slurm = LocalSlurm { script, started, jobs: Vec::new() };
+        assert!(o.status.success(), "a one-node Slurm (make test installs slurmctld and slurmd): {}", String::from_utf8_lossy(&o.stderr));
+        slurm
+    }
+}
+
+impl Drop for LocalSlurm {
+    fn drop(&mut self) {
+        if !self.jobs.is_empty() {
+            let _ = Command::new("scancel").args(&self.jobs).status();
+        }
+        if !self.started.is_empty() {
+            let o = Command::new(&self.script).arg("stop").args(&self.started).output();
+            match o {
+                Ok(o) if o.status.success() => {}
+                _ => eprintln!("could not stop the Slurm daemons this test started ({}): {o:?}", self.started.join(", ")),
+            }
+        }
+    }
+}
+
 #[test]
 fn a_slurm_job_array_merges_into_the_unsharded_set_of_runs() {
     require_root();
-    let setup = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts/slurm-local.sh");
-    let o = Command::new(&setup).output().expect("scripts/slurm-local.sh");
-    assert!(o.status.success(), "a one-node Slurm (make test installs slurmctld and slurmd): {}", String::from_utf8_lossy(&o.stderr));
+    let mut slurm = LocalSlurm::start();
     let d = tempdir("slurm");
     let spec = d.join("exp.toml");
     std::fs::write(&spec, SPEC).unwrap();
@@ -49,6 +83,7 @@ fn a_slurm_job_array_merges_into_the_unsharded_set_of_runs() {
     assert!(o.status.success(), "{}", text(&o).1);
     let sub: Value = serde_json::from_slice(&o.stdout).unwrap();
     let merge = sub["merge_job"].as_str().unwrap().to_string();
+    slurm.jobs = vec![sub["array_job"].as_str().unwrap().to_string(), merge.clone()];
     // The merge job runs after the array; wait for it to end (polling its
     // state, as a user would with squeue).
     let deadline = Instant::now() + Duration::from_secs(600);
@@ -76,4 +111,11 @@ fn a_slurm_job_array_merges_into_the_unsharded_set_of_runs() {
     assert!(rows.iter().all(|r| r.1), "{rows:?}");
     assert!(Path::new(sub["report"].as_str().unwrap()).exists(), "the merge job writes the report");
     assert!(leftover_namespaces().is_empty());
+    // A Slurm this test started goes with it.
+    let started = slurm.started.clone();
+    drop(slurm);
+    for d in &started {
+        let alive = Command::new("pgrep").args(["-x", d]).output().unwrap().status.success();
+        assert!(!alive, "{d} was started for this test and is still running");
+    }
 }
