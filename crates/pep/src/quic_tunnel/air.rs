@@ -136,7 +136,7 @@ impl Air {
             }
             relay::pump(&mut recv, &mut cw, &self.counters.bytes_down).await
         };
-        let r = relay::both_ways(relay::pump(&mut cr, &mut send, &self.counters.bytes_up), down).await;
+        let r = relay::both_ways(super::tcp_to_stream(&mut cr, &mut send, &self.counters.bytes_up), down).await;
         if let Err(e) = &r {
             // The tunnel or the far end broke: the client gets a reset, the
             // stream is abandoned both ways.

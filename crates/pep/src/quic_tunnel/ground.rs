@@ -122,7 +122,7 @@ async fn ground_stream(mut send: quinn::SendStream, mut recv: quinn::RecvStream,
     };
     send.write_all(&[0]).await?;
     let (mut tr, mut tw) = tcp.into_split();
-    let r = relay::both_ways(relay::pump(&mut recv, &mut tw, &counters.bytes_up), relay::pump(&mut tr, &mut send, &counters.bytes_down)).await;
+    let r = relay::both_ways(relay::pump(&mut recv, &mut tw, &counters.bytes_up), super::tcp_to_stream(&mut tr, &mut send, &counters.bytes_down)).await;
     if let Err(e) = &r {
         // One side broke: break the other too, so neither end hangs.
         counters.broke("quic-tunnel ground", dest, e);

@@ -317,6 +317,7 @@ pub(crate) fn endpoint(psk: &Psk, server: Option<quinn::ServerConfig>, sock: std
             h.fd.store(sock.as_raw_fd(), Ordering::Relaxed);
         }
     }
+    quinn::set_transmit_batch(super::TRANSMIT_BATCH);
     let rt = Arc::new(quinn::TokioRuntime);
     let inner = rt.wrap_udp_socket(sock)?;
     let gate = server.is_some().then(|| Gate::new(psk.clone()));
