@@ -1,7 +1,8 @@
 //! A frame from a TUN device (virtio-net header, then a packet or an
 //! offloaded burst): described, every run of its segments rewritten, and
 //! cut into finished packets, as the pump does for a shaping link. None of
-//! it may panic, whatever the bytes.
+//! it may panic, whatever the bytes, and every run written is one the
+//! kernel would take (no `hdr_len` past its end).
 #![no_main]
 use aerolink_net::gso::{segment, Burst};
 use libfuzzer_sys::fuzz_target;
@@ -14,8 +15,12 @@ fuzz_target!(|data: &[u8]| {
         assert!(total >= frame.len() as u64 - aerolink_net::tun::VNET_HDR_LEN as u64);
         let first = split as usize % n;
         let mut out = Vec::new();
-        b.write_run(frame, first, n, &mut out);
-        b.write_run(frame, 0, first + 1, &mut out);
+        for (from, to) in [(first, n), (0, first + 1)] {
+            b.write_run(frame, from, to, &mut out);
+            // The kernel refuses a frame shorter than its header says.
+            let hdr_len = u16::from_le_bytes([out[2], out[3]]) as usize;
+            assert!(hdr_len <= out.len() - aerolink_net::tun::VNET_HDR_LEN);
+        }
     }
     let _ = segment(frame);
 });

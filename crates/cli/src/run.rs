@@ -214,7 +214,7 @@ pub fn print_report(rep: &LabReport, hosts: &[String]) {
             _ => (&hosts[d.hop as usize + 1], &hosts[d.hop as usize]),
         };
         eprintln!(
-            "aerolink:   {from} → {to}: {} packets in, {} out ({:.1} KB); dropped {} by loss, {} by queue, {} by outage{}{}",
+            "aerolink:   {from} → {to}: {} packets in, {} out ({:.1} KB); dropped {} by loss, {} by queue, {} by outage{}{}{}",
             d.packets_in,
             d.packets_out,
             d.bytes_out as f64 / 1e3,
@@ -222,6 +222,7 @@ pub fn print_report(rep: &LabReport, hosts: &[String]) {
             d.dropped_queue,
             d.dropped_outage,
             if d.dropped_arq > 0 || d.retransmissions > 0 { format!(", {} by ARQ giving up ({} retransmissions)", d.dropped_arq, d.retransmissions) } else { String::new() },
+            d.refused_why.as_ref().map(|e| format!("; {} refused by the kernel, the first: {e}", d.refused)).unwrap_or_default(),
             d.error.as_ref().map(|e| format!("; error: {e}")).unwrap_or_default()
         );
     }

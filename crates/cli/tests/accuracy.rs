@@ -213,3 +213,25 @@ fn on_demand_return_links_make_an_idle_terminal_wait() {
     let cra_max = cra.iter().cloned().fold(0.0, f64::max);
     assert!(vbdc.iter().all(|r| *r > cra_max + 680.0 && *r < cra_max + 725.0), "VBDC {vbdc:?} vs CRA {cra:?}");
 }
+
+#[test]
+fn offloaded_bursts_cross_the_gateway_chain_without_a_refused_frame() {
+    // The gateways are routers: a burst they forward comes with the kernel's
+    // linear part as its header length, and a run the pump cuts from it must
+    // still be a frame the next TUN device takes. Every refused frame is a
+    // packet lost that no link stage chose to lose.
+    let o = aerolink(&["run", "--json", "--topology", "ifc", "--space", "mss", "--rate", "1Gbit/s", "--rtt", "20ms", "--loss", "0", "--server", "iperf3 -s -1", "--client", "iperf3 -c $AEROLINK_SERVER -t 2 --bidir -J"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let dirs = v["link"]["directions"].as_array().unwrap();
+    assert_eq!(dirs.len(), 6, "three hops, two directions each: {out}");
+    for d in dirs {
+        assert_eq!(d["refused"], 0, "hop {} {}: {}", d["hop"], d["dir"], d["refused_why"]);
+        assert!(d["packets_out"].as_u64().unwrap() > 1000, "hop {} {} carried the flows: {d}", d["hop"], d["dir"]);
+    }
+    let end = &v["client_stdout"]["end"];
+    for k in ["sum_received", "sum_received_bidir_reverse"] {
+        assert!(end[k]["bits_per_second"].as_f64().unwrap() > 1e6, "{k}: {}", end[k]);
+    }
+}

@@ -272,7 +272,7 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     }
     outcome.lateness_us_p99 = rep.directions.iter().map(|d| d.lateness_us_p99).fold(0.0, f64::max);
     for d in rep.directions.iter().filter(|d| d.hop as usize == measured_hop) {
-        let dropped = d.dropped_loss + d.dropped_arq + d.dropped_queue + d.dropped_outage;
+        let dropped = d.dropped_loss + d.dropped_arq + d.dropped_queue + d.dropped_outage + d.refused;
         match d.dir {
             Some(aerolink_net::log::Dir::Up) => {
                 outcome.wire_bytes_up += d.bytes_out;

@@ -137,6 +137,11 @@ impl Burst {
         out.clear();
         out.extend_from_slice(&frame[..VNET_HDR_LEN + self.hdr_len]);
         out.extend_from_slice(&ip[from..to]);
+        // `hdr_len` as read is the linear part of the kernel's buffer, which
+        // for a burst forwarded by a router can hold payload and be longer
+        // than this run: the kernel refuses a frame shorter than its
+        // `hdr_len` (EINVAL). The run's headers are what it is.
+        out[2..4].copy_from_slice(&(self.hdr_len as u16).to_le_bytes());
         if end - first == 1 {
             // One segment: a packet, its checksum still partial.
             out[1] = GSO_NONE;
@@ -332,6 +337,29 @@ mod tests {
         for p in &packets {
             assert_eq!(u16::from_be_bytes([p[36], p[37]]), tcp_checksum(p));
             assert_eq!(u16::from_be_bytes([p[10], p[11]]), ipv4_header_checksum(p));
+        }
+    }
+
+    #[test]
+    fn a_run_says_its_own_header_length_not_the_linear_part_read() {
+        // A burst forwarded by a router comes with `hdr_len` = the linear
+        // part of the kernel's buffer (here 240 bytes, payload included)
+        // and the ECN bit in its GSO type. The kernel refuses a frame
+        // shorter than its `hdr_len`, so a cut run must say 40.
+        let mut ip = vec![0x45, 0, 0, 0, 0, 1, 0x40, 0, 64, 6, 0, 0, 198, 18, 0, 1, 198, 18, 1, 1];
+        ip[2..4].copy_from_slice(&(20u16 + 20 + 300).to_be_bytes());
+        ip.extend_from_slice(&[0, 1, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 5 << 4, 0x18, 0, 0, 0, 0, 0, 0]);
+        ip.extend_from_slice(&[7u8; 300]);
+        let mut frame = vec![F_NEEDS_CSUM, GSO_TCPV4 | GSO_ECN, 240, 0, 100, 0, 20, 0, 16, 0];
+        frame.extend_from_slice(&ip);
+        let b = Burst::parse(&frame).expect("a burst");
+        assert_eq!(b.count(), 3);
+        let mut out = Vec::new();
+        for (first, end, gso_type) in [(0, 1, GSO_NONE), (1, 3, GSO_TCPV4 | GSO_ECN), (2, 3, GSO_NONE)] {
+            b.write_run(&frame, first, end, &mut out);
+            let hdr_len = u16::from_le_bytes([out[2], out[3]]) as usize;
+            assert_eq!((out[1], hdr_len), (gso_type, 40), "run {first}..{end}");
+            assert!(hdr_len <= out.len() - VNET_HDR_LEN);
         }
     }
 

@@ -127,6 +127,10 @@ pub struct PumpReport {
     pub realtime: bool,
     /// CPU time this thread used, seconds.
     pub cpu_s: f64,
+    /// Frames the kernel refused to take from the pump (lost): none unless
+    /// something is wrong, with the first refusal's error.
+    pub refused: u64,
+    pub refused_why: Option<String>,
     /// Fatal I/O error that stopped this direction, if any.
     pub error: Option<String>,
 }
@@ -269,6 +273,11 @@ fn send<D: Device>(dst: &D, frame: &[u8], rep: &mut PumpReport, stop: &AtomicBoo
         } else if e.raw_os_error() == Some(libc::EBADF) {
             rep.error = Some(format!("write {}: {e}", dst.name()));
             stop.store(true, Ordering::Relaxed);
+        } else {
+            rep.refused += 1;
+            if rep.refused_why.is_none() {
+                rep.refused_why = Some(format!("write {} ({} bytes): {e}", dst.name(), frame.len()));
+            }
         }
     }
 }
