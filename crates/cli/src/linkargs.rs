@@ -46,6 +46,11 @@ pub struct LinkArgs {
     /// Per-packet overhead charged by the rate, e.g. "8B".
     #[arg(long, allow_hyphen_values = true, value_name = "SIZE", help_heading = "Link overrides (both directions)")]
     pub overhead: Option<String>,
+    /// The largest IP packet the link carries, e.g. "9000" (jumbo frames)
+    /// or "1400B"; 1280 to 65535 (default 1500). The sending hosts'
+    /// devices get this MTU.
+    #[arg(long, allow_hyphen_values = true, value_name = "BYTES", help_heading = "Link overrides (both directions)")]
+    pub mtu: Option<String>,
     /// Let jitter reorder packets (default: a FIFO link never reorders).
     #[arg(long, help_heading = "Link overrides (both directions)")]
     pub reorder: bool,
@@ -148,6 +153,7 @@ impl LinkArgs {
         add("link", "jitter", &self.jitter, "--jitter");
         add("link", "queue", &self.queue, "--queue");
         add("link", "overhead", &self.overhead, "--overhead");
+        add("link", "mtu", &self.mtu, "--mtu");
         add("link", "reorder", &self.reorder.then(|| "true".to_string()), "--reorder");
         add("up", "rate", &self.up_rate, "--up-rate");
         add("up", "delay", &self.up_delay, "--up-delay");

@@ -235,3 +235,15 @@ fn offloaded_bursts_cross_the_gateway_chain_without_a_refused_frame() {
         assert!(end[k]["bits_per_second"].as_f64().unwrap() > 1e6, "{k}: {}", end[k]);
     }
 }
+
+#[test]
+fn a_link_mtu_is_the_largest_packet_that_crosses_it() {
+    // 1400 B: a 1372-byte ping (+ 8 ICMP + 20 IP) fits, one byte more is
+    // refused at the sender with "message too long", as on a real link.
+    let client = "ping -c 1 -W 5 -M do -s 1372 $AEROLINK_SERVER && ! ping -c 1 -W 2 -M do -s 1373 $AEROLINK_SERVER";
+    let o = aerolink(&["run", "--rtt", "10ms", "--mtu", "1400", "--client", client]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    assert!(out.contains("1 received"), "{out}");
+    assert!(format!("{out}{err}").contains("mtu=1400"), "the second ping is refused for the MTU: {out}{err}");
+}

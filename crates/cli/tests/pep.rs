@@ -3,7 +3,8 @@
 //! not the client), UDP passes untouched, a VPN leaves them nothing to act
 //! on; 500 concurrent connections through each; the tunnel refuses a wrong
 //! key and garbage and keeps serving, turns a dead ground gateway into
-//! client errors and serves again after a restart, rides out a 30 s outage;
+//! client errors and serves again after a restart, rides out a 30 s outage,
+//! sends jumbo datagrams where the space hop carries them;
 //! no rule, namespace or process outlives a run, Ctrl-C included.
 
 mod common;
@@ -83,6 +84,27 @@ fn the_quic_tunnel_carries_tcp_to_the_ground_gateway_and_leaves_udp_alone() {
     assert_eq!(remote_seen(&["--pep", "quic-tunnel", "--tunnel-cc", "sat", "--tunnel-preset", "sat", "--tunnel-rate", "20Mbit/s"], false), "198.18.2.1");
     assert_eq!(remote_seen(&["--pep", "quic-tunnel"], true), "198.18.0.1");
     assert!(leftover_namespaces().is_empty());
+}
+
+#[test]
+fn the_tunnel_sends_jumbo_datagrams_where_the_space_hop_carries_them() {
+    // Mean IP packet size on the space hop's down direction, which carries
+    // the download: the tunnel's datagrams, as large as the path allows.
+    let mean_down_packet = |mtu: &str| {
+        let client = "iperf3 -c $AEROLINK_SERVER -t 3 -R > /dev/null";
+        let o = aerolink(&["run", "--json", "--topology", "ifc", "--rate", "200Mbit/s", "--rtt", "10ms", "--loss", "0", "--mtu", mtu, "--pep", "quic-tunnel", "--server", "iperf3 -s -1", "--client", client]);
+        let (out, err) = text(&o);
+        assert!(o.status.success(), "{err}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
+        let d = v["link"]["directions"].as_array().unwrap().iter().find(|d| d["hop"] == 1 && d["dir"] == "down").unwrap().clone();
+        d["bytes_out"].as_f64().unwrap() / d["packets_out"].as_f64().unwrap().max(1.0)
+    };
+    // 1500: quinn's own largest datagram (1452 B of UDP payload), no probe
+    // beyond it. 9000: path MTU discovery finds up to 8952 B.
+    let ordinary = mean_down_packet("1500");
+    assert!((1200.0..=1500.0).contains(&ordinary), "{ordinary} B per packet on a 1500-byte space hop");
+    let jumbo = mean_down_packet("9000");
+    assert!(jumbo > 4.0 * ordinary, "{jumbo} B per packet on a 9000-byte space hop, {ordinary} B on a 1500-byte one");
 }
 
 #[test]

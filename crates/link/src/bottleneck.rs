@@ -11,7 +11,7 @@ use std::collections::VecDeque;
 use crate::outage::{Gate, OutageMode, OutageSchedule};
 use crate::packet::{Drop, DropReason, Meta};
 use crate::profile::keys::{only_keys, parse_outages, table_str, RawKeys};
-use crate::profile::{DirectionSpec, Loader, ProfileError, QueueSpec, RateSpec};
+use crate::profile::{DirectionSpec, Loader, ProfileError, QueueSpec, RateSpec, MAX_MTU, MIN_MTU};
 use crate::queue::{DropTail, QueueLimit};
 use crate::rate::{MahimahiTrace, Server};
 use crate::registry::StageKind;
@@ -137,7 +137,8 @@ impl Stage for Bottleneck {
 }
 
 /// The bottleneck in the stage registry: keys `overhead`, `rate`, `queue`,
-/// `outages`.
+/// `outages`, and the link's `mtu` (not a stage: the lab gives the sending
+/// device that MTU).
 pub struct Kind;
 
 pub static KIND: Kind = Kind;
@@ -147,9 +148,26 @@ impl StageKind for Kind {
         "bottleneck"
     }
     fn keys(&self) -> &'static [&'static str] {
-        &["rate", "overhead", "queue", "outages"]
+        &["rate", "overhead", "queue", "outages", "mtu"]
     }
     fn parse(&self, raw: &RawKeys, load: Loader<'_>, d: &mut DirectionSpec) -> Result<(), ProfileError> {
+        if let Some(r) = raw.get("mtu") {
+            let bytes = match &r.value {
+                toml::Value::Integer(n) => u64::try_from(*n).ok(),
+                toml::Value::String(s) => match units::parse_size(s) {
+                    Ok(Size::Bytes(b)) => Some(b),
+                    _ => None,
+                },
+                _ => None,
+            };
+            match bytes {
+                Some(b) if (MIN_MTU as u64..=MAX_MTU as u64).contains(&b) => d.mtu = Some(b as u32),
+                _ => return Err(r.err(format!("expected an MTU in bytes from {MIN_MTU} (IPv6's minimum: every link carries IPv6) to {MAX_MTU}, like 9000 or \"1400 B\""))),
+            }
+            // Described only when given: a profile without it keeps its
+            // run keys.
+            d.described.insert("mtu".into(), format!("{} B", d.mtu()));
+        }
         if let Some(r) = raw.get("overhead") {
             let s = r.str(units::SIZE_HELP)?;
             match units::parse_size(s).map_err(|m| r.err(format!("expected {m}")))? {

@@ -251,3 +251,21 @@ fn bad_values_name_the_origin_key_and_what_is_allowed() {
     let flag = Profile::from_overrides(&[Override { scope: "up".into(), key: "loss".into(), value: "lots".into(), flag: "--up-loss".into() }], &mut |_| Err(String::new())).unwrap_err();
     assert_eq!((flag.origin.as_str(), flag.key.as_str()), ("command line", "--up-loss"));
 }
+
+#[test]
+fn a_link_mtu_is_read_per_direction_and_checked() {
+    let p = profile("[link]\nrate = \"10 Mbit/s\"\nmtu = 9000\n[up]\nmtu = \"1400 B\"\n");
+    assert_eq!((p.up.mtu(), p.down.mtu()), (1400, 9000));
+    assert_eq!(p.down.described.get("mtu").map(String::as_str), Some("9000 B"));
+    // No key: Ethernet's, and the profile's description (its run keys)
+    // has no `mtu` line, as before the key existed.
+    let plain = profile("[link]\nrate = \"10 Mbit/s\"\n");
+    assert_eq!(plain.up.mtu(), aerolink_link::profile::DEFAULT_MTU);
+    assert!(!plain.canonical().contains("mtu"), "{}", plain.canonical());
+    let err = |text: &str| Profile::parse(text, "bad.toml", &[], &mut |_| Err("missing".into())).unwrap_err();
+    for bad in ["mtu = 576", "mtu = 70000", "mtu = \"10 packets\"", "mtu = -1", "mtu = 1500.5"] {
+        let e = err(&format!("[link]\n{bad}\n"));
+        assert_eq!(e.key, "link.mtu", "{bad}");
+        assert!(e.message.contains("1280") && e.message.contains("65535"), "{bad}: {e}");
+    }
+}

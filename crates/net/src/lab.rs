@@ -336,16 +336,23 @@ impl Lab {
                 let name = rname.clone();
                 Arc::new(in_netns(r, move || Tun::create(&name, gso))?)
             };
-            for (ns, dev, side) in [(l, &lname, 1u8), (r, &rname, 2u8)] {
+            // Each direction's MTU is its sending device's: the host's
+            // stack fragments or discovers the path MTU as over a real link,
+            // and a router forwarding onto it answers "too big".
+            for (ns, dev, side, mtu) in [(l, &lname, 1u8, prof.up.mtu()), (r, &rname, 2u8, prof.down.mtu())] {
                 ip(&["-n", ns, "link", "set", "dev", dev, "addrgenmode", "none"])?;
                 // No multicast: no MLD reports or other chatter of our own
                 // on the link, only the programs' packets.
                 ip(&["-n", ns, "link", "set", "dev", dev, "multicast", "off"])?;
                 ip(&["-n", ns, "addr", "add", &format!("{}/24", v4(i, side)), "dev", dev])?;
                 ip(&["-n", ns, "-6", "addr", "add", &format!("{}/64", v6(i, side)), "dev", dev, "nodad"])?;
+                if mtu != aerolink_link::profile::DEFAULT_MTU {
+                    ip(&["-n", ns, "link", "set", "dev", dev, "mtu", &mtu.to_string()])?;
+                }
                 ip(&["-n", ns, "link", "set", "dev", dev, "up"])?;
             }
-            let buf_len = if gso { 65_536 + VNET_HDR_LEN } else { 1_600 + VNET_HDR_LEN };
+            let largest = prof.up.mtu().max(prof.down.mtu()) as usize;
+            let buf_len = if gso { 65_536 + VNET_HDR_LEN } else { largest + 100 + VNET_HDR_LEN };
             let pump = Pump {
                 hop: i as u16,
                 sides: [

@@ -1020,7 +1020,10 @@ impl State {
         let max_datagrams = self
             .socket
             .max_transmit_segments()
-            .min(MAX_TRANSMIT_SEGMENTS.load(Ordering::Relaxed));
+            .min(MAX_TRANSMIT_SEGMENTS.load(Ordering::Relaxed))
+            // A GSO send carries at most 64 KB: with large datagrams,
+            // as many as fit.
+            .min((MAX_GSO_BYTES / self.inner.current_mtu() as usize).max(1));
 
         loop {
             // Retry the last transmit, or get a new one.
@@ -1340,8 +1343,14 @@ static MAX_TRANSMIT_DATAGRAMS: AtomicUsize = AtomicUsize::new(20);
 /// that numbers around 10 are a good compromise.
 static MAX_TRANSMIT_SEGMENTS: AtomicUsize = AtomicUsize::new(10);
 
+/// The most one GSO send may carry (the kernel's limit is 64 KB less the
+/// headers). aerolink addition: stock quinn's 10 datagrams of its default
+/// largest size (1452 B) never reach it, but 10 jumbo datagrams would.
+const MAX_GSO_BYTES: usize = 65_000;
+
 /// Sets, for the whole process, how many datagrams one transmit (one GSO
-/// send) may carry, `segments` (1 to 64, clamped; stock: 10), and how many
+/// send) may carry, `segments` (1 to 64, clamped; stock: 10; never more than
+/// fit in 64 KB), and how many
 /// datagrams one `drive_transmit` call produces before yielding, twice that
 /// (stock: 20). Stock quinn has both as constants.
 ///

@@ -82,6 +82,14 @@ pub enum QueueSpec {
 /// offered, 60 s at 8 kbit/s.
 pub const MIN_BDP_QUEUE_BYTES: u64 = 10 * 1500;
 
+/// A link's MTU when its profile gives none: Ethernet's.
+pub const DEFAULT_MTU: u32 = 1500;
+/// The smallest `mtu`: IPv6's minimum (RFC 8200), as every link of a lab
+/// carries IPv6 (Linux takes IPv6 off a device with a smaller MTU).
+pub const MIN_MTU: u32 = 1280;
+/// The largest `mtu`: an IP packet's limit.
+pub const MAX_MTU: u32 = 65_535;
+
 /// The shortest round trip a `bdp` default is sized for. On a short path
 /// (`--rtt 0ms`) the real round trip is the hosts' and the pump's, and
 /// their bursts (offloaded 64 KB segments, a timer's worth of packets)
@@ -109,6 +117,9 @@ pub struct DirectionSpec {
     pub bonded: Option<crate::bonded::BondedSpec>,
     /// Handovers under Mobile IPv6 / NEMO (key `handover`, in `[link]`).
     pub handover: Option<crate::handover::HandoverSpec>,
+    /// The largest IP packet this direction carries (key `mtu`): the MTU
+    /// of the sending host's device. `None`: [`DEFAULT_MTU`].
+    pub mtu: Option<u32>,
     /// Each key as a person would write it, for `profiles show` and hashing.
     pub described: BTreeMap<String, String>,
 }
@@ -128,12 +139,18 @@ impl Default for DirectionSpec {
             dama: None,
             bonded: None,
             handover: None,
+            mtu: None,
             described: BTreeMap::new(),
         }
     }
 }
 
 impl DirectionSpec {
+    /// The largest IP packet this direction carries.
+    pub fn mtu(&self) -> u32 {
+        self.mtu.unwrap_or(DEFAULT_MTU)
+    }
+
     /// The direction's capacity in bit/s: the lowest of the rate stage's,
     /// the L-DACS user rate and the DVB-RCS2 carrier; `None` when nothing
     /// limits it.

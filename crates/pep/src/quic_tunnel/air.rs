@@ -154,7 +154,7 @@ impl Air {
 pub async fn air(opts: AirOptions, stop: impl std::future::Future<Output = ()>, ready: impl FnOnce()) -> Result<Stats> {
     let tls = aerolink_work::tls::client_config(&[ALPN])?;
     let mut client = quinn::ClientConfig::new(Arc::new(quinn::crypto::rustls::QuicClientConfig::try_from(tls).map_err(aerolink_work::WorkError::from)?));
-    client.transport_config(Arc::new(opts.tuning.transport()?));
+    client.transport_config(Arc::new(opts.tuning.transports()?.for_route(super::route_mtu(opts.ground))?));
     let bind = if opts.ground.is_ipv6() { SocketAddr::from(([0u16; 8], 0)) } else { SocketAddr::from(([0u8; 4], 0)) };
     let sock = std::net::UdpSocket::bind(bind)?;
     let counters = Arc::new(Counters::default());

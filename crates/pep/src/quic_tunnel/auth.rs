@@ -107,6 +107,10 @@ impl Psk {
         c.cid_generator(move || Box::new(quinn_proto::HashedConnectionIdGenerator::from_key(cid_key)));
         // Both ends are ours: a packet without QUIC's fixed bit is garbage.
         c.grease_quic_bit(false);
+        // What the peer may send us: up to the tunnel's largest datagram
+        // (quinn's default, 1472 B, would cap the peer's path MTU
+        // discovery).
+        c.max_udp_payload_size(super::MAX_DATAGRAM).expect("a payload size within QUIC's limits");
         c
     }
 }

@@ -28,7 +28,9 @@ pub struct GroundOptions {
 pub async fn ground(opts: GroundOptions, stop: impl std::future::Future<Output = ()>, ready: impl FnOnce()) -> Result<Stats> {
     let tls = aerolink_work::tls::server_config(&[ALPN])?;
     let mut server = quinn::ServerConfig::with_crypto(Arc::new(quinn::crypto::rustls::QuicServerConfig::try_from(tls).map_err(aerolink_work::WorkError::from)?));
-    server.transport_config(Arc::new(opts.tuning.transport()?));
+    let transports = Arc::new(opts.tuning.transports()?);
+    server.transport_config(Arc::new(transports.for_route(None)?));
+    let base = Arc::new(server.clone());
     let sock = std::net::UdpSocket::bind(opts.listen).map_err(|source| PepError::Sys { what: format!("binding {}", opts.listen), source })?;
     let counters = Arc::new(Counters::default());
     let ep = endpoint(&opts.psk, Some(server), sock, counters.clone(), None)?;
@@ -41,9 +43,24 @@ pub async fn ground(opts: GroundOptions, stop: impl std::future::Future<Output =
     let accept = async {
         while let Some(inc) = ep.accept().await {
             let (counters, psk, cc) = (counters.clone(), psk.clone(), opts.tcp_cc);
+            let (transports, base) = (transports.clone(), base.clone());
             tokio::spawn(async move {
                 let remote = inc.remote_address();
-                match inc.await {
+                // The path back to this air gateway may carry jumbo frames:
+                // its own configuration then lets path MTU discovery use them.
+                let accepted = match super::route_mtu(remote).filter(|m| *m > 1500).map(|m| transports.for_route(Some(m))) {
+                    Some(Ok(t)) => {
+                        let mut config = (*base).clone();
+                        config.transport_config(Arc::new(t));
+                        inc.accept_with(Arc::new(config))
+                    }
+                    _ => inc.accept(),
+                };
+                let conn = match accepted {
+                    Ok(connecting) => connecting.await,
+                    Err(e) => Err(e),
+                };
+                match conn {
                     Ok(conn) => serve_air(conn, &psk, cc, &counters).await,
                     Err(e) => {
                         counters.refused.fetch_add(1, Ordering::Relaxed);

@@ -99,25 +99,61 @@ pub struct Tuning {
 }
 
 impl Tuning {
-    fn transport(&self) -> Result<quinn::TransportConfig> {
-        let mut k = QuicKnobs::preset(self.preset);
-        k.cc = match self.cc {
+    /// Checks the tuning and starts what its configurations share: the
+    /// `rate` controller's setting, and the thread that follows a link
+    /// monitor with it (one per process).
+    fn transports(&self) -> Result<Transports> {
+        let rate = match self.cc {
+            TunnelCc::Rate => {
+                let rate_bps = self.rate_bps.ok_or(PepError::Tuning("the rate controller needs a rate (--rate)"))?;
+                let config = crate::rate_cc::RateConfig::fixed(rate_bps);
+                if let Some((path, up)) = &self.rate_follow {
+                    crate::rate_cc::follow(path.clone(), *up, config.rate_bps.clone());
+                }
+                Some(config)
+            }
+            _ => None,
+        };
+        let t = Transports { tuning: self.clone(), rate };
+        t.for_route(None)?;
+        Ok(t)
+    }
+}
+
+/// The tunnel's transport configurations: one per path, as they differ only
+/// in how far path MTU discovery may go ([`Transports::for_route`]).
+pub(crate) struct Transports {
+    tuning: Tuning,
+    rate: Option<crate::rate_cc::RateConfig>,
+}
+
+impl Transports {
+    /// The configuration for a path whose first hop carries packets of up
+    /// to `route_mtu` bytes ([`route_mtu`]). Above 1500 (jumbo frames)
+    /// path MTU discovery may search up to it (at most [`MAX_DATAGRAM`]):
+    /// fewer, larger datagrams cost less per byte. Otherwise it is quinn's,
+    /// which stops at 1452 B, so an ordinary path sends no probe its first
+    /// device would refuse.
+    fn for_route(&self, route_mtu: Option<u32>) -> Result<quinn::TransportConfig> {
+        let tuning = &self.tuning;
+        let mut k = QuicKnobs::preset(tuning.preset);
+        k.cc = match tuning.cc {
             TunnelCc::Cubic | TunnelCc::Rate => QuicCc::Cubic,
             TunnelCc::NewReno => QuicCc::NewReno,
             TunnelCc::Bbr => QuicCc::Bbr,
             TunnelCc::Sat => QuicCc::Sat,
         };
-        if self.cc == TunnelCc::Sat {
-            k.rate_bps = self.rate_bps;
+        if tuning.cc == TunnelCc::Sat {
+            k.rate_bps = tuning.rate_bps;
         }
         let mut t = k.transport()?;
-        if self.cc == TunnelCc::Rate {
-            let rate_bps = self.rate_bps.ok_or(PepError::Tuning("the rate controller needs a rate (--rate)"))?;
-            let config = crate::rate_cc::RateConfig::fixed(rate_bps);
-            if let Some((path, up)) = &self.rate_follow {
-                crate::rate_cc::follow(path.clone(), *up, config.rate_bps.clone());
-            }
-            t.congestion_controller_factory(Arc::new(config));
+        if let Some(datagram) = route_mtu.filter(|m| *m > 1500).map(|m| (m - 48).min(MAX_DATAGRAM as u32) as u16) {
+            let mut mtu = quinn::MtuDiscoveryConfig::default();
+            mtu.upper_bound(datagram);
+            t.mtu_discovery_config(Some(mtu));
+        }
+        if let (Some(config), Some(rate_bps)) = (&self.rate, tuning.rate_bps) {
+            t.congestion_controller_factory(Arc::new(config.clone()));
             // Bonded channels reorder packets by up to their delay spread:
             // detect loss by time only (twice the RTT), never by count.
             t.packet_threshold(u32::MAX);
@@ -130,11 +166,11 @@ impl Tuning {
         }
         // On a link so slow that a full packet takes seconds (Iridium), probe
         // no more often than two of them take: faster probes only queue.
-        let floor = self.rate_bps.filter(|_| self.cc == TunnelCc::Rate).map(|r| Duration::from_secs_f64(2.0 * 1200.0 * 8.0 / r as f64));
-        t.max_probe_timeout(self.max_probe_timeout.0.map(|cap| floor.map_or(cap, |f| cap.max(f))));
-        t.max_idle_timeout(Some(self.idle_timeout.try_into().map_err(|_| PepError::Tuning("the idle timeout is too long"))?));
+        let floor = tuning.rate_bps.filter(|_| tuning.cc == TunnelCc::Rate).map(|r| Duration::from_secs_f64(2.0 * 1200.0 * 8.0 / r as f64));
+        t.max_probe_timeout(tuning.max_probe_timeout.0.map(|cap| floor.map_or(cap, |f| cap.max(f))));
+        t.max_idle_timeout(Some(tuning.idle_timeout.try_into().map_err(|_| PepError::Tuning("the idle timeout is too long"))?));
         // Keep the tunnel warm (and NAT-proof) while no one uses it.
-        t.keep_alive_interval(Some((self.idle_timeout / 4).min(Duration::from_secs(10))));
+        t.keep_alive_interval(Some((tuning.idle_timeout / 4).min(Duration::from_secs(10))));
         t.max_concurrent_bidi_streams(quinn::VarInt::from_u32(8192));
         Ok(t)
     }
@@ -203,9 +239,33 @@ pub(crate) fn log(msg: impl std::fmt::Display) {
 }
 
 /// Datagrams per transmit (one GSO send) of the tunnel's connection: 40 ×
-/// 1452 B still fits one 64 KB UDP send; stock quinn sends 10. Measured by
-/// `aerolink bench pep` (vendor/README.md has the figures).
+/// 1452 B still fits one 64 KB UDP send (with larger datagrams quinn sends
+/// as many as fit); stock quinn sends 10. Measured by `aerolink bench pep`
+/// (vendor/README.md has the figures).
 pub(crate) const TRANSMIT_BATCH: usize = 40;
+
+/// The largest datagram the tunnel sends (UDP payload) when the path
+/// carries it: a 9000-byte jumbo frame less IPv6's and UDP's headers.
+pub(crate) const MAX_DATAGRAM: u16 = 9000 - 40 - 8;
+
+/// The MTU of the device the kernel would send to `peer` through (the
+/// route's), asked of a UDP socket connected to it, which sends nothing;
+/// `None` if there is no route.
+pub(crate) fn route_mtu(peer: std::net::SocketAddr) -> Option<u32> {
+    use std::os::fd::AsRawFd;
+    let peer = std::net::SocketAddr::new(peer.ip().to_canonical(), peer.port());
+    let (bind, level, name) = match peer {
+        std::net::SocketAddr::V4(_) => (std::net::SocketAddr::from(([0u8; 4], 0)), libc::IPPROTO_IP, libc::IP_MTU),
+        std::net::SocketAddr::V6(_) => (std::net::SocketAddr::from(([0u16; 8], 0)), libc::IPPROTO_IPV6, libc::IPV6_MTU),
+    };
+    let sock = std::net::UdpSocket::bind(bind).ok()?;
+    sock.connect(peer).ok()?;
+    let mut mtu: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: an int-sized option read into an int of our own, on a socket we hold.
+    let r = unsafe { libc::getsockopt(sock.as_raw_fd(), level, name, (&mut mtu as *mut libc::c_int).cast(), &mut len) };
+    (r == 0 && mtu > 0).then_some(mtu as u32)
+}
 
 /// Reads of a TCP connection go into blocks of this size, handed to quinn
 /// as they are (no copy into its send buffer).
