@@ -257,6 +257,11 @@ fn a_link_mtu_is_read_per_direction_and_checked() {
     let p = profile("[link]\nrate = \"10 Mbit/s\"\nmtu = 9000\n[up]\nmtu = \"1400 B\"\n");
     assert_eq!((p.up.mtu(), p.down.mtu()), (1400, 9000));
     assert_eq!(p.down.described.get("mtu").map(String::as_str), Some("9000 B"));
+    // The default queue's floor is ten full-size packets of the direction:
+    // a first flight of ten jumbo segments fits.
+    let short = aerolink_link::Duration::from_millis(0);
+    assert_eq!(p.down.queue_limit(short), aerolink_link::queue::QueueLimit::Bytes(90_000));
+    assert_eq!(p.up.queue_limit(short), aerolink_link::queue::QueueLimit::Bytes(25_000));
     // No key: Ethernet's, and the profile's description (its run keys)
     // has no `mtu` line, as before the key existed.
     let plain = profile("[link]\nrate = \"10 Mbit/s\"\n");

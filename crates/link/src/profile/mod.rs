@@ -67,12 +67,13 @@ pub enum LossSpec {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum QueueSpec {
     /// Bandwidth × round-trip time (at least [`MIN_BDP_QUEUE_RTT`]), at
-    /// least [`MIN_BDP_QUEUE_BYTES`].
+    /// least [`MIN_BDP_QUEUE_PACKETS`] full-size packets.
     Bdp,
     Limit(QueueLimit),
 }
 
-/// The smallest queue a `bdp` default gives: ten full-size packets, TCP's
+/// The smallest queue a `bdp` default gives: ten full-size packets (of the
+/// direction's `mtu`; 15 000 B at 1500), TCP's
 /// initial window (RFC 6928), so a connection's first flight fits on a very
 /// slow link. With four packets Iridium (2.4 kbit/s, 360 B of BDP) dropped
 /// most of every first flight, and a flow waited for retransmission
@@ -80,7 +81,7 @@ pub enum QueueSpec {
 /// (`aerolink bench queue`). At 2.4 kbit/s this is 50 s of queue, which is
 /// what seed 004 measured over Iridium: TCP messages 6.9 s late at 1 kbit/s
 /// offered, 60 s at 8 kbit/s.
-pub const MIN_BDP_QUEUE_BYTES: u64 = 10 * 1500;
+pub const MIN_BDP_QUEUE_PACKETS: u64 = 10;
 
 /// A link's MTU when its profile gives none: Ethernet's.
 pub const DEFAULT_MTU: u32 = 1500;
@@ -188,7 +189,7 @@ impl DirectionSpec {
                 None => QueueLimit::Unlimited,
                 Some(bps) => {
                     let bdp = (bps * rtt.max(MIN_BDP_QUEUE_RTT).as_secs_f64() / 8.0).ceil() as u64;
-                    QueueLimit::Bytes(bdp.max(MIN_BDP_QUEUE_BYTES))
+                    QueueLimit::Bytes(bdp.max(MIN_BDP_QUEUE_PACKETS * self.mtu() as u64))
                 }
             },
         }
