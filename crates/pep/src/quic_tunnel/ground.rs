@@ -48,17 +48,16 @@ pub async fn ground(opts: GroundOptions, stop: impl std::future::Future<Output =
                 let remote = inc.remote_address();
                 // The path back to this air gateway may carry jumbo frames:
                 // its own configuration then lets path MTU discovery use them.
-                let accepted = match super::route_mtu(remote).filter(|m| *m > 1500).map(|m| transports.for_route(Some(m))) {
-                    Some(Ok(t)) => {
+                let conn = match transports.for_route(super::route_mtu(remote)) {
+                    Ok(t) => {
                         let mut config = (*base).clone();
                         config.transport_config(Arc::new(t));
-                        inc.accept_with(Arc::new(config))
+                        match inc.accept_with(Arc::new(config)) {
+                            Ok(connecting) => connecting.await.map_err(|e| e.to_string()),
+                            Err(e) => Err(e.to_string()),
+                        }
                     }
-                    _ => inc.accept(),
-                };
-                let conn = match accepted {
-                    Ok(connecting) => connecting.await,
-                    Err(e) => Err(e),
+                    Err(e) => Err(e.to_string()),
                 };
                 match conn {
                     Ok(conn) => serve_air(conn, &psk, cc, &counters).await,

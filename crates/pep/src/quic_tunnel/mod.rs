@@ -46,6 +46,7 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use aerolink_link::profile::DEFAULT_MTU;
 use aerolink_work::quic::{Preset, QuicCc, QuicKnobs};
 use crate::error::{PepError, Result};
 
@@ -114,9 +115,7 @@ impl Tuning {
             }
             _ => None,
         };
-        let t = Transports { tuning: self.clone(), rate };
-        t.for_route(None)?;
-        Ok(t)
+        Ok(Transports { tuning: self.clone(), rate })
     }
 }
 
@@ -147,7 +146,7 @@ impl Transports {
             k.rate_bps = tuning.rate_bps;
         }
         let mut t = k.transport()?;
-        if let Some(datagram) = route_mtu.filter(|m| *m > 1500).map(|m| (m - 48).min(MAX_DATAGRAM as u32) as u16) {
+        if let Some(datagram) = route_mtu.filter(|m| *m > DEFAULT_MTU).map(|m| (m - IP_UDP_HEADERS).min(MAX_DATAGRAM as u32) as u16) {
             let mut mtu = quinn::MtuDiscoveryConfig::default();
             mtu.upper_bound(datagram);
             t.mtu_discovery_config(Some(mtu));
@@ -244,9 +243,13 @@ pub(crate) fn log(msg: impl std::fmt::Display) {
 /// (vendor/README.md has the figures).
 pub(crate) const TRANSMIT_BATCH: usize = 40;
 
+/// IPv6's and UDP's headers: what an MTU leaves for a datagram's payload
+/// (IPv4's are smaller; one bound serves both).
+const IP_UDP_HEADERS: u32 = 40 + 8;
+
 /// The largest datagram the tunnel sends (UDP payload) when the path
-/// carries it: a 9000-byte jumbo frame less IPv6's and UDP's headers.
-pub(crate) const MAX_DATAGRAM: u16 = 9000 - 40 - 8;
+/// carries it: a 9000-byte jumbo frame less [`IP_UDP_HEADERS`].
+pub(crate) const MAX_DATAGRAM: u16 = (9000 - IP_UDP_HEADERS) as u16;
 
 /// The MTU of the device the kernel would send to `peer` through (the
 /// route's), asked of a UDP socket connected to it, which sends nothing;
