@@ -350,8 +350,11 @@ fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
             (true, None) => "ok".into(),
             (false, _) => format!("FAILED: {}", d.outcome.error.clone().unwrap_or_default()),
         };
+        // Not the link's doing: say it beside the figure it spoils.
+        let faults = d.outcome.emulator_faults.iter().map(|f| format!("{what}: warning: the emulator lost frames no link model dropped (an aerolink bug: please report it): {f}"));
         match &bar {
             Some(b) => {
+                faults.for_each(|f| b.println(f));
                 b.inc(1);
                 // The workers keep `parallel` runs going while any are left.
                 let running = parallel.min(n_todo - done);
@@ -361,6 +364,7 @@ fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
                 }
             }
             None => {
+                faults.for_each(|f| eprintln!("{f}"));
                 let eta = if done > 0 { t0.elapsed().as_secs_f64() / done as f64 * (n_todo - done) as f64 } else { 0.0 };
                 eprintln!("[{done}/{n_todo}] {what}: {result} (ETA {:.0} s, {failed} failed)", eta);
             }

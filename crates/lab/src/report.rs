@@ -132,6 +132,7 @@ fn metric_title(m: &str) -> &str {
         "client_retransmits" => "client retransmits (TCP) / lost packets (QUIC)",
         "link_drops_down" => "link drops ↓",
         "link_drops_up" => "link drops ↑",
+        "emulator_refused" => "frames the emulator lost (refused by the kernel; an aerolink bug)",
         "sender_retransmits" => "sender retransmits",
         "sender_srtt_ms_max" => "largest smoothed RTT (sender)",
         "latency_ms_p50_up" => "median message latency (up)",
@@ -248,6 +249,16 @@ fn experiment_section(h: &mut String, e: &ExperimentRow, runs: &[&RunRow]) {
         let _ = write!(h, "<h3>Failed runs ({})</h3><table><tr><th>profile</th><th>protocol</th><th>setting</th><th>seed</th><th>reason</th></tr>", fails.len());
         for r in fails.iter().take(50) {
             let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"fail\" style=\"text-align:left;white-space:normal\">{}</td></tr>", esc(&r.profile), esc(&r.protocol), esc(&r.params), r.seed, esc(r.error.as_deref().unwrap_or("")));
+        }
+        h.push_str("</table>");
+    }
+    // Frames the emulator itself lost are in the link's drops: their runs'
+    // figures are not the link model's, and the reader must see which.
+    let spoiled: Vec<(&&RunRow, f64)> = runs.iter().filter(|r| r.ok).filter_map(|r| r.metrics.get("emulator_refused").map(|n| (r, *n))).collect();
+    if !spoiled.is_empty() {
+        let _ = write!(h, "<h3>Runs with frames the emulator lost ({})</h3><p class=\"note\">The kernel refused frames a pump handed on: they are counted in the link's drops, but no link model dropped them, so these runs' figures are not the link's. This is an aerolink bug: please report it with the run's seed.</p><table><tr><th>profile</th><th>protocol</th><th>setting</th><th>seed</th><th>frames refused</th></tr>", spoiled.len());
+        for (r, n) in spoiled.iter().take(50) {
+            let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"fail\">{n}</td></tr>", esc(&r.profile), esc(&r.protocol), esc(&r.params), r.seed);
         }
         h.push_str("</table>");
     }

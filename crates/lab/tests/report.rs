@@ -30,6 +30,8 @@ fn outcome(plt_ms: f64, ok: bool) -> RunOutcome {
         teardown_ms: 50.0,
         client_ms: plt_ms,
         lateness_us_p99: 40.0,
+        emulator_faults: Vec::new(),
+        emulator_refused: 0,
     }
 }
 
@@ -121,6 +123,25 @@ fn the_report_is_one_self_contained_page_with_the_figures() {
         assert!(!html.contains(banned), "the report references {banned}");
     }
     let _ = std::fs::remove_file(&path);
+}
+
+#[test]
+fn runs_whose_frames_the_emulator_lost_are_named_in_the_report() {
+    let path = db("faults");
+    let e = fixture(&path);
+    let html = |store: &Store| aerolink_lab::report::render(&store.experiments().unwrap(), &store.runs(None).unwrap(), "fixture.db", "2026-11-22T00:00:00Z");
+    let mut store = Store::open(&path).unwrap();
+    assert!(!html(&store).contains("frames the emulator lost"), "no run lost any");
+    let p = e.plan().into_iter().find(|p| e.cases[p.case].workload.protocol() == "h1").unwrap();
+    let mut o = outcome(10_500.0, true);
+    o.emulator_refused = 7;
+    o.emulator_faults = vec!["hop 1 down: 7 frames refused by the kernel (the first: EINVAL)".into()];
+    let seed = p.seed;
+    store.insert_run(&record(&e, &Finished { planned: p, outcome: o, started: SystemTime::UNIX_EPOCH, seconds: 1.0 }, "testhost")).unwrap();
+    let runs = store.runs(None).unwrap();
+    assert_eq!(runs.iter().filter(|r| r.metrics.contains_key("emulator_refused")).map(|r| (r.seed, r.metrics["emulator_refused"])).collect::<Vec<_>>(), vec![(seed as i64, 7.0)]);
+    let h = html(&store);
+    assert!(h.contains("Runs with frames the emulator lost (1)") && h.contains(&format!("<td>{seed}</td><td class=\"fail\">7</td>")), "the spoiled run is listed with its seed and count");
 }
 
 #[test]

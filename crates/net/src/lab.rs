@@ -103,6 +103,21 @@ impl LabReport {
     pub fn errors(&self) -> Vec<String> {
         self.directions.iter().filter_map(|d| d.error.clone()).collect()
     }
+
+    /// Frames the kernel refused to take from a pump, one line per
+    /// direction that had any (empty: none). Counted as the link's drops,
+    /// but no link model chose them: each is a fault of the emulator (or
+    /// of the devices it writes to) that a run's figures should say.
+    pub fn faults(&self) -> Vec<String> {
+        self.directions
+            .iter()
+            .filter(|d| d.refused > 0)
+            .map(|d| {
+                let dir = d.dir.map(|x| format!(" {}", x.as_str())).unwrap_or_default();
+                format!("hop {}{dir}: {} frames refused by the kernel (the first: {})", d.hop, d.refused, d.refused_why.as_deref().unwrap_or("?"))
+            })
+            .collect()
+    }
 }
 
 /// The file in a lab's temporary directory naming the process that owns it.
@@ -606,4 +621,20 @@ pub fn leftover_namespaces(run: Option<&str>) -> Vec<String> {
     });
     out.sort();
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::pump::PumpReport;
+
+    #[test]
+    fn a_refused_frame_is_a_fault_named_by_hop_and_direction() {
+        let sound = PumpReport { hop: 0, dir: Some(crate::log::Dir::Up), dropped_loss: 40, ..Default::default() };
+        let refusing = PumpReport { hop: 1, dir: Some(crate::log::Dir::Down), refused: 3, refused_why: Some("write to-client (1200 bytes): Invalid argument (os error 22)".into()), ..Default::default() };
+        let rep = LabReport { directions: vec![sound.clone()], log_events: None };
+        assert!(rep.faults().is_empty(), "a link model's losses are not faults");
+        let rep = LabReport { directions: vec![sound, refusing], log_events: None };
+        assert_eq!(rep.faults(), vec!["hop 1 down: 3 frames refused by the kernel (the first: write to-client (1200 bytes): Invalid argument (os error 22))".to_string()]);
+    }
 }
