@@ -51,6 +51,25 @@ fn bad_profiles_and_flags_name_what_is_wrong() {
 }
 
 #[test]
+fn a_benchmark_that_would_measure_nothing_is_refused_before_it_starts() {
+    // `bench pep --seconds 0` ran the page loads, then iperf3 -t 0, which
+    // never ends.
+    for (args, flag) in [
+        (&["bench", "pep", "--seconds", "0", "--repeat", "0"][..], "--seconds"),
+        (&["bench", "pep", "--repeat", "1000"][..], "--repeat"),
+        (&["bench", "emulator", "--seconds", "0"][..], "--seconds"),
+        (&["bench", "queue", "--seconds", "0"][..], "--seconds"),
+        (&["bench", "parallel", "--seconds", "0"][..], "--seconds"),
+        (&["bench", "flight", "--seconds", "10"][..], "--seconds"),
+        (&["bench", "orchestration", "--runs", "0"][..], "--runs"),
+        (&["bench", "web", "--repeat", "0", "--rtt", "10ms"][..], "--repeat"),
+    ] {
+        let e = one_line_error(args);
+        assert!(e.contains(flag), "{args:?}: {e}");
+    }
+}
+
+#[test]
 fn a_bad_topology_is_refused() {
     let d = tempdir("topo");
     let t = d.join("t.toml");

@@ -14,8 +14,9 @@ use super::*;
 
 #[derive(Args, Debug)]
 pub struct FlightArgs {
-    /// Seconds each flight is measured.
-    #[arg(long, default_value_t = 90)]
+    /// Seconds each flight is measured (at least 60: the MSS truth has an
+    /// outage from 30 to 42 s, and the fit needs probes after it).
+    #[arg(long, default_value_t = 90, value_parser = clap::value_parser!(u32).range(60..=86_400))]
     pub seconds: u32,
     /// Where the logs, fitted profiles and analysis pages go.
     #[arg(long, default_value = "bench-flight")]

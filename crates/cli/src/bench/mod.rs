@@ -169,7 +169,7 @@ pub struct RunCommon {
     #[command(flatten)]
     pub pep: aerolink_lab::gateways::PepSpec,
     /// Repetitions (seeds SEED, SEED+1, …).
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: u32,
     /// Print JSON instead of text.
     #[arg(long)]

@@ -19,8 +19,8 @@ pub struct OrchestrationArgs {
     pub experiment: String,
     /// How many of its runs (the first of its shuffled plan, the same set at
     /// every level).
-    #[arg(long, default_value_t = 12)]
-    pub runs: usize,
+    #[arg(long, default_value_t = 12, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub runs: u32,
     /// Degrees of parallelism to compare, comma-separated.
     #[arg(long, default_value = "1,2,4")]
     pub parallel: String,
@@ -38,7 +38,7 @@ pub fn run(a: OrchestrationArgs) -> anyhow::Result<i32> {
     let levels: Vec<usize> = a.parallel.split(',').map(|x| x.trim().parse::<usize>().ok().filter(|n| (1..=64).contains(n))).collect::<Option<_>>().ok_or_else(|| user(format!("--parallel {}: expected numbers like 1,2,4", a.parallel)))?;
     let e = Arc::new(crate::experiment::load(&a.experiment)?);
     aerolink_net::sys::check_preconditions()?;
-    let plan: Vec<_> = e.plan().into_iter().take(a.runs).collect();
+    let plan: Vec<_> = e.plan().into_iter().take(a.runs as usize).collect();
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register(sig, stop.clone())?;
