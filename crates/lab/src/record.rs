@@ -26,8 +26,9 @@ pub fn record(e: &Experiment, f: &Finished, host: &str) -> RunRecord {
         metrics.insert("link_drops_down".into(), f.outcome.link_drops_down as f64);
         metrics.insert("link_drops_up".into(), f.outcome.link_drops_up as f64);
     }
-    if f.outcome.emulator_refused > 0 {
-        metrics.insert("emulator_refused".into(), f.outcome.emulator_refused as f64);
+    let refused = f.outcome.emulator_refused();
+    if refused > 0 {
+        metrics.insert("emulator_refused".into(), refused as f64);
     }
     RunRecord {
         run_key: f.planned.key.clone(),

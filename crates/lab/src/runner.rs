@@ -68,15 +68,20 @@ pub struct RunOutcome {
     pub lateness_us_p99: f64,
     /// Frames a pump could not hand on (`LabReport::faults`): none in a
     /// sound run. They are in the drops above; a run that has any is
-    /// stored with them said and the metric `emulator_refused`.
+    /// stored with the metric `emulator_refused` ([`RunOutcome::emulator_refused`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub emulator_faults: Vec<String>,
-    #[serde(default)]
-    pub emulator_refused: u64,
+    pub emulator_faults: Vec<aerolink_net::lab::Fault>,
+}
+
+impl RunOutcome {
+    /// Frames the kernel refused from this run's pumps, in all.
+    pub fn emulator_refused(&self) -> u64 {
+        self.emulator_faults.iter().map(|f| f.refused).sum()
+    }
 }
 
 fn failed(e: impl std::fmt::Display) -> RunOutcome {
-    RunOutcome { ok: false, error: Some(e.to_string()), result: serde_json::Value::Null, wire_bytes_down: 0, wire_bytes_up: 0, link_drops_loss: 0, link_drops_queue: 0, link_drops_down: 0, link_drops_up: 0, setup_ms: 0.0, teardown_ms: 0.0, client_ms: 0.0, lateness_us_p99: 0.0, emulator_faults: Vec::new(), emulator_refused: 0 }
+    RunOutcome { ok: false, error: Some(e.to_string()), result: serde_json::Value::Null, wire_bytes_down: 0, wire_bytes_up: 0, link_drops_loss: 0, link_drops_queue: 0, link_drops_down: 0, link_drops_up: 0, setup_ms: 0.0, teardown_ms: 0.0, client_ms: 0.0, lateness_us_p99: 0.0, emulator_faults: Vec::new() }
 }
 
 fn kill_group(child: &mut std::process::Child) {
@@ -279,7 +284,6 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     }
     outcome.lateness_us_p99 = rep.directions.iter().map(|d| d.lateness_us_p99).fold(0.0, f64::max);
     outcome.emulator_faults = rep.faults();
-    outcome.emulator_refused = rep.directions.iter().map(|d| d.refused).sum();
     for d in rep.directions.iter().filter(|d| d.hop as usize == measured_hop) {
         let dropped = d.dropped_loss + d.dropped_arq + d.dropped_queue + d.dropped_outage + d.refused;
         match d.dir {

@@ -31,7 +31,6 @@ fn outcome(plt_ms: f64, ok: bool) -> RunOutcome {
         client_ms: plt_ms,
         lateness_us_p99: 40.0,
         emulator_faults: Vec::new(),
-        emulator_refused: 0,
     }
 }
 
@@ -134,8 +133,7 @@ fn runs_whose_frames_the_emulator_lost_are_named_in_the_report() {
     assert!(!html(&store).contains("frames the emulator lost"), "no run lost any");
     let p = e.plan().into_iter().find(|p| e.cases[p.case].workload.protocol() == "h1").unwrap();
     let mut o = outcome(10_500.0, true);
-    o.emulator_refused = 7;
-    o.emulator_faults = vec!["hop 1 down: 7 frames refused by the kernel (the first: EINVAL)".into()];
+    o.emulator_faults = vec![aerolink_net::lab::Fault { hop: 1, dir: Some(aerolink_net::log::Dir::Down), refused: 7, first: "EINVAL".into() }];
     let seed = p.seed;
     store.insert_run(&record(&e, &Finished { planned: p, outcome: o, started: SystemTime::UNIX_EPOCH, seconds: 1.0 }, "testhost")).unwrap();
     let runs = store.runs(None).unwrap();

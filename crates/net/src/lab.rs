@@ -104,19 +104,33 @@ impl LabReport {
         self.directions.iter().filter_map(|d| d.error.clone()).collect()
     }
 
-    /// Frames the kernel refused to take from a pump, one line per
-    /// direction that had any (empty: none). Counted as the link's drops,
-    /// but no link model chose them: each is a fault of the emulator (or
-    /// of the devices it writes to) that a run's figures should say.
-    pub fn faults(&self) -> Vec<String> {
+    /// Frames the kernel refused to take from a pump, per direction that
+    /// had any (empty: none). Counted as the link's drops, but no link
+    /// model chose them: each is a fault of the emulator (or of the devices
+    /// it writes to) that a run's figures should say.
+    pub fn faults(&self) -> Vec<Fault> {
         self.directions
             .iter()
             .filter(|d| d.refused > 0)
-            .map(|d| {
-                let dir = d.dir.map(|x| format!(" {}", x.as_str())).unwrap_or_default();
-                format!("hop {}{dir}: {} frames refused by the kernel (the first: {})", d.hop, d.refused, d.refused_why.as_deref().unwrap_or("?"))
-            })
+            .map(|d| Fault { hop: d.hop, dir: d.dir, refused: d.refused, first: d.refused_why.clone().unwrap_or_default() })
             .collect()
+    }
+}
+
+/// One direction's frames that the kernel refused ([`LabReport::faults`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fault {
+    pub hop: u16,
+    pub dir: Option<crate::log::Dir>,
+    pub refused: u64,
+    /// The first refusal's error.
+    pub first: String,
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let dir = self.dir.map(|x| format!(" {}", x.as_str())).unwrap_or_default();
+        write!(f, "hop {}{dir}: {} frames refused by the kernel (the first: {})", self.hop, self.refused, self.first)
     }
 }
 
@@ -635,6 +649,6 @@ mod tests {
         let rep = LabReport { directions: vec![sound.clone()], log_events: None };
         assert!(rep.faults().is_empty(), "a link model's losses are not faults");
         let rep = LabReport { directions: vec![sound, refusing], log_events: None };
-        assert_eq!(rep.faults(), vec!["hop 1 down: 3 frames refused by the kernel (the first: write to-client (1200 bytes): Invalid argument (os error 22))".to_string()]);
+        assert_eq!(rep.faults().iter().map(Fault::to_string).collect::<Vec<_>>(), vec!["hop 1 down: 3 frames refused by the kernel (the first: write to-client (1200 bytes): Invalid argument (os error 22))".to_string()]);
     }
 }

@@ -27,9 +27,9 @@ use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 
 use aerolink_link::{DropReason, Instant, Note};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Dir {
     /// Aircraft → ground (left to right in a chain).

@@ -17,7 +17,7 @@ use super::*;
 #[derive(Args, Debug)]
 pub struct EmulatorArgs {
     /// Seconds per measurement.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=3600))]
+    #[arg(long, default_value_t = 8, value_parser = step_seconds())]
     pub seconds: u32,
     /// Print JSON instead of text.
     #[arg(long)]

@@ -347,6 +347,12 @@ fn per_seed(w: &aerolink_lab::workload::Workload, seed: u64, repeat: u32) -> aer
     }
 }
 
+/// `--seconds` of a measurement step: 1 s to an hour (0 would measure
+/// nothing, and iperf3 reads `-t 0` as "forever").
+fn step_seconds() -> clap::builder::RangedI64ValueParser<u32> {
+    clap::value_parser!(u32).range(1..=3600)
+}
+
 fn need(tool: &str) -> anyhow::Result<()> {
     if std::process::Command::new(tool).arg("--version").stdout(Stdio::null()).stderr(Stdio::null()).status().is_err() {
         return Err(user(format!("{tool} is needed for this benchmark: apt-get install {tool}")));

@@ -22,7 +22,7 @@ use super::*;
 #[derive(Args, Debug)]
 pub struct ParallelArgs {
     /// Seconds per step (each N).
-    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..=3600))]
+    #[arg(long, default_value_t = 20, value_parser = step_seconds())]
     pub seconds: u32,
     /// The numbers of saturated links to run beside the probe.
     #[arg(long, value_delimiter = ',', value_name = "N,…", default_value = "0,1,2,3,4")]

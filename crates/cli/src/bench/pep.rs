@@ -16,7 +16,7 @@ use aerolink_work::web::Protocol;
 #[derive(Args, Debug)]
 pub struct PepBenchArgs {
     /// Seconds per forwarding measurement.
-    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..=3600))]
+    #[arg(long, default_value_t = 8, value_parser = step_seconds())]
     pub seconds: u32,
     /// Page loads per protocol and mode (0 skips the page loads).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u32).range(0..=100))]

@@ -16,7 +16,7 @@ use super::*;
 #[derive(Args, Debug)]
 pub struct QueueArgs {
     /// Seconds per measurement (at least 20 round trips of the link).
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(1..=3600))]
+    #[arg(long, default_value_t = 10, value_parser = step_seconds())]
     pub seconds: u32,
     /// Built-in profiles to measure (default: every one).
     #[arg(long, value_delimiter = ',', value_name = "NAME,…")]
