@@ -87,8 +87,9 @@ pub enum BenchCmd {
     /// Accuracy under load: N saturated 100 Mbit/s links (N = 0…4) beside
     /// one delay probe (ping over 300 ms), all at once; the probe's round
     /// trips against the configured RTT and each link's goodput against one
-    /// alone. The largest N that meets the targets is this machine's safe
-    /// parallelism.
+    /// alone; beside them, how late a plain thread's 1 ms sleeps woke (the
+    /// machine's own pauses). The largest N that meets the targets is this
+    /// machine's safe parallelism.
     Parallel(ParallelArgs),
     /// Downloads of 2, 10 and 100 MB at 650 ms RTT on the QUIC-over-
     /// satellite targets' links (10/2, 50/10, 250/3 Mbit/s, with 1 % and

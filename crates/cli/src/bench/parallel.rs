@@ -6,9 +6,17 @@
 //! each loaded link's goodput against one such link alone (N = 1 of the
 //! same run). The largest N that meets every target is what the experiment
 //! runner may safely run at once on this machine.
+//!
+//! Beside the probe, a plain thread of this process sleeps 1 ms at a time
+//! and records how late each wake-up is ([`Watch`]): a probe maximum the
+//! machine also shows with nothing of the emulator in the way is the
+//! machine's, not the emulator's.
 
 use std::path::PathBuf;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use aerolink_link::Profile;
 use aerolink_net::lab::netns_command;
@@ -69,6 +77,12 @@ pub struct ParallelStep {
     /// The probe link's worst departure-time error, µs (what of the
     /// probe's excess the emulator itself caused).
     pub probe_lateness_us_max: f64,
+    /// The machine's own worst pause while the probe ran: how late a plain
+    /// thread's 1 ms sleep woke, at most, ms ([`Watch`]).
+    pub machine_oversleep_ms_max: f64,
+    /// How many of that thread's wake-ups were later than the probe's
+    /// maximum target ([`MAX_TARGET_MS`]).
+    pub machine_pauses_over_target: usize,
     /// Whether the probe and goodput targets hold.
     pub ok: bool,
     /// What missed, in words.
@@ -131,6 +145,62 @@ fn parse_ping(text: &str) -> Option<Probed> {
     (v.len() >= 3).then(|| Probed { sent, received, min_ms: v[0], mean_ms: v[1], max_ms: v[2] })
 }
 
+/// How long the watching thread sleeps at a time.
+const WATCH_SLEEP: Duration = Duration::from_millis(1);
+
+/// What the watching thread saw: its worst oversleep and how many were
+/// over the probe's maximum target.
+#[derive(Debug, Default, Clone, Copy, PartialEq)]
+struct Pauses {
+    max_ms: f64,
+    over_target: usize,
+}
+
+impl Pauses {
+    /// One wake-up `over` later than asked.
+    fn record(&mut self, over: Duration) {
+        let ms = over.as_secs_f64() * 1e3;
+        self.max_ms = self.max_ms.max(ms);
+        if ms > MAX_TARGET_MS {
+            self.over_target += 1;
+        }
+    }
+}
+
+/// A thread that sleeps [`WATCH_SLEEP`] at a time until stopped and
+/// records how late each wake-up was: the pauses any thread of this
+/// machine sees, emulator or not (about a thousand wake-ups a second, a
+/// few hundredths of a core). It sends nothing anywhere.
+struct Watch {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Pauses>,
+}
+
+impl Watch {
+    fn start() -> Watch {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || watch(&flag, Instant::now, std::thread::sleep));
+        Watch { stop, thread }
+    }
+    fn finish(self) -> Pauses {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap_or_default()
+    }
+}
+
+/// The watching loop, over any clock and sleep (a test gives it a clock
+/// that pauses).
+fn watch(stop: &AtomicBool, now: impl Fn() -> Instant, sleep: impl Fn(Duration)) -> Pauses {
+    let mut pauses = Pauses::default();
+    while !stop.load(Ordering::Relaxed) {
+        let t0 = now();
+        sleep(WATCH_SLEEP);
+        pauses.record(now().saturating_duration_since(t0).saturating_sub(WATCH_SLEEP));
+    }
+    pauses
+}
+
 fn step(n: usize, seconds: u32, alone: Option<f64>) -> anyhow::Result<ParallelStep> {
     let load = &mut |_: &str| Err::<String, String>("no files".into());
     let probe = lab(Profile::from_overrides(&flags(&[("delay", "150 ms")]), load)?)?;
@@ -151,7 +221,9 @@ fn step(n: usize, seconds: u32, alone: Option<f64>) -> anyhow::Result<ParallelSt
         // Let the transfers leave slow start before the probe counts.
         std::thread::sleep(std::time::Duration::from_secs(2));
     }
+    let watching = Watch::start();
     let probed = ping(&probe, seconds);
+    let machine = watching.finish();
     let mut goodput = Vec::new();
     let mut failed = None;
     for t in transfers {
@@ -205,6 +277,8 @@ fn step(n: usize, seconds: u32, alone: Option<f64>) -> anyhow::Result<ParallelSt
         pump_cores: pump_cpu / (seconds + 3) as f64,
         lateness_us_p99: lateness,
         probe_lateness_us_max,
+        machine_oversleep_ms_max: machine.max_ms,
+        machine_pauses_over_target: machine.over_target,
         ok: missed.is_empty(),
         missed,
     })
@@ -237,13 +311,15 @@ pub fn run(a: ParallelArgs) -> anyhow::Result<i32> {
         let s = step(*n, a.seconds, alone)?;
         if !a.json {
             println!(
-                "  N={n}: probe mean {:.3} ms (+{:.3}), min {:.3}, max {:.3} (+{:.3}; its link's own worst lateness {:.0} µs); goodput {} Mbit/s{}; pumps {:.2} cores; p99 error {:.0} µs{}",
+                "  N={n}: probe mean {:.3} ms (+{:.3}), min {:.3}, max {:.3} (+{:.3}; its link's own worst lateness {:.0} µs; the machine: a 1 ms sleep woke up to {:.1} ms late, {} times over {MAX_TARGET_MS} ms); goodput {} Mbit/s{}; pumps {:.2} cores; p99 error {:.0} µs{}",
                 s.probe_mean_ms,
                 s.probe_mean_ms - PROBE_RTT_MS,
                 s.probe_min_ms,
                 s.probe_max_ms,
                 s.probe_max_ms - PROBE_RTT_MS,
                 s.probe_lateness_us_max,
+                s.machine_oversleep_ms_max,
+                s.machine_pauses_over_target,
                 if s.goodput_mbps.is_empty() { "-".to_string() } else { s.goodput_mbps.iter().map(|g| format!("{g:.1}")).collect::<Vec<_>>().join("/") },
                 s.goodput_ratio.map(|r| format!(" ({:.1} % of alone)", r * 100.0)).unwrap_or_default(),
                 s.pump_cores,
@@ -290,5 +366,33 @@ mod tests {
         assert_eq!((p.sent, p.received), (750, 748));
         assert_eq!((p.min_ms, p.mean_ms, p.max_ms), (300.021, 300.158, 301.877));
         assert!(parse_ping("ping: connect: Network is unreachable\n").is_none());
+    }
+
+    /// The watcher's accounting, on a clock that pauses: the machine's
+    /// pauses are measured against the sleep asked for, never counting the
+    /// sleep itself. A simulated clock (a real pause cannot be ordered).
+    #[test]
+    fn the_watcher_reports_the_longest_pause_and_counts_those_over_the_target() {
+        let start = Instant::now();
+        let t = std::cell::Cell::new(start);
+        let sleeps = std::cell::Cell::new(0u32);
+        let stop = AtomicBool::new(false);
+        // Four sleeps: on time, 0.5 ms late, 5 ms late, 2.5 ms late; then stop.
+        let late_us = [0u64, 500, 5_000, 2_500];
+        let p = watch(
+            &stop,
+            || t.get(),
+            |d| {
+                let i = sleeps.get() as usize;
+                t.set(t.get() + d + Duration::from_micros(late_us[i]));
+                sleeps.set(sleeps.get() + 1);
+                if i + 1 == late_us.len() {
+                    stop.store(true, Ordering::Relaxed);
+                }
+            },
+        );
+        assert_eq!(sleeps.get(), 4);
+        assert!((p.max_ms - 5.0).abs() < 1e-9, "{p:?}");
+        assert_eq!(p.over_target, 2, "5 ms and 2.5 ms are over the 2 ms target: {p:?}");
     }
 }
