@@ -59,6 +59,7 @@ fn a_benchmark_that_would_measure_nothing_is_refused_before_it_starts() {
         (&["bench", "pep", "--repeat", "1000"][..], "--repeat"),
         (&["bench", "emulator", "--seconds", "0"][..], "--seconds"),
         (&["bench", "queue", "--seconds", "0"][..], "--seconds"),
+        (&["bench", "queue", "--rates", "fast"][..], "--rates"),
         (&["bench", "parallel", "--seconds", "0"][..], "--seconds"),
         (&["bench", "flight", "--seconds", "10"][..], "--seconds"),
         (&["bench", "orchestration", "--runs", "0"][..], "--runs"),

@@ -22,7 +22,7 @@ pub struct QueueArgs {
     #[arg(long, value_delimiter = ',', value_name = "NAME,…")]
     pub profiles: Vec<String>,
     /// Rates measured with `--rtt 0ms` besides the profiles.
-    #[arg(long, value_delimiter = ',', value_name = "RATE,…", default_value = "1Mbit/s,10Mbit/s,100Mbit/s,1.2Gbit/s")]
+    #[arg(long, value_delimiter = ',', value_name = "RATE,…", default_value = "1Mbit/s,10Mbit/s,100Mbit/s,1.2Gbit/s", value_parser = rate_word)]
     pub rates: Vec<String>,
     /// Runs of each queue per case, alternating default and unlimited; run
     /// r of both draws its loss and jitter from seed r (1, 2, …); the
@@ -78,6 +78,12 @@ pub struct QueueResult {
     pub min_ratio: f64,
     /// Cases under the target.
     pub below: Vec<String>,
+}
+
+/// A rate as the user wrote it (it names the case), checked here so that a
+/// bad one is refused as `--rates` before anything runs.
+fn rate_word(s: &str) -> Result<String, String> {
+    aerolink_work::cli::rate_arg(s).map(|_| s.to_string())
 }
 
 pub fn run(a: QueueArgs) -> anyhow::Result<i32> {
