@@ -22,8 +22,8 @@ pub struct QueueArgs {
     #[arg(long, value_delimiter = ',', value_name = "NAME,…")]
     pub profiles: Vec<String>,
     /// Rates measured with `--rtt 0ms` besides the profiles.
-    #[arg(long, value_delimiter = ',', value_name = "RATE,…", default_value = "1Mbit/s,10Mbit/s,100Mbit/s,1.2Gbit/s", value_parser = rate_word)]
-    pub rates: Vec<String>,
+    #[arg(long, value_delimiter = ',', value_name = "RATE,…", default_value = "1Mbit/s,10Mbit/s,100Mbit/s,1.2Gbit/s", value_parser = rate_arg)]
+    pub rates: Vec<Rate>,
     /// Runs of each queue per case, alternating default and unlimited; run
     /// r of both draws its loss and jitter from seed r (1, 2, …); the
     /// figure is the median of the runs' ratios, with a 95 % bootstrap
@@ -80,12 +80,6 @@ pub struct QueueResult {
     pub below: Vec<String>,
 }
 
-/// A rate as the user wrote it (it names the case), checked here so that a
-/// bad one is refused as `--rates` before anything runs.
-fn rate_word(s: &str) -> Result<String, String> {
-    aerolink_work::cli::rate_arg(s).map(|_| s.to_string())
-}
-
 pub fn run(a: QueueArgs) -> anyhow::Result<i32> {
     need("iperf3")?;
     aerolink_net::sys::check_preconditions()?;
@@ -97,10 +91,12 @@ pub fn run(a: QueueArgs) -> anyhow::Result<i32> {
     }
     let load = &mut |_: &str| Err::<String, String>("no files".into());
     for r in &a.rates {
-        let base = flags(&[("rate", r), ("rtt", "0ms")]);
+        let base = flags(&[("rate", &aerolink_work::cli::rate_text(*r)), ("rtt", "0ms")]);
         let mut open = base.clone();
         open.extend(unlimited.iter().cloned());
-        cases.push((format!("--rate {r} --rtt 0ms"), Profile::from_overrides(&base, load)?, Profile::from_overrides(&open, load)?));
+        // Named as a command line would give it: `--rate 1.2Gbit/s --rtt 0ms`.
+        let name = format!("--rate {} --rtt 0ms", r.to_string().replace(' ', ""));
+        cases.push((name, Profile::from_overrides(&base, load)?, Profile::from_overrides(&open, load)?));
     }
     let mut out = Vec::new();
     let of = cases.len();
