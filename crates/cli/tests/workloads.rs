@@ -423,8 +423,12 @@ fn a_tcp_download_survives_a_handover_in_each_mode() {
 #[test]
 fn a_bonded_link_has_a_link_monitor_for_the_programs() {
     // Programs find the monitor file in the environment; it says the
-    // capacity each way (3 × 2.4 kbit/s) and is gone after the run.
-    let o = aerolink(&["run", "-q", "--profile", "iridium-3ch", "--client", "echo $AEROLINK_LINK0_MONITOR; cat $AEROLINK_LINK0_MONITOR"]);
+    // capacity each way (3 × 2.4 kbit/s, every call connected at the
+    // start) and is gone after the run.
+    let dir = tempdir("monitor");
+    let prof = dir.join("three.toml");
+    std::fs::write(&prof, "name = \"three\"\n[link]\nbonded = { channels = 3, rate = \"2.4 kbit/s\", delay = \"600 ms\", drop_every = \"16 min\", start = \"up\" }\n").unwrap();
+    let o = aerolink(&["run", "-q", "--profile", prof.to_str().unwrap(), "--client", "echo $AEROLINK_LINK0_MONITOR; cat $AEROLINK_LINK0_MONITOR"]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
     let mut lines = out.lines();

@@ -19,6 +19,8 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ("iridium-2ch", include_str!("../../../profiles/iridium-2ch.toml")),
     ("iridium-3ch-sat2sat", include_str!("../../../profiles/iridium-3ch-sat2sat.toml")),
     ("iridium-3ch", include_str!("../../../profiles/iridium-3ch.toml")),
+    ("iridium-3ch-b301", include_str!("../../../profiles/iridium-3ch-b301.toml")),
+    ("iridium-3ch-b301-2pots", include_str!("../../../profiles/iridium-3ch-b301-2pots.toml")),
     ("iridium", include_str!("../../../profiles/iridium.toml")),
     ("ldacs1-158k", include_str!("../../../profiles/ldacs1-158k.toml")),
     ("ldacs1-31k5", include_str!("../../../profiles/ldacs1-31k5.toml")),

@@ -122,6 +122,15 @@ impl StageContext {
             stage_rng(self.seed, (1 << 40) + self.stream * 64 + slot)
         }
     }
+
+    /// An RNG the two directions of this hop share (streams `2h` and
+    /// `2h + 1` are hop `h`'s): what happens to the hop as a whole, such
+    /// as a call carrying both directions dropping, drawn alike on both
+    /// sides. `key` (below 4096) separates such draws.
+    pub fn hop_rng(&self, key: u64) -> LinkRng {
+        debug_assert!(key < 4096);
+        stage_rng(self.seed, (1 << 48) + (self.stream / 2) * 4096 + key)
+    }
 }
 
 /// An RNG for one stage of one direction: the seed picks the key, the

@@ -161,7 +161,7 @@ impl DirectionSpec {
             RateSpec::Constant(r) => Some(r.bits_per_sec),
             RateSpec::Trace { trace, .. } => Some(trace.mean_bps()),
         };
-        let bond = self.bonded.as_ref().map(|b| b.rate_bps * b.channels as f64);
+        let bond = self.bonded.as_ref().map(|b| b.rate_bps * b.channels.len() as f64);
         [rate, self.ldacs.as_ref().map(|l| l.rate_bps), self.dama.as_ref().map(|d| d.carrier_bps), bond].into_iter().flatten().reduce(f64::min)
     }
     pub fn build_server(&self) -> Box<dyn Server> {
@@ -215,7 +215,7 @@ impl DirectionSpec {
         self.build_loss().map(|l| l.mean_loss()).unwrap_or(0.0)
     }
     pub fn mean_delay(&self) -> Duration {
-        self.delay.mean_hint() + self.bonded.as_ref().map(|b| b.delay).unwrap_or(Duration::ZERO)
+        self.delay.mean_hint() + self.bonded.as_ref().map(|b| b.mean_delay()).unwrap_or(Duration::ZERO)
     }
 }
 

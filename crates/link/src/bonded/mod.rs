@@ -1,22 +1,37 @@
 //! Bonded channels that drop and redial (seed 004's Iridium multilink), as
-//! one stage. Profile key: `bonded = { channels, rate, delay, jitter?,
-//! drop_every?, redial?, marginal?, queue? }`.
+//! one stage. Profile key: `bonded = { channels, rate, delay?, jitter?,
+//! drop_every?, redial?, marginal?, queue?, start? }` ([`keys`]).
 //!
-//! A direction is `channels` parallel circuit-switched channels, each a
-//! serial line with its own queue, rate and delay (and jitter, order kept
-//! within a channel). Packets are striped over the channels that are up,
-//! round robin, packet by packet — as Linux's teql does — and the far end
-//! does not put them back in order: a packet on a faster or emptier
-//! channel overtakes one on another.
+//! A direction is parallel circuit-switched channels, each a serial line
+//! with its own queue and rate, and its own delay, jitter (order kept
+//! within a channel) and call-drop rate: seed 004 bonded two
+//! Iridium-to-Iridium calls (ping 3.1 ± 1.8 s) and one Iridium-to-POTS call
+//! (1.2 ± 0.4 s), so `channels` is either a count of identical channels or
+//! a list of `{ name?, delay?, jitter?, drop_every? }` whose missing keys
+//! come from the outer table. Packets are striped over the channels that
+//! are up, round robin, packet by packet — as Linux's teql does — and the
+//! far end does not put them back in order: a packet on a faster or
+//! emptier channel overtakes one on another.
 //!
 //! Each channel drops its call at random (exponential times between drops
-//! with mean `drop_every`; seed 004 saw 15, 8.7 and 0.3 drops per 47
-//! minutes), losing everything it holds (drop reason `outage`), and stays
-//! down for a redial time drawn uniformly from `redial` (default 45–50 s:
-//! 10 s wait, dial, PPP). With every channel down, arrivals are dropped.
+//! with mean `drop_every`; seed 004 saw 15, 8.7 and 0.3 drops per channel
+//! in ≈47 minutes), losing everything it holds (drop reason `outage`), and
+//! stays down for a redial time drawn uniformly from `redial` (default
+//! 45–50 s: 10 s wait, dial, PPP). A call carries both directions, so a
+//! channel's drops and redials (and its marginal spells) are drawn from an
+//! RNG of the hop ([`StageContext::hop_rng`]), the same in both
+//! directions: the forward and return link of a channel go down and come
+//! back together. With every channel down, arrivals are dropped.
+//! `start = "stationary"` begins each channel where a long run would find
+//! it (down, mid-redial, with the long-run share of the time); the
+//! default `"up"` begins with every call connected.
 //! `marginal = { every, duration, loss }` puts a channel into a marginal
 //! state from time to time: up, but losing `loss` of its packets.
 //! Channel changes are reported as [`Note::Channel`] events for logs and monitors.
+
+pub mod keys;
+
+pub use keys::{Kind, KIND, RNG_SLOT};
 
 use std::collections::VecDeque;
 
@@ -24,30 +39,67 @@ use rand::Rng;
 
 use crate::jitter::{Jitter, LinkRng};
 use crate::packet::{Drop, DropReason, Meta};
-use crate::profile::keys::{only_keys, parse_jitter, table_str, Raw, RawKeys};
-use crate::profile::{DirectionSpec, Loader, ProfileError};
-use crate::registry::StageKind;
 use crate::stage::{Note, Stage, StageContext, StageEvent};
 use crate::time::{Duration, Instant};
-use crate::units;
+
+/// One channel (one call) of a bonded link.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChannelSpec {
+    /// What the call is, for descriptions ("Ir-Ir 1", "Ir-POTS").
+    pub name: Option<String>,
+    /// One-way delay and jitter of this call.
+    pub delay: Duration,
+    pub jitter: Option<Jitter>,
+    /// Mean time between drops of this call; `None`: never.
+    pub drop_every: Option<Duration>,
+}
+
+/// Whether the calls are all connected when the run starts, or each where
+/// a long run would find it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum BondStart {
+    #[default]
+    Up,
+    Stationary,
+}
 
 /// The model's parameters for one direction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct BondedSpec {
-    pub channels: u32,
+    pub channels: Vec<ChannelSpec>,
     /// Each channel's rate, bit/s.
     pub rate_bps: f64,
-    /// Each channel's one-way delay and jitter.
-    pub delay: Duration,
-    pub jitter: Option<Jitter>,
-    /// Mean time between call drops per channel; `None`: never.
-    pub drop_every: Option<Duration>,
     /// Redial time, uniform in `[lo, hi]`.
     pub redial: (Duration, Duration),
     /// Marginal spells: mean time between them, how long, loss meanwhile.
     pub marginal: Option<(Duration, Duration, f64)>,
     /// Bytes each channel queues.
     pub queue_bytes: u64,
+    pub start: BondStart,
+}
+
+impl BondedSpec {
+    /// `n` channels alike.
+    pub fn identical(n: usize, rate_bps: f64, delay: Duration, jitter: Option<Jitter>, drop_every: Option<Duration>) -> Self {
+        let ch = ChannelSpec { name: None, delay, jitter, drop_every };
+        BondedSpec { channels: vec![ch; n], rate_bps, redial: (Duration::from_secs(45), Duration::from_secs(50)), marginal: None, queue_bytes: 4_000, start: BondStart::Up }
+    }
+
+    /// The channels' mean one-way delay (what a packet meets on average
+    /// under round robin).
+    pub fn mean_delay(&self) -> Duration {
+        let n = self.channels.len().max(1) as u64;
+        Duration(self.channels.iter().map(|c| c.delay.0).sum::<u64>() / n)
+    }
+
+    /// The long-run share of time channel `i` is connected.
+    pub fn availability(&self, i: usize) -> f64 {
+        let redial = (self.redial.0.as_secs_f64() + self.redial.1.as_secs_f64()) / 2.0;
+        match self.channels[i].drop_every {
+            Some(e) => e.as_secs_f64() / (e.as_secs_f64() + redial),
+            None => 1.0,
+        }
+    }
 }
 
 struct Channel {
@@ -63,6 +115,11 @@ struct Channel {
     next_drop: Instant,
     marginal_from: Instant,
     marginal_until: Instant,
+    /// Draw this call's drops and redials, and its marginal spells: the
+    /// same sequences in both directions of the hop (two RNGs, so that
+    /// the order traffic makes them drawn in does not matter).
+    churn: LinkRng,
+    spells: LinkRng,
 }
 
 /// The bonded link of one direction.
@@ -81,25 +138,49 @@ fn exp(rng: &mut LinkRng, mean: Duration) -> Duration {
     Duration::from_secs_f64(-u.ln() * mean.as_secs_f64())
 }
 
+fn redial_time(rng: &mut LinkRng, (lo, hi): (Duration, Duration)) -> Duration {
+    Duration(lo.0 + if hi.0 > lo.0 { rng.random_range(0..=hi.0 - lo.0) } else { 0 })
+}
+
 impl Bonded {
-    pub fn new(spec: BondedSpec, mut rng: LinkRng) -> Self {
-        let ch = (0..spec.channels)
-            .map(|_| {
-                let next_drop = match spec.drop_every {
-                    Some(m) => Instant::ZERO + exp(&mut rng, m),
-                    None => Instant(u64::MAX),
+    /// The stage for one direction; `ctx` gives the direction's RNG (for
+    /// jitter and marginal loss) and the hop's (for each call's drops).
+    pub fn new(spec: BondedSpec, ctx: &StageContext) -> Self {
+        let rng = ctx.rng(RNG_SLOT);
+        let ch = spec
+            .channels
+            .iter()
+            .enumerate()
+            .map(|(i, cs)| {
+                let mut churn = ctx.hop_rng(RNG_SLOT * 256 + i as u64);
+                let mut spells = ctx.hop_rng(RNG_SLOT * 256 + 128 + i as u64);
+                let mut down_until = None;
+                if spec.start == BondStart::Stationary && churn.random::<f64>() >= spec.availability(i) {
+                    // Mid-redial: the rest of a redial time.
+                    let r = redial_time(&mut churn, spec.redial);
+                    down_until = Some(Instant::ZERO + Duration((r.0 as f64 * churn.random::<f64>()) as u64));
+                }
+                let next_drop = match (down_until, cs.drop_every) {
+                    (None, Some(m)) => Instant::ZERO + exp(&mut churn, m),
+                    _ => Instant(u64::MAX),
                 };
                 let (marginal_from, marginal_until) = match spec.marginal {
                     Some((every, dur, _)) => {
-                        let from = Instant::ZERO + exp(&mut rng, every);
+                        let from = Instant::ZERO + exp(&mut spells, every);
                         (from, from + dur)
                     }
                     None => (Instant(u64::MAX), Instant(u64::MAX)),
                 };
-                Channel { queue: VecDeque::new(), queued_bytes: 0, free_at: Instant::ZERO, flight: VecDeque::new(), last_due: Instant::ZERO, down_until: None, next_drop, marginal_from, marginal_until }
+                Channel { queue: VecDeque::new(), queued_bytes: 0, free_at: Instant::ZERO, flight: VecDeque::new(), last_due: Instant::ZERO, down_until, next_drop, marginal_from, marginal_until, churn, spells }
             })
             .collect();
-        Bonded { spec, rng, ch, next_rr: 0, events: Vec::new(), out: VecDeque::new() }
+        let mut b = Bonded { spec, rng, ch, next_rr: 0, events: Vec::new(), out: VecDeque::new() };
+        for i in 0..b.ch.len() {
+            if b.ch[i].down_until.is_some() {
+                b.events.push(StageEvent { at: Instant::ZERO, note: Note::Channel { channel: i as u16, up: false } });
+            }
+        }
+        b
     }
 
     /// How many channels are up at the time the stage has got to.
@@ -125,8 +206,8 @@ impl Bonded {
                     let c = &mut self.ch[i];
                     c.down_until = None;
                     c.free_at = c.free_at.max(until);
-                    c.next_drop = match self.spec.drop_every {
-                        Some(m) => until + exp(&mut self.rng, m),
+                    c.next_drop = match self.spec.channels[i].drop_every {
+                        Some(m) => until + exp(&mut c.churn, m),
                         None => Instant(u64::MAX),
                     };
                     self.events.push(StageEvent { at: until, note: Note::Channel { channel: i as u16, up: true } });
@@ -137,9 +218,8 @@ impl Bonded {
                 }
                 // The call drops: what the channel holds is lost.
                 let at = c.next_drop;
-                let (lo, hi) = self.spec.redial;
-                let redial = Duration(lo.0 + if hi.0 > lo.0 { self.rng.random_range(0..=hi.0 - lo.0) } else { 0 });
                 let c = &mut self.ch[i];
+                let redial = redial_time(&mut c.churn, self.spec.redial);
                 // Packets already on their way (sent before the drop) arrive.
                 while let Some(m) = c.queue.pop_front() {
                     drops.push(Drop { meta: m, at, reason: DropReason::Outage });
@@ -185,9 +265,10 @@ impl Bonded {
                 // Marginal spells: up, but lossy.
                 if let Some((every, dur, _)) = marginal {
                     while self.ch[i].marginal_until <= start {
-                        let from = self.ch[i].marginal_until + exp(&mut self.rng, every);
-                        self.ch[i].marginal_from = from;
-                        self.ch[i].marginal_until = from + dur;
+                        let c = &mut self.ch[i];
+                        let from = c.marginal_until + exp(&mut c.spells, every);
+                        c.marginal_from = from;
+                        c.marginal_until = from + dur;
                     }
                 }
                 let c = &self.ch[i];
@@ -196,8 +277,8 @@ impl Bonded {
                     drops.push(Drop { meta: m, at: end, reason: DropReason::Loss });
                     continue;
                 }
-                let mut d = self.spec.delay.0 as i64;
-                if let Some(j) = &self.spec.jitter {
+                let mut d = self.spec.channels[i].delay.0 as i64;
+                if let Some(j) = &self.spec.channels[i].jitter {
                     d = d.saturating_add(j.sample(&mut self.rng)).max(0);
                 }
                 let c = &mut self.ch[i];
@@ -308,103 +389,3 @@ impl Stage for Bonded {
     }
 }
 
-/// Bonded channels in the stage registry: key `bonded`.
-pub struct Kind;
-
-pub static KIND: Kind = Kind;
-
-/// The bonded stage's RNG slot (see [`StageContext::rng`]).
-pub const RNG_SLOT: u64 = 3;
-
-fn dur(r: &Raw, t: &toml::Table, k: &str) -> Result<Duration, ProfileError> {
-    let s = table_str(r, t, k, units::DURATION_HELP)?;
-    units::parse_duration(&s).map_err(|m| r.err(format!("{k}: expected {m}")))
-}
-
-impl StageKind for Kind {
-    fn name(&self) -> &'static str {
-        "bonded"
-    }
-    fn keys(&self) -> &'static [&'static str] {
-        &["bonded"]
-    }
-    fn rng_slot(&self) -> Option<u64> {
-        Some(RNG_SLOT)
-    }
-    fn parse(&self, raw: &RawKeys, load: Loader<'_>, d: &mut DirectionSpec) -> Result<(), ProfileError> {
-        let Some(r) = raw.get("bonded") else { return Ok(()) };
-        let t = r.value.as_table().ok_or_else(|| r.err("expected a table { channels = 3, rate = \"2.4 kbit/s\", delay = \"600 ms\", jitter?, drop_every?, redial?, marginal?, queue? }"))?;
-        only_keys(r, t, &["channels", "rate", "delay", "jitter", "drop_every", "redial", "marginal", "queue"])?;
-        let channels = match t.get("channels") {
-            Some(toml::Value::Integer(n)) if (1..=64).contains(n) => *n as u32,
-            _ => return Err(r.err("channels: expected a whole number from 1 to 64")),
-        };
-        let rate_bps = units::parse_rate(&table_str(r, t, "rate", units::RATE_HELP)?).map_err(|m| r.err(format!("rate: expected {m}")))?.bits_per_sec;
-        if rate_bps <= 0.0 {
-            return Err(r.err("rate: expected more than 0"));
-        }
-        let delay = dur(r, t, "delay")?;
-        let jitter = match t.get("jitter") {
-            None => None,
-            Some(v) => parse_jitter(&Raw { value: v.clone(), origin: r.origin.clone(), key: format!("{}.jitter", r.key) }, load)?,
-        };
-        let drop_every = if t.contains_key("drop_every") { Some(dur(r, t, "drop_every")?).filter(|d| d.0 > 0) } else { None };
-        let redial = match t.get("redial") {
-            None => (Duration::from_secs(45), Duration::from_secs(50)),
-            Some(toml::Value::Array(a)) if a.len() == 2 => {
-                let p = |v: &toml::Value| v.as_str().and_then(|s| units::parse_duration(s).ok()).ok_or_else(|| r.err("redial: expected [\"45 s\", \"50 s\"]"));
-                let (lo, hi) = (p(&a[0])?, p(&a[1])?);
-                if hi < lo {
-                    return Err(r.err("redial: the first bound must not exceed the second"));
-                }
-                (lo, hi)
-            }
-            Some(_) => return Err(r.err("redial: expected [\"45 s\", \"50 s\"]")),
-        };
-        let marginal = match t.get("marginal") {
-            None => None,
-            Some(toml::Value::Table(m)) => {
-                let every = dur(r, m, "every")?;
-                let duration = dur(r, m, "duration")?;
-                let loss = match m.get("loss") {
-                    Some(toml::Value::String(s)) => units::parse_probability(s).map_err(|e| r.err(format!("marginal.loss: expected {e}")))?,
-                    Some(toml::Value::Float(f)) if (0.0..=1.0).contains(f) => *f,
-                    _ => return Err(r.err("marginal.loss: expected a probability like \"30%\"")),
-                };
-                if every.0 == 0 {
-                    return Err(r.err("marginal.every: expected more than 0"));
-                }
-                Some((every, duration, loss))
-            }
-            Some(_) => return Err(r.err("marginal: expected { every = \"10 min\", duration = \"30 s\", loss = \"30%\" }")),
-        };
-        let queue_bytes = match t.get("queue").and_then(|v| v.as_str()) {
-            None if !t.contains_key("queue") => 4_000,
-            Some(s) => match units::parse_size(s).map_err(|m| r.err(format!("queue: expected {m}")))? {
-                units::Size::Bytes(b) if b >= 1 => b,
-                _ => return Err(r.err("queue: expected bytes, like \"4 KB\"")),
-            },
-            None => return Err(r.err(format!("queue: expected {} in quotes", units::SIZE_HELP))),
-        };
-        let spec = BondedSpec { channels, rate_bps, delay, jitter, drop_every, redial, marginal, queue_bytes };
-        d.described.insert(
-            "bonded".into(),
-            format!(
-                "{channels} × {} at {}{}, call drops {}, redial {}–{}{}; {} B queue each",
-                units::Rate::from_bps(rate_bps),
-                delay,
-                spec.jitter.as_ref().map(|j| format!(" ± {}", crate::profile::describe::describe_jitter(j))).unwrap_or_default(),
-                drop_every.map(|e| format!("every {e} on average")).unwrap_or_else(|| "never".into()),
-                redial.0,
-                redial.1,
-                marginal.map(|(e, du, l)| format!(", marginal {du} every {e} losing {}", crate::profile::describe::pct(l))).unwrap_or_default(),
-                queue_bytes
-            ),
-        );
-        d.bonded = Some(spec);
-        Ok(())
-    }
-    fn build(&self, spec: &DirectionSpec, ctx: &StageContext) -> Option<Box<dyn Stage>> {
-        Some(Box::new(Bonded::new(spec.bonded.clone()?, ctx.rng(RNG_SLOT))))
-    }
-}
