@@ -11,7 +11,7 @@ APT_PACKAGES := iproute2 iputils-ping iperf3 nftables util-linux procps chromium
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 AEROLINK := ./target/release/aerolink
 
-.PHONY: all deps build run demo test bench soak fuzz fuzz-smoke fuzz-deps clean
+.PHONY: all deps build run demo test bench soak fuzz fuzz-smoke fuzz-deps clean reproduce
 
 all: build
 
@@ -33,6 +33,13 @@ run: build
 	$(SUDO) $(AEROLINK) experiment run experiments/ifc-web.toml --parallel 4 --db results/ifc-web.db
 	@$(SUDO) $(AEROLINK) report --db results/ifc-web.db -o results/ifc-web.html | sed 's/^/report: /'
 	@$(SUDO) $(AEROLINK) experiment check experiments/ifc-web.toml --db results/ifc-web.db || echo "(a finding does not hold on these runs: see above and docs/reproductions.md)"
+
+# Every experiment that maps the catalogue's entries, each into
+# results/NAME.db (resumable), then docs/reproductions.md and .json from
+# those stores (scripts/reproduce.sh; PLAN=1 prints the plan and its
+# expected duration only).
+reproduce: build
+	$(SUDO) env PLAN=$(PLAN) PARALLEL=$(PARALLEL) ./scripts/reproduce.sh
 
 # The emulator demo (ping and a bulk transfer over `mss`).
 demo: build

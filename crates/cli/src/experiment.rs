@@ -1,5 +1,6 @@
 //! `aerolink experiment plan | run | check`: experiment files, run by a
-//! pool of workers into the SQLite store, and their findings judged.
+//! pool of workers into the SQLite store, and the studies' results judged
+//! (check.rs).
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -40,18 +41,16 @@ pub enum ExperimentCmd {
     /// SYS_ADMIN and /dev/net/tun) and a merge Job, built from Kubernetes'
     /// API types.
     K8s(crate::cluster::K8sArgs),
-    /// Judge the experiment's findings (`[[finding]]`: a seed's claim, the
-    /// paper's value, the rule it must obey) by the runs in the store: ours
-    /// with a 95 % bootstrap interval, and a verdict. Exits 1 if a finding
-    /// does not hold.
-    Check {
-        file: String,
-        /// The SQLite result store the experiment ran into.
-        #[arg(long, default_value = "results.db")]
-        db: PathBuf,
-        #[arg(long)]
-        json: bool,
-    },
+    /// Judge the studies' results by stored runs. With FILE: the catalogue
+    /// entries FILE maps (`[[judge]]`), by the
+    /// runs in --db. Without: every entry of the catalogue (findings/), each
+    /// by the experiment (experiments/*.toml) that maps it, with the runs of
+    /// whichever --db store holds that experiment; each study's agreement
+    /// score first. Bands and verdicts are findings/README.md's. Exits 1 if
+    /// an entry does not hold.
+    ///
+    ///   aerolink experiment check --db results/ifc-web.db --db results/iridium-301.db --markdown docs/reproductions.md
+    Check(crate::check::CheckArgs),
 }
 
 #[derive(Args, Debug)]
@@ -230,28 +229,8 @@ pub fn run(cmd: ExperimentCmd) -> anyhow::Result<i32> {
         ExperimentCmd::Run(a) => run_experiment(a),
         ExperimentCmd::Slurm(a) => crate::cluster::slurm(a),
         ExperimentCmd::K8s(a) => crate::cluster::k8s(a),
-        ExperimentCmd::Check { file, db, json } => check(&file, &db, json),
+        ExperimentCmd::Check(a) => crate::check::check(a),
     }
-}
-
-fn check(file: &str, db: &std::path::Path, json: bool) -> anyhow::Result<i32> {
-    let e = load(file)?;
-    if !db.exists() {
-        return Err(user(format!("--db {}: no such store (run the experiment first: aerolink experiment run {file} --db {})", db.display(), db.display())));
-    }
-    let store = Store::open(db).map_err(|err| user(err.to_string()))?;
-    let runs = store.runs(Some(&e.name))?;
-    let judged = aerolink_lab::findings::judge_all(&e.findings, &runs);
-    if json {
-        println!("{}", serde_json::to_string_pretty(&judged)?);
-    } else if judged.is_empty() {
-        println!("{}: no findings in {file} (add [[finding]] entries; see docs/reproductions.md)", e.name);
-    } else {
-        println!("{}: {} findings judged by {} runs in {}", e.name, judged.len(), runs.len(), db.display());
-        print!("{}", aerolink_lab::findings::table_text(&judged));
-    }
-    let broken = judged.iter().any(|j| j.verdict == aerolink_lab::findings::Verdict::DoesNotHold);
-    Ok(if broken { 1 } else { 0 })
 }
 
 fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {

@@ -3,6 +3,7 @@
 //! failures exit 1. Never a panic for bad input.
 
 mod bench;
+mod check;
 mod cluster;
 mod error;
 mod experiment;

@@ -164,3 +164,20 @@ fn netem_and_mahimahi_words_describe_the_same_link_as_ours() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+#[test]
+fn a_check_that_cannot_judge_says_why() {
+    let d = tempdir("check-errors");
+    let e = one_line_error(&["experiment", "check", "--db", d.join("none.db").to_str().unwrap()]);
+    assert!(e.contains("--db") && e.contains("none.db") && e.contains("no such store"), "{e}");
+    // An experiment file with a rule of its own is told where rules live.
+    let exp = d.join("old.toml");
+    std::fs::write(&exp, "name = \"old\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\nprotocols = [\"h1\"]\npages = [\"1x10KB\"]\n[[finding]]\nid = \"x\"\nholds = \"< 1\"\n").unwrap();
+    let e = one_line_error(&["experiment", "check", exp.to_str().unwrap()]);
+    assert!(e.contains("old.toml") && e.contains("finding") && e.contains("[[judge]]"), "{e}");
+    // A mapping of an entry the catalogue does not have.
+    std::fs::write(&exp, "name = \"old\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\nprotocols = [\"h1\"]\npages = [\"1x10KB\"]\n[[judge]]\nid = \"no-such-entry\"\nmetric = \"plt_ms\"\nof = { series = \"h1\" }\n").unwrap();
+    let cat = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../findings");
+    let e = one_line_error(&["experiment", "check", exp.to_str().unwrap(), "--catalogue", cat.to_str().unwrap()]);
+    assert!(e.contains("old.toml") && e.contains("judge[1].id") && e.contains("no-such-entry"), "{e}");
+}

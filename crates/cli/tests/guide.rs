@@ -40,6 +40,7 @@ const NOT_AS_WRITTEN: &[(&str, Instead)] = &[
     ("/shared/ifc-web/submit.sh", Skip("see `experiment slurm` above")),
     ("squeue ", Skip("see `experiment slurm` above")),
     ("kubectl ", Skip("no Kubernetes cluster here; the line above writes the manifests, and crates/cli/src/cluster.rs's tests read them back through the Kubernetes API types")),
+    ("aerolink experiment check --db results/ifc-web.db", StandIn("aerolink experiment check --db results.db --markdown reproductions.md", "the stores of real campaigns are not here: the whole catalogue judged by the stand-in's store, its page written")),
     ("aerolink report --compare before.db after.db", StandIn("cp results.db before.db && cp results.db after.db && aerolink report --compare before.db after.db -o compare.html", "two stores of the same experiment: here the stand-in's, twice")),
     ("aerolink exec lab airgw -- aerolink pep quic-tunnel air", Skip("the air gateway runs until stopped (crates/cli/tests/pep.rs runs the pair with traffic through it)")),
     ("aerolink experiment run experiments/pep-web.toml", Skip("an experiment of minutes; crates/cli/tests/pep.rs tests each PEP in a lab")),
@@ -205,7 +206,7 @@ fn the_guide_s_examples_run_as_written() {
     require_root();
     let guide = std::fs::read_to_string(repo().join("docs/guide.md")).unwrap();
     let d = tempdir("guide");
-    for sub in ["experiments", "topologies"] {
+    for sub in ["experiments", "topologies", "findings"] {
         std::os::unix::fs::symlink(repo().join(sub).canonicalize().unwrap(), d.join(sub)).unwrap();
     }
     std::fs::write(d.join("small.toml"), SMALL).unwrap();

@@ -99,8 +99,8 @@ pub fn compare(a: &[RunRow], b: &[RunRow]) -> Vec<CompareRow> {
     for (key, (metric, lower, va)) in &ga {
         let Some((_, _, vb)) = gb.get(key) else { continue };
         let seed = key.0.bytes().chain(key.1.bytes()).chain(key.2.bytes()).chain(key.3.bytes()).fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
-        let (ratio, lo, hi) = crate::findings::bootstrap(vb, va, |x, y| x / y, seed);
-        let enough = va.len() >= crate::findings::MIN_RUNS && vb.len() >= crate::findings::MIN_RUNS;
+        let (ratio, lo, hi) = crate::stats::bootstrap(vb, va, |x, y| x / y, seed);
+        let enough = va.len() >= crate::stats::MIN_RUNS && vb.len() >= crate::stats::MIN_RUNS;
         let verdict = if !enough || (lo <= 1.0 && hi >= 1.0) {
             Change::Same
         } else if (hi < 1.0) == *lower {
@@ -150,7 +150,7 @@ pub fn render(a_label: &str, b_label: &str, a_runs: &[RunRow], b_runs: &[RunRow]
     }
     let better = rows.iter().filter(|r| r.verdict == Change::Better).count();
     let worse = rows.iter().filter(|r| r.verdict == Change::Worse).count();
-    let _ = write!(h, "<p class=\"note\">{} comparisons: B is better in {better}, worse in {worse}, the same within the noise in {}. Each row compares the medians of the setting's headline metric; the ratio is B / A with a 95 % bootstrap interval, and B differs from A only when that interval excludes 1 (at least {} runs a side).</p>", rows.len(), rows.len() - better - worse, crate::findings::MIN_RUNS);
+    let _ = write!(h, "<p class=\"note\">{} comparisons: B is better in {better}, worse in {worse}, the same within the noise in {}. Each row compares the medians of the setting's headline metric; the ratio is B / A with a 95 % bootstrap interval, and B differs from A only when that interval excludes 1 (at least {} runs a side).</p>", rows.len(), rows.len() - better - worse, crate::stats::MIN_RUNS);
     if rows.is_empty() {
         h.push_str("<p>The two stores share no experiment, setting, link and series with successful runs.</p>");
     }

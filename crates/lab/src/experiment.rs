@@ -196,7 +196,8 @@ pub struct Experiment {
     pub cases: Vec<Case>,
     pub chain: Chain,
     /// The seeds' claims this experiment checks (`[[finding]]`).
-    pub findings: Vec<crate::findings::Finding>,
+    /// The catalogue entries this experiment's runs measure (`[[judge]]`).
+    pub judges: Vec<crate::judge::Mapping>,
 }
 
 #[derive(Clone, Debug)]
@@ -208,7 +209,7 @@ pub struct PlannedRun {
     pub seed: u64,
 }
 
-const TOP: &[&str] = &["name", "description", "seed", "repetitions", "timeout", "baseline", "profiles", "topology", "variant", "workload", "finding"];
+const TOP: &[&str] = &["name", "description", "seed", "repetitions", "timeout", "baseline", "profiles", "topology", "variant", "workload", "finding", "judge"];
 const KNOB_KEYS: &[&str] = &["tcp_cc", "initcwnd", "quic_preset", "quic_cc", "quic_rate", "quic_max_cwnd", "quic_pacing_interval", "nagle", "push", "mss", "rcvbuf", "quickack", "pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate", "tunnel_max_probe", "cross"];
 const PEP_KEYS: &[&str] = &["pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate", "tunnel_max_probe"];
 
@@ -292,7 +293,10 @@ impl Experiment {
             }
         };
         let baseline = t.get("baseline").and_then(|v| v.as_str()).map(str::to_string);
-        let findings = crate::findings::parse(&t).map_err(|e| SpecError { file: file.to_string(), key: format!("finding[{}].{}", e.index, e.key), message: e.message })?;
+        if t.contains_key("finding") {
+            return Err(SpecError { file: file.to_string(), key: "finding".into(), message: "[[finding]] with a number and a rule of its own is gone: the studies' results are the catalogue's (findings/); map an entry to these runs with [[judge]] id = \"…\", metric, of, vs (docs/guide.md, \"Findings\")".into() });
+        }
+        let judges = crate::judge::parse(&t).map_err(|e| SpecError { file: file.to_string(), key: format!("judge[{}].{}", e.index, e.key), message: e.message })?;
         let chain = match t.get("topology") {
             None => Chain::Direct,
             Some(toml::Value::String(s)) if s == IFC_PRESET && !dir.join(s).exists() => Chain::Ifc,
@@ -377,7 +381,7 @@ impl Experiment {
         if cases.is_empty() {
             return Err(err("workload", "no runs: give at least one workload".into()));
         }
-        Ok(Experiment { name, description, file: file.to_string(), source: text.to_string(), seed, repetitions, timeout, baseline, profiles, cases, chain, findings })
+        Ok(Experiment { name, description, file: file.to_string(), source: text.to_string(), seed, repetitions, timeout, baseline, profiles, cases, chain, judges })
     }
 
     /// Every run, in a random order drawn from the experiment's seed.

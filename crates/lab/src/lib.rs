@@ -5,19 +5,21 @@
 //! ([`experiment`]), profiles and topology files found by name or path
 //! ([`profiles`], [`topology`]), the gateway chain's PEP modes
 //! ([`gateways`]), the SQLite result store and the rows it keeps
-//! ([`store`]), the seeds' findings and their verdicts ([`findings`]), and
+//! ([`store`]), the studies' results as data and their verdicts ([`catalogue`], [`judge`], [`reproductions`]), and
 //! the self-contained HTML report ([`report`]).
 
+pub mod catalogue;
 pub mod compare;
 pub mod experiment;
-pub mod findings;
 pub mod fit;
 pub mod flight;
 pub mod gateways;
+pub mod judge;
 pub mod pool;
 pub mod profiles;
 pub mod record;
 pub mod report;
+pub mod reproductions;
 pub mod runner;
 pub mod stats;
 pub mod store;

@@ -99,16 +99,6 @@ pub fn fmt_metric(metric: &str, v: f64) -> String {
     }
 }
 
-/// A finding's quantity as people read it: a ratio as `0.91×`, a value or
-/// a difference as its metric (a difference with its sign).
-pub fn fmt_quantity(metric: &str, q: crate::findings::Quantity, v: f64) -> String {
-    match q {
-        crate::findings::Quantity::Ratio => format!("{v:.2}×"),
-        crate::findings::Quantity::Difference if v < 0.0 => format!("−{}", fmt_metric(metric, -v)),
-        crate::findings::Quantity::Difference => format!("+{}", fmt_metric(metric, v)),
-        crate::findings::Quantity::Value => fmt_metric(metric, v),
-    }
-}
 
 fn metric_title(m: &str) -> &str {
     match m {
@@ -177,34 +167,47 @@ pub fn render(experiments: &[ExperimentRow], runs: &[RunRow], db: &str, generate
     h
 }
 
-/// The findings of every experiment that states some, judged by its runs:
-/// the claim, the paper's value, ours with its 95 % interval, the verdict.
+/// The studies' results these runs measure, judged by the catalogue's
+/// policy (crate::judge): each study's agreement score first, then every
+/// entry an experiment of this store maps — the claim, the paper's number,
+/// ours with its 95 % interval, the verdict and where our setup departs.
 fn findings_section(h: &mut String, experiments: &[ExperimentRow], runs: &[RunRow]) {
-    let mut rows = Vec::new();
+    let mut maps = Vec::new();
     for e in experiments {
         let Ok(doc) = e.spec_toml.parse::<toml::Table>() else { continue };
-        let Ok(findings) = crate::findings::parse(&doc) else { continue };
+        let Ok(m) = crate::judge::parse(&doc) else { continue };
         let er: Vec<RunRow> = runs.iter().filter(|r| r.experiment == e.name).cloned().collect();
-        rows.extend(crate::findings::judge_all(&findings, &er).into_iter().map(|j| (e.name.clone(), j)));
+        maps.push((e.name.clone(), m, er));
     }
-    if rows.is_empty() {
+    if maps.iter().all(|(_, m, _)| m.is_empty()) {
         return;
     }
-    let held = rows.iter().filter(|(_, j)| j.verdict == crate::findings::Verdict::Holds).count();
-    let _ = write!(h, "<h2>Findings</h2><p class=\"note\">{held} of {} of the seeds' findings hold on these runs. Ours is the median over the repetitions (a ratio or difference of two medians) with a 95 % bootstrap interval; a finding holds when the whole interval obeys its rule, does not when none of it does, and is inconclusive otherwise.</p>", rows.len());
-    h.push_str("<table><tr><th>experiment</th><th>claim</th><th>seed</th><th>paper</th><th>ours (95 % interval)</th><th>rule</th><th>verdict</th></tr>");
-    for (name, j) in &rows {
-        let f = &j.finding;
-        let q = |x: f64| fmt_quantity(&f.metric, f.quantity, x);
-        let ours = j.ours_text().unwrap_or_else(|| "–".into());
+    let sources: Vec<crate::judge::Source<'_>> = maps.iter().map(|(n, m, r)| crate::judge::Source { experiment: n, mappings: m, runs: r }).collect();
+    let entries = crate::catalogue::builtin();
+    let judged = crate::judge::judge_catalogue(&entries, &sources);
+    let _ = write!(h, "<h2>The studies' results</h2><p class=\"note\">Each study's agreement: the entries of its catalogue (findings/, written from its text before any run) that hold, over all its scored entries — those no experiment of this store measures count as not run. Ours is the statistic the entry names (the mean unless it says otherwise) over at least 10 repetitions a side, with a 95 % percentile bootstrap interval over 10 000 resamples; bands and verdicts are findings/README.md's.</p><table><tr><th>study</th><th>agreement</th></tr>");
+    for sc in crate::judge::scores(&judged) {
+        let _ = write!(h, "<tr><td style=\"text-align:left;white-space:normal\">{}</td><td style=\"text-align:left;white-space:normal\">{}</td></tr>", esc(&sc.study), esc(&sc.text()));
+    }
+    h.push_str("</table><table><tr><th>entry</th><th>claim</th><th>where</th><th>paper</th><th>band</th><th>ours (95 % interval, reps)</th><th>verdict</th></tr>");
+    for j in judged.iter().filter(|j| j.experiment.is_some()) {
+        let e = &j.entry;
+        let f3 = crate::reproductions::fmt3;
+        let ours = match (j.value, j.lo, j.hi) {
+            (Some(v), Some(lo), Some(hi)) => format!("{} ({}–{}, n = {})", f3(v), f3(lo), f3(hi), j.reps),
+            _ => "–".into(),
+        };
         let cls = match j.verdict {
-            crate::findings::Verdict::Holds => "better",
-            crate::findings::Verdict::DoesNotHold => "worse",
+            crate::catalogue::Verdict::Holds => "better",
+            crate::catalogue::Verdict::DoesNotHold => "worse",
             _ => "",
         };
-        let why = j.why.as_ref().map(|w| format!("<br><span class=\"note\">{}</span>", esc(w))).unwrap_or_default();
-        let _ = write!(h, "<tr><td>{}</td><td style=\"text-align:left;white-space:normal\">{}</td><td>{} {}</td><td>{}</td><td>{ours}</td><td>{}</td><td class=\"{cls}\" style=\"white-space:normal\">{}{why}</td></tr>",
-            esc(name), esc(&f.claim), esc(&f.seed), esc(&f.place), f.paper.map(q).unwrap_or_else(|| "–".into()), esc(&f.holds.text()), j.verdict.as_str());
+        let mut notes = j.why.clone().unwrap_or_default();
+        if let Some(s) = &j.setup {
+            notes = format!("{notes}{}setup: {s}", if notes.is_empty() { "" } else { "; " });
+        }
+        let _ = write!(h, "<tr><td>{}</td><td style=\"text-align:left;white-space:normal\">{}</td><td>{} {}</td><td>{}</td><td>{}</td><td>{ours}</td><td class=\"{cls}\" style=\"white-space:normal\">{}<br><span class=\"note\">{}</span></td></tr>",
+            esc(&e.id), esc(&e.claim), esc(&e.seed), esc(&e.place), e.paper.map(|p| p.text()).unwrap_or_else(|| "–".into()), esc(&e.paper.map(|p| crate::catalogue::band_text(e.kind, p)).unwrap_or_default()), j.verdict.as_str(), esc(&notes));
     }
     h.push_str("</table>");
 }

@@ -1,7 +1,15 @@
-//! Summary statistics for the report: quantiles (linear interpolation) and
-//! a summary of a sample.
+//! Summary statistics for the report: quantiles (linear interpolation), a
+//! summary of a sample, and the bootstrap of medians that `report
+//! --compare` and `bench queue` use.
 
+use rand::{Rng, SeedableRng};
 use serde::Serialize;
+
+const RESAMPLES: usize = 2000;
+
+/// Runs a side needs before a comparison's interval means anything.
+pub const MIN_RUNS: usize = 3;
+
 
 pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
@@ -55,3 +63,42 @@ mod tests {
         assert!(summarize(&[]).is_none());
     }
 }
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// The median of `of` combined with the median of `vs` (a ratio, a
+/// difference…), and its 95 % bootstrap interval: each side's runs
+/// resampled with replacement, [`RESAMPLES`] times, from `seed`.
+pub fn bootstrap(of: &[f64], vs: &[f64], combine: impl Fn(f64, f64) -> f64, seed: u64) -> (f64, f64, f64) {
+    let value = combine(median(&mut of.to_vec()), if vs.is_empty() { 0.0 } else { median(&mut vs.to_vec()) });
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let draw = |v: &[f64], rng: &mut rand_chacha::ChaCha8Rng| -> f64 {
+        if v.is_empty() {
+            return 0.0;
+        }
+        let mut s: Vec<f64> = (0..v.len()).map(|_| v[rng.random_range(0..v.len())]).collect();
+        median(&mut s)
+    };
+    let mut boot: Vec<f64> = (0..RESAMPLES)
+        .map(|_| {
+            let a = draw(of, &mut rng);
+            let b = draw(vs, &mut rng);
+            combine(a, b)
+        })
+        .collect();
+    boot.retain(|x| x.is_finite());
+    if boot.is_empty() {
+        return (value, value, value);
+    }
+    boot.sort_by(f64::total_cmp);
+    (value, boot[(boot.len() as f64 * 0.025) as usize], boot[((boot.len() as f64 * 0.975) as usize).min(boot.len() - 1)])
+}
+

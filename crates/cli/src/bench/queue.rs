@@ -126,7 +126,7 @@ pub fn run(a: QueueArgs) -> anyhow::Result<i32> {
         // Run r of both queues met the same losses (seed r): the ratio is
         // taken run by run, and its median and interval over the runs.
         let ratios: Vec<f64> = d.iter().zip(&u).map(|(d, u)| if *u > 0.0 { d / u } else { 0.0 }).collect();
-        let (value, low, high) = aerolink_lab::findings::bootstrap(&ratios, &[], |r, _| r, i as u64);
+        let (value, low, high) = aerolink_lab::stats::bootstrap(&ratios, &[], |r, _| r, i as u64);
         let median = |v: &[f64]| aerolink_lab::stats::summarize(v).map_or(f64::NAN, |s| s.median);
         let c = QueueCase { case, queue, seconds, seeds: (1..=a.repeat as u64).collect(), default_mbps: median(&d), unlimited_mbps: median(&u), default_runs_mbps: d, unlimited_runs_mbps: u, ratio: value, ratio_low: low, ratio_high: high };
         if !a.json {

@@ -1,0 +1,83 @@
+//! The catalogue's verdicts as text: the terminal table of `experiment
+//! check` and the page `docs/reproductions.md` it writes (`--markdown`),
+//! so that page is made from the stores and cannot disagree with them.
+
+use std::fmt::Write as _;
+
+use crate::catalogue::{band_text, fmt_num, Verdict};
+use crate::judge::{scores, Judged};
+
+fn ours(j: &Judged) -> String {
+    match (j.value, j.lo, j.hi) {
+        (Some(v), Some(lo), Some(hi)) => format!("{} ({}–{}, n = {})", fmt3(v), fmt3(lo), fmt3(hi), j.reps),
+        (Some(v), _, _) => format!("{} (n = {})", fmt3(v), j.reps),
+        _ => "—".into(),
+    }
+}
+
+/// Three significant figures, as the catalogue's numbers read.
+pub fn fmt3(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return fmt_num(x);
+    }
+    let digits = (2 - x.abs().log10().floor() as i32).max(0) as usize;
+    fmt_num(format!("{x:.digits$}").parse().unwrap_or(x))
+}
+
+/// One line per entry, grouped by study, each study headed by its score.
+pub fn table_text(judged: &[Judged]) -> String {
+    let mut s = String::new();
+    for sc in scores(judged) {
+        let _ = writeln!(s, "{} — {}\n  agreement {}", sc.seed, sc.study, sc.text());
+        for j in judged.iter().filter(|j| j.entry.seed == sc.seed && j.verdict != Verdict::NotRun && j.verdict != Verdict::Qualitative) {
+            let paper = j.entry.paper.map(|p| p.text()).unwrap_or_default();
+            let _ = writeln!(s, "  {:<14} {}  paper {} ({}), ours {}{}", j.verdict.as_str(), j.entry.id, paper, j.entry.kind.as_str(), ours(j), j.why.as_ref().map(|w| format!(" — {w}")).unwrap_or_default());
+            if let Some(setup) = &j.setup {
+                let _ = writeln!(s, "  {:<14} setup: {setup}", "");
+            }
+        }
+        let not_run = judged.iter().filter(|j| j.entry.seed == sc.seed && j.verdict == Verdict::NotRun).count();
+        if not_run > 0 {
+            let _ = writeln!(s, "  ({not_run} entries not run: --json or --markdown lists them)");
+        }
+    }
+    s
+}
+
+fn cell(t: &str) -> String {
+    t.replace('|', "\\|").replace('\n', " ")
+}
+
+/// `docs/reproductions.md`: when and how it was made, each study's score
+/// and every entry's verdict beside the paper's number.
+pub fn markdown(judged: &[Judged], made_by: &str, date: &str, commit: &str) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# Reproductions: the studies' results, judged on our runs\n");
+    let _ = writeln!(s, "Written by `{made_by}` on {date} at commit `{commit}`, from the result stores named in the command — not by hand. The entries are the catalogue in `findings/` (a copy of `../shared/findings`, written from the studies' texts before any run); the bands and verdicts are its `README.md`'s: ours is the statistic the entry names (the mean unless it says otherwise) over at least 10 repetitions a side, with a 95 % percentile bootstrap interval over 10 000 resamples, each side resampled on its own. An experiment file only maps an entry to its runs (`[[judge]]`); it carries no number and no rule. `setup` says where our runs depart from the entry's conditions.\n");
+    let _ = writeln!(s, "## Agreement\n");
+    let _ = writeln!(s, "| Study | Agreement | holds | direction only | does not hold | inconclusive | not run | qualitative |");
+    let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
+    let all = scores(judged);
+    for sc in &all {
+        let n = |v: Verdict| sc.counts.get(v.as_str()).copied().unwrap_or(0);
+        let _ = writeln!(s, "| {} | {:.0} % ({} / {}) | {} | {} | {} | {} | {} | {} |", cell(&sc.study), 100.0 * sc.agreement(), sc.holds, sc.scored, n(Verdict::Holds), n(Verdict::DirectionOnly), n(Verdict::DoesNotHold), n(Verdict::Inconclusive), n(Verdict::NotRun), n(Verdict::Qualitative));
+    }
+    for sc in &all {
+        let _ = writeln!(s, "\n## {}\n\nAgreement {}.\n", sc.study, sc.text());
+        let _ = writeln!(s, "| Entry | Where | Claim | Paper | Band | Ours (95 % interval, reps) | Verdict | Why / setup |");
+        let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
+        for j in judged.iter().filter(|j| j.entry.seed == sc.seed) {
+            let e = &j.entry;
+            let band = e.paper.map(|p| band_text(e.kind, p)).unwrap_or_else(|| "—".into());
+            let mut why = j.why.clone().unwrap_or_default();
+            if let Some(x) = &j.experiment {
+                why = format!("{why}{}runs of `{x}`{}", if why.is_empty() { "" } else { "; " }, j.metric.as_ref().map(|m| format!(", `{m}`")).unwrap_or_default());
+            }
+            if let Some(setup) = &j.setup {
+                why = format!("{why}; setup: {setup}");
+            }
+            let _ = writeln!(s, "| `{}` | {} | {} | {} | {} | {} | **{}** | {} |", e.id, cell(&e.place), cell(&e.claim), e.paper.map(|p| p.text()).unwrap_or_else(|| "—".into()), cell(&band), ours(j), j.verdict.as_str(), cell(&why));
+        }
+    }
+    s
+}

@@ -1,0 +1,154 @@
+//! The catalogue and its judge, without root: the copy in findings/ is the
+//! shared one, every entry parses, every experiment's `[[judge]]` names an
+//! entry it can judge, and the policy of findings/README.md applied to
+//! fabricated runs (the judge's input, not real runs): rule 1's ten
+//! repetitions, rule 3's geometric mean, rule 4's "up to", counts of round
+//! trips rounded per repetition.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use aerolink_lab::catalogue::{self, Entry, Kind, Paper, Verdict};
+use aerolink_lab::experiment::Experiment;
+use aerolink_lab::judge::{self, Source};
+use aerolink_lab::store::RunRow;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+#[test]
+fn the_copy_is_the_shared_catalogue() {
+    let shared = root().join("../shared/findings");
+    if !shared.is_dir() {
+        eprintln!("skipped: {} is not on this machine, so the copy in findings/ cannot be compared with it", shared.display());
+        return;
+    }
+    let names = |d: &Path| -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(d).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().to_string()).collect();
+        v.sort();
+        v
+    };
+    assert_eq!(names(&root().join("findings")), names(&shared), "findings/ and ../shared/findings hold different files");
+    for n in names(&shared) {
+        let (ours, theirs) = (std::fs::read(root().join("findings").join(&n)).unwrap(), std::fs::read(shared.join(&n)).unwrap());
+        assert!(ours == theirs, "findings/{n} differs from ../shared/findings/{n}: copy it again (entries change only there, from the seed text)");
+    }
+}
+
+#[test]
+fn every_entry_parses_once() {
+    let entries = catalogue::load(&root().join("findings")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(entries.len(), 232);
+    for seed in ["000", "001", "002", "003", "004"] {
+        assert!(entries.iter().any(|e| e.seed == seed), "no entry of seed {seed}");
+    }
+    assert!(entries.iter().all(|e| e.kind == Kind::Qualitative || e.paper.is_some()));
+}
+
+#[test]
+fn every_mapping_names_an_entry_it_can_judge() {
+    let entries = catalogue::load(&root().join("findings")).unwrap();
+    let mut mapped = 0;
+    for f in std::fs::read_dir(root().join("experiments")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "toml")) {
+        let e = Experiment::load(&f.to_string_lossy()).unwrap_or_else(|err| panic!("{err}"));
+        for m in &e.judges {
+            let entry = entries.iter().find(|x| x.id == m.id).unwrap_or_else(|| panic!("{}: judge {:?} is not in the catalogue", f.display(), m.id));
+            m.fits(entry.kind).unwrap_or_else(|why| panic!("{}: {}: {why}", f.display(), m.id));
+            mapped += 1;
+        }
+    }
+    assert!(mapped >= 60, "only {mapped} entries mapped");
+}
+
+fn entry(id: &str, kind: Kind, paper: f64) -> Entry {
+    Entry { id: id.into(), seed: "000".into(), place: "§6".into(), claim: "c".into(), kind, paper: Some(Paper::One(paper)), conditions: "c".into(), note: None }
+}
+
+/// `n` successful runs of `profile` whose `metric` is `f(i)`.
+fn runs(profile: &str, n: usize, f: impl Fn(usize) -> f64) -> Vec<RunRow> {
+    (0..n).map(|i| RunRow { profile: profile.into(), protocol: "h1".into(), params: "p".into(), ok: true, metrics: BTreeMap::from([("plt_ms".to_string(), f(i))]), ..Default::default() }).collect()
+}
+
+fn mapping(toml: &str) -> Vec<judge::Mapping> {
+    judge::parse(&toml.parse().unwrap()).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// Deterministic spread around `x`: ±5 %.
+fn around(x: f64) -> impl Fn(usize) -> f64 {
+    move |i| x * (0.95 + 0.1 * ((i * 7919) % 10) as f64 / 9.0)
+}
+
+#[test]
+fn a_ratio_is_judged_by_its_band_over_ten_repetitions() {
+    let m = mapping("[[judge]]\nid = \"r\"\nmetric = \"plt_ms\"\nof = { profile = \"a\" }\nvs = { profile = \"b\" }\n");
+    let e = entry("r", Kind::Ratio, 0.4);
+    let all: Vec<RunRow> = [runs("a", 10, around(40.0)), runs("b", 10, around(100.0))].concat();
+    let j = judge::judge(&e, &m[0], "x", &all);
+    assert_eq!(j.verdict, Verdict::Holds, "{j:?}");
+    assert!((j.value.unwrap() - 0.4).abs() < 0.02 && j.lo.unwrap() < 0.4 && j.hi.unwrap() > 0.39, "{j:?}");
+    // 0.8: the right side of 1, outside [0.16, 0.63].
+    let all: Vec<RunRow> = [runs("a", 10, around(80.0)), runs("b", 10, around(100.0))].concat();
+    assert_eq!(judge::judge(&e, &m[0], "x", &all).verdict, Verdict::DirectionOnly);
+    // 1.3: the wrong side.
+    let all: Vec<RunRow> = [runs("a", 10, around(130.0)), runs("b", 10, around(100.0))].concat();
+    assert_eq!(judge::judge(&e, &m[0], "x", &all).verdict, Verdict::DoesNotHold);
+    // Nine repetitions a side are not enough, however clear.
+    let all: Vec<RunRow> = [runs("a", 9, around(40.0)), runs("b", 9, around(100.0))].concat();
+    let j = judge::judge(&e, &m[0], "x", &all);
+    assert_eq!(j.verdict, Verdict::Inconclusive);
+    assert!(j.why.unwrap().contains("at least 10"));
+    // No runs: not run, and why.
+    let j = judge::judge(&e, &m[0], "x", &runs("b", 10, around(1.0)));
+    assert_eq!(j.verdict, Verdict::NotRun);
+    assert!(j.why.unwrap().contains("profile a"));
+}
+
+#[test]
+fn cases_combine_by_geometric_mean_or_the_most_extreme() {
+    // Two cases, ratios 0.25 and 1.0: geometric mean 0.5; "up to" (paper
+    // below 1) takes the smaller, 0.25.
+    let two = "metric = \"plt_ms\"\ncases = [{ of = { profile = \"a1\" }, vs = { profile = \"b1\" } }, { of = { profile = \"a2\" }, vs = { profile = \"b2\" } }]\n";
+    let all: Vec<RunRow> = [runs("a1", 10, around(25.0)), runs("b1", 10, around(100.0)), runs("a2", 10, around(100.0)), runs("b2", 10, around(100.0))].concat();
+    let mean = mapping(&format!("[[judge]]\nid = \"g\"\n{two}"));
+    let j = judge::judge(&entry("g", Kind::Ratio, 0.5), &mean[0], "x", &all);
+    assert!((j.value.unwrap() - 0.5).abs() < 0.02, "{j:?}");
+    assert_eq!(j.verdict, Verdict::Holds);
+    let most = mapping(&format!("[[judge]]\nid = \"g\"\nover = \"most\"\n{two}"));
+    let j = judge::judge(&entry("g", Kind::Ratio, 0.25), &most[0], "x", &all);
+    assert!((j.value.unwrap() - 0.25).abs() < 0.02, "{j:?}");
+    // "In all" for an at-most-1 claim: the least favourable case, 1.0,
+    // which is not below 1.
+    let least = mapping(&format!("[[judge]]\nid = \"g\"\nover = \"least\"\n{two}"));
+    let j = judge::judge(&entry("g", Kind::AtMost, 1.0), &least[0], "x", &all);
+    assert!((j.value.unwrap() - 1.0).abs() < 0.06, "{j:?}");
+    assert_ne!(j.verdict, Verdict::Holds);
+}
+
+#[test]
+fn round_trips_are_counted_per_repetition() {
+    // Update times of 1.1–1.3 s at 600 ms RTT are 2 round trips each.
+    let m = mapping("[[judge]]\nid = \"c\"\nmetric = \"plt_ms\"\nof = { profile = \"a\" }\nper = 600\n");
+    let j = judge::judge(&entry("c", Kind::Count, 2.0), &m[0], "x", &runs("a", 10, |i| 1100.0 + 20.0 * i as f64));
+    assert_eq!((j.verdict, j.lo, j.hi), (Verdict::Holds, Some(2.0), Some(2.0)));
+    let j = judge::judge(&entry("c", Kind::Count, 1.0), &m[0], "x", &runs("a", 10, |i| 1100.0 + 20.0 * i as f64));
+    assert_eq!(j.verdict, Verdict::DoesNotHold);
+}
+
+#[test]
+fn the_whole_catalogue_gets_a_verdict_each_and_a_score() {
+    let entries = catalogue::load(&root().join("findings")).unwrap();
+    let m = mapping("[[judge]]\nid = \"iridium-ping-ir-pots-mean\"\nmetric = \"plt_ms\"\nof = { profile = \"a\" }\nscale = 0.001\n");
+    let r = runs("a", 10, around(1200.0));
+    let judged = judge::judge_catalogue(&entries, &[Source { experiment: "x", mappings: &m, runs: &r }]);
+    assert_eq!(judged.len(), entries.iter().filter(|e| !e.withdrawn()).count());
+    let j = judged.iter().find(|j| j.entry.id == "iridium-ping-ir-pots-mean").unwrap();
+    assert_eq!(j.verdict, Verdict::Holds, "{j:?}");
+    let scores = judge::scores(&judged);
+    let s4 = scores.iter().find(|s| s.seed == "004").unwrap();
+    assert_eq!(s4.holds, 1);
+    assert_eq!(s4.scored, entries.iter().filter(|e| e.seed == "004" && e.scored()).count());
+    assert!(s4.study.contains("Torgerson"));
+    let page = aerolink_lab::reproductions::markdown(&judged, "aerolink experiment check", "2026-11-26", "abc1234");
+    assert!(page.contains("| `iridium-ping-ir-pots-mean` |") && page.contains("**holds**") && page.contains("abc1234"));
+}
