@@ -49,7 +49,13 @@ fn experiment_files(dir: &std::path::Path) -> anyhow::Result<Vec<String>> {
 }
 
 fn commit() -> String {
-    std::process::Command::new("git").args(["rev-parse", "--short", "HEAD"]).output().ok().filter(|o| o.status.success()).map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string()).unwrap_or_else(|| "unknown".into())
+    std::process::Command::new("git")
+        .args(["rev-parse", "--short", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_else(|| "unknown".into())
 }
 
 pub fn check(a: CheckArgs) -> anyhow::Result<i32> {

@@ -115,10 +115,9 @@ impl Shard {
         let i = match self.index {
             ShardIndex::At(i) => i,
             ShardIndex::Auto => {
-                let (var, value, zero_based) = SHARD_ENV
-                    .iter()
-                    .find_map(|(v, z)| env(v).map(|x| (*v, x, *z)))
-                    .ok_or_else(|| format!("--shard {self}: neither SLURM_ARRAY_TASK_ID (a Slurm job array) nor JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) is set; give the shard as I/{}", self.of))?;
+                let (var, value, zero_based) = SHARD_ENV.iter().find_map(|(v, z)| env(v).map(|x| (*v, x, *z))).ok_or_else(|| {
+                    format!("--shard {self}: neither SLURM_ARRAY_TASK_ID (a Slurm job array) nor JOB_COMPLETION_INDEX (a Kubernetes Indexed Job) is set; give the shard as I/{}", self.of)
+                })?;
                 let k: usize = value.trim().parse().map_err(|_| format!("--shard {self}: {var}={value:?} is not a shard number"))?;
                 if zero_based {
                     k + 1
@@ -278,7 +277,17 @@ fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
     let held: std::collections::HashSet<String> = store.runs(Some(&e.name))?.into_iter().filter(|r| a.keep_failed || r.ok).map(|r| r.run_key).collect();
     let todo: Vec<PlannedRun> = plan.into_iter().filter(|p| !held.contains(&p.key)).collect();
     let skipped = total - todo.len();
-    eprintln!("{}: {total} runs ({} profiles × {} cases × {} repetitions); {skipped} already in {}, {} to go, {} at a time{}", e.name, e.profiles.len(), e.cases.len(), e.repetitions, a.db.display(), todo.len(), parallel, if a.parallel.is_none() { " (--parallel default for this machine)" } else { "" });
+    eprintln!(
+        "{}: {total} runs ({} profiles × {} cases × {} repetitions); {skipped} already in {}, {} to go, {} at a time{}",
+        e.name,
+        e.profiles.len(),
+        e.cases.len(),
+        e.repetitions,
+        a.db.display(),
+        todo.len(),
+        parallel,
+        if a.parallel.is_none() { " (--parallel default for this machine)" } else { "" }
+    );
     let n_todo = todo.len();
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {

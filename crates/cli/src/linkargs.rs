@@ -5,7 +5,6 @@ use aerolink_link::profile::Override;
 use aerolink_link::Profile;
 use clap::Args;
 
-
 #[derive(Args, Debug, Clone, Default)]
 pub struct LinkArgs {
     /// Built-in profile name (see `aerolink profiles list`) or a profile

@@ -11,15 +11,14 @@ mod linkargs;
 mod pep;
 mod probe;
 mod profiles;
+mod replay;
 mod results;
 mod run;
 mod stats;
 mod updown;
-mod replay;
 mod workload;
 
 use clap::{Parser, Subcommand};
-
 
 const ABOUT: &str = "Emulate aircraft and satellite links in user space and run real programs over them.";
 
@@ -182,10 +181,7 @@ fn rootless(cmd: &Cmd) -> Result<(), String> {
     if unsafe { libc::geteuid() } == 0 {
         return Ok(());
     }
-    let builds_lab = matches!(
-        cmd,
-        Cmd::Run(_) | Cmd::Shell(_) | Cmd::Bench { .. } | Cmd::Replay { .. } | Cmd::Record(_) | Cmd::Experiment { what: experiment::ExperimentCmd::Run(_) }
-    );
+    let builds_lab = matches!(cmd, Cmd::Run(_) | Cmd::Shell(_) | Cmd::Bench { .. } | Cmd::Replay { .. } | Cmd::Record(_) | Cmd::Experiment { what: experiment::ExperimentCmd::Run(_) });
     if matches!(cmd, Cmd::Up(_) | Cmd::Hold(_) | Cmd::Exec(_)) {
         return Err("aerolink up keeps a lab between commands, which needs root (a user's own namespaces end with the process that made them); as an ordinary user, `aerolink shell` gives the same lab for one shell".into());
     }

@@ -7,7 +7,7 @@
 use std::time::Duration;
 
 use aerolink_pep::cli::{AirArgs, GroundArgs, Half, Intercept, PepCmd, SplitTcpArgs, TuningArgs, VpnArgs};
-use aerolink_pep::quic_tunnel::{Psk, TunnelCc, Tuning};
+use aerolink_pep::quic_tunnel::{Psk, Tuning, TunnelCc};
 
 use crate::error::user;
 
@@ -90,7 +90,11 @@ fn finish(name: &str, stats: &aerolink_pep::relay::Stats, json: bool) -> anyhow:
         stats.broken,
         stats.bytes_up,
         stats.bytes_down,
-        if stats.tunnels + stats.refused + stats.garbage > 0 { format!(", {} tunnels, {} peers refused, {} garbage datagrams dropped", stats.tunnels, stats.refused, stats.garbage) } else { String::new() }
+        if stats.tunnels + stats.refused + stats.garbage > 0 {
+            format!(", {} tunnels, {} peers refused, {} garbage datagrams dropped", stats.tunnels, stats.refused, stats.garbage)
+        } else {
+            String::new()
+        }
     );
     Ok(0)
 }
@@ -116,7 +120,12 @@ pub fn run(cmd: PepCmd) -> anyhow::Result<i32> {
             let (psk, tuning) = tuning(t, true)?;
             let stats = rt()?.block_on(async move {
                 let stop = stop_signal()?;
-                aerolink_pep::quic_tunnel::air(aerolink_pep::quic_tunnel::AirOptions { from: intercept.from, port: intercept.port, ground, psk, tuning, open_timeout: Duration::from_nanos(open_timeout.0) }, stop, ready).await
+                aerolink_pep::quic_tunnel::air(
+                    aerolink_pep::quic_tunnel::AirOptions { from: intercept.from, port: intercept.port, ground, psk, tuning, open_timeout: Duration::from_nanos(open_timeout.0) },
+                    stop,
+                    ready,
+                )
+                .await
             })?;
             finish("quic-tunnel air", &stats, json)
         }

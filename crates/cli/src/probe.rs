@@ -199,13 +199,27 @@ pub fn analyze(a: AnalyzeArgs) -> anyhow::Result<i32> {
     if let Some(other) = &a.against {
         let (theirs, _, _) = load(Some(other), None)?;
         let g = flight::analyze(&theirs, 0, &other.display().to_string(), &opts);
-        let rtts = |r: &[Record]| r.iter().filter_map(|r| match &r.m { record::Measurement::Udp(u) => u.rtt_ms, _ => None }).collect::<Vec<f64>>();
+        let rtts = |r: &[Record]| {
+            r.iter()
+                .filter_map(|r| match &r.m {
+                    record::Measurement::Udp(u) => u.rtt_ms,
+                    _ => None,
+                })
+                .collect::<Vec<f64>>()
+        };
         let (ours_w, theirs_w) = (&f.phases[0].loss_windows.values, &g.phases[0].loss_windows.values);
         let (dl, pl) = aerolink_lab::fit::ks_two_sample(ours_w, theirs_w);
         let (dr, pr) = aerolink_lab::fit::ks_two_sample(&rtts(&records), &rtts(&theirs));
         json["against"] = serde_json::json!({"log": other.display().to_string(), "loss_windows": {"ks_d": dl, "p": pl, "ours": ours_w.len(), "theirs": theirs_w.len()}, "rtt": {"ks_d": dr, "p": pr}});
         if !a.json {
-            println!("against {}: loss per {:.0} s window KS D = {dl:.3}, p = {pl:.3} ({} vs {} windows); RTT KS D = {dr:.3}, p = {pr:.3}{}", other.display(), a.loss_window, ours_w.len(), theirs_w.len(), if pl < 0.05 { " — the loss differs" } else { "" });
+            println!(
+                "against {}: loss per {:.0} s window KS D = {dl:.3}, p = {pl:.3} ({} vs {} windows); RTT KS D = {dr:.3}, p = {pr:.3}{}",
+                other.display(),
+                a.loss_window,
+                ours_w.len(),
+                theirs_w.len(),
+                if pl < 0.05 { " — the loss differs" } else { "" }
+            );
         }
     }
     if a.json {
@@ -242,7 +256,13 @@ pub fn analyze(a: AnalyzeArgs) -> anyhow::Result<i32> {
 pub fn fit(a: FitArgs) -> anyhow::Result<i32> {
     let (records, _, source) = load(Some(&a.log), None)?;
     let stem = a.output.file_stem().and_then(|s| s.to_str()).unwrap_or("fitted").to_string();
-    let o = aerolink_lab::fit::Options { name: a.name.clone().unwrap_or(stem.clone()), stem, outage_min_s: a.outage_min, source: format!("probe log {source}"), loss_trace_window_s: (a.loss == LossForm::Trace).then_some(a.trace_window) };
+    let o = aerolink_lab::fit::Options {
+        name: a.name.clone().unwrap_or(stem.clone()),
+        stem,
+        outage_min_s: a.outage_min,
+        source: format!("probe log {source}"),
+        loss_trace_window_s: (a.loss == LossForm::Trace).then_some(a.trace_window),
+    };
     let fitted = aerolink_lab::fit::fit(&records, &o).map_err(|e| user(format!("{source}: {e}")))?;
     let dir = a.output.parent().filter(|p| !p.as_os_str().is_empty()).map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
     for (name, text) in &fitted.files {

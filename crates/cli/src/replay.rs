@@ -75,7 +75,10 @@ pub fn run(cmd: ReplayCmd) -> anyhow::Result<i32> {
             Ok(0)
         }
         ReplayCmd::List { json } => {
-            let rows: Vec<serde_json::Value> = corpus::SHAPES.iter().map(|s| serde_json::json!({"page": s.name, "url": corpus::url(s.name), "requests": s.requests(), "kilobytes": s.kilobytes(), "origins": s.origins(), "spa": s.spa, "shape": s.what})).collect();
+            let rows: Vec<serde_json::Value> = corpus::SHAPES
+                .iter()
+                .map(|s| serde_json::json!({"page": s.name, "url": corpus::url(s.name), "requests": s.requests(), "kilobytes": s.kilobytes(), "origins": s.origins(), "spa": s.spa, "shape": s.what}))
+                .collect();
             if json {
                 println!("{}", serde_json::to_string_pretty(&rows)?);
             } else {

@@ -92,10 +92,28 @@ pub fn export(a: ExportArgs) -> anyhow::Result<i32> {
         out.push('\n');
         for r in &runs {
             let fields = [
-                r.run_key.clone(), r.experiment.clone(), r.profile.clone(), r.profile_hash.clone(), r.workload.clone(), r.protocol.clone(), series_name(r), r.params.clone(),
-                r.knobs_json.clone(), r.seed.to_string(), r.rep.to_string(), r.aerolink_version.clone(), r.host.clone(), r.machine.clone(), r.started_at.clone(),
-                format!("{:.3}", r.duration_s), (r.ok as u8).to_string(), r.error.clone().unwrap_or_default(), format!("{:.1}", r.setup_ms),
-                format!("{:.1}", r.teardown_ms), r.wire_bytes_down.to_string(), r.wire_bytes_up.to_string(),
+                r.run_key.clone(),
+                r.experiment.clone(),
+                r.profile.clone(),
+                r.profile_hash.clone(),
+                r.workload.clone(),
+                r.protocol.clone(),
+                series_name(r),
+                r.params.clone(),
+                r.knobs_json.clone(),
+                r.seed.to_string(),
+                r.rep.to_string(),
+                r.aerolink_version.clone(),
+                r.host.clone(),
+                r.machine.clone(),
+                r.started_at.clone(),
+                format!("{:.3}", r.duration_s),
+                (r.ok as u8).to_string(),
+                r.error.clone().unwrap_or_default(),
+                format!("{:.1}", r.setup_ms),
+                format!("{:.1}", r.teardown_ms),
+                r.wire_bytes_down.to_string(),
+                r.wire_bytes_up.to_string(),
             ];
             out.push_str(&fields.iter().map(|f| csv_field(f)).collect::<Vec<_>>().join(","));
             for m in &metrics {
@@ -183,7 +201,16 @@ pub fn report(a: ReportArgs) -> anyhow::Result<i32> {
     // A store that holds only a flight (`probe run --db`) reports the flight.
     if exps.is_empty() && runs.is_empty() && !store.probe_logs()?.is_empty() {
         drop(store);
-        return crate::probe::analyze(crate::probe::AnalyzeArgs { log: None, db: Some(a.db.clone()), output: a.output.clone(), json: false, phase: vec![], loss_window: 100.0, outage_min: 10.0, against: None });
+        return crate::probe::analyze(crate::probe::AnalyzeArgs {
+            log: None,
+            db: Some(a.db.clone()),
+            output: a.output.clone(),
+            json: false,
+            phase: vec![],
+            loss_window: 100.0,
+            outage_min: 10.0,
+            against: None,
+        });
     }
     let html = aerolink_lab::report::render(&exps, &runs, &a.db.display().to_string(), &crate::experiment::now_rfc3339());
     std::fs::write(&a.output, html).map_err(|e| user(format!("{}: {e}", a.output.display())))?;

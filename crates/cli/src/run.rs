@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use aerolink_link::Profile;
 use aerolink_lab::gateways::PepSpec;
+use aerolink_link::Profile;
 use aerolink_net::{Lab, LabReport, LabSpec};
 use aerolink_pep::cli::PepMode;
 use anyhow::Context;

@@ -24,13 +24,7 @@ fn print_human(s: &Summary) {
     for d in &s.directions {
         let dir = d.dir.map(|d| d.as_str()).unwrap_or("?");
         println!("hop {} {dir}:", d.hop);
-        println!(
-            "  packets    {} arrived, {} departed ({:.1} KB), {} still in the link at the end",
-            d.arrived_packets,
-            d.departed_packets,
-            d.departed_bytes as f64 / 1e3,
-            d.in_flight_at_end
-        );
+        println!("  packets    {} arrived, {} departed ({:.1} KB), {} still in the link at the end", d.arrived_packets, d.departed_packets, d.departed_bytes as f64 / 1e3, d.in_flight_at_end);
         let drops: Vec<String> = d.dropped.iter().map(|(k, v)| format!("{v} by {k} ({:.2}%)", d.drop_fraction[k] * 100.0)).collect();
         println!("  dropped    {}", if drops.is_empty() { "none".to_string() } else { drops.join(", ") });
         let p = &d.delay_ms;

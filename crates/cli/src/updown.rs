@@ -137,13 +137,7 @@ pub fn hold(args: UpArgs) -> anyhow::Result<i32> {
     };
     let signals = Signals::install()?;
     let lab = Lab::build(&spec, log)?;
-    let state = State {
-        name: args.name.clone(),
-        pid: std::process::id(),
-        label,
-        seed: spec.seed,
-        hosts: lab.hosts.clone(),
-    };
+    let state = State { name: args.name.clone(), pid: std::process::id(), label, seed: spec.seed, hosts: lab.hosts.clone() };
     let tmp = state_path(&format!("{}.tmp", args.name));
     std::fs::write(&tmp, serde_json::to_string_pretty(&state)?)?;
     std::fs::rename(&tmp, state_path(&args.name))?;
@@ -158,9 +152,11 @@ pub fn hold(args: UpArgs) -> anyhow::Result<i32> {
 
 pub fn exec(args: ExecArgs) -> anyhow::Result<i32> {
     let s = read_state(&args.name)?;
-    let h = s.hosts.iter().find(|h| h.name == args.host).ok_or_else(|| {
-        user(format!("lab {}: no host {:?}; hosts are {}", s.name, args.host, s.hosts.iter().map(|h| h.name.as_str()).collect::<Vec<_>>().join(", ")))
-    })?;
+    let h = s
+        .hosts
+        .iter()
+        .find(|h| h.name == args.host)
+        .ok_or_else(|| user(format!("lab {}: no host {:?}; hosts are {}", s.name, args.host, s.hosts.iter().map(|h| h.name.as_str()).collect::<Vec<_>>().join(", "))))?;
     let st = Command::new("ip").args(["netns", "exec", &h.netns]).args(&args.cmd).envs(lab::lab_env(&s.hosts, s.seed)).status().context("running the command")?;
     use std::os::unix::process::ExitStatusExt;
     Ok(st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0)))
@@ -185,9 +181,8 @@ pub fn down(args: DownArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     let names: Vec<String> = if args.all {
-        let mut n: Vec<String> = std::fs::read_dir(STATE_DIR)
-            .map(|d| d.filter_map(|e| e.ok()).filter_map(|e| e.file_name().to_string_lossy().strip_suffix(".json").map(str::to_string)).collect())
-            .unwrap_or_default();
+        let mut n: Vec<String> =
+            std::fs::read_dir(STATE_DIR).map(|d| d.filter_map(|e| e.ok()).filter_map(|e| e.file_name().to_string_lossy().strip_suffix(".json").map(str::to_string)).collect()).unwrap_or_default();
         n.sort();
         n
     } else {

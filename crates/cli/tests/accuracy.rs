@@ -100,11 +100,7 @@ fn loss_per_direction_is_inside_its_interval() {
     // ~1250 datagrams/s for 4 s each way: ≥ 2000 per direction.
     // One iperf3 server per direction: a single server can still be busy
     // closing the first test when the second one starts.
-    let client = format!(
-        "iperf3 -c $AEROLINK_SERVER -p 5201 -u -b 1M -l 100 -t 4 -J > {} && iperf3 -c $AEROLINK_SERVER -p 5202 -u -b 1M -l 100 -t 4 -R -J > {}",
-        up.display(),
-        down.display()
-    );
+    let client = format!("iperf3 -c $AEROLINK_SERVER -p 5201 -u -b 1M -l 100 -t 4 -J > {} && iperf3 -c $AEROLINK_SERVER -p 5202 -u -b 1M -l 100 -t 4 -R -J > {}", up.display(), down.display());
     // The client starts once both servers listen (it used to start at the
     // first socket, and the second server could still be starting).
     let server = "iperf3 -s -1 -p 5201 & iperf3 -s -1 -p 5202 & wait";
@@ -220,7 +216,24 @@ fn offloaded_bursts_cross_the_gateway_chain_without_a_refused_frame() {
     // linear part as its header length, and a run the pump cuts from it must
     // still be a frame the next TUN device takes. Every refused frame is a
     // packet lost that no link stage chose to lose.
-    let o = aerolink(&["run", "--json", "--topology", "ifc", "--space", "mss", "--rate", "1Gbit/s", "--rtt", "20ms", "--loss", "0", "--server", "iperf3 -s -1", "--client", "iperf3 -c $AEROLINK_SERVER -t 2 --bidir -J"]);
+    let o = aerolink(&[
+        "run",
+        "--json",
+        "--topology",
+        "ifc",
+        "--space",
+        "mss",
+        "--rate",
+        "1Gbit/s",
+        "--rtt",
+        "20ms",
+        "--loss",
+        "0",
+        "--server",
+        "iperf3 -s -1",
+        "--client",
+        "iperf3 -c $AEROLINK_SERVER -t 2 --bidir -J",
+    ]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
     let v: Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));

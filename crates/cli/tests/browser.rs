@@ -165,7 +165,12 @@ fn a_page_that_is_not_there_is_the_users_mistake() {
 fn browser_leftovers() -> (usize, Vec<String>) {
     let o = std::process::Command::new("pgrep").args(["-f", "user-data-dir=.*aerolink-chromium-"]).output().unwrap();
     let procs = String::from_utf8_lossy(&o.stdout).lines().count();
-    let dirs = std::fs::read_dir(std::env::temp_dir()).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().to_string()).filter(|n| n.starts_with("aerolink-chromium-") || (n.starts_with("aerolink-") && n.ends_with("-tmp"))).collect();
+    let dirs = std::fs::read_dir(std::env::temp_dir())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().to_string())
+        .filter(|n| n.starts_with("aerolink-chromium-") || (n.starts_with("aerolink-") && n.ends_with("-tmp")))
+        .collect();
     (procs, dirs)
 }
 
@@ -176,7 +181,12 @@ fn interrupting_a_load_leaves_no_browser_behind() {
     // A load that takes minutes: the median page at 128 kbit/s.
     let client = format!("{} workload browser --server $AEROLINK_SERVER --page median", bin());
     let serve = format!("{} workload serve", bin());
-    let mut child = std::process::Command::new(bin()).args(["run", "-q", "--rtt", "520ms", "--rate", "128kbit/s", "--server", &serve, "--client", &client]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap();
+    let mut child = std::process::Command::new(bin())
+        .args(["run", "-q", "--rtt", "520ms", "--rate", "128kbit/s", "--server", &serve, "--client", &client])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     // Wait until Chromium has written its profile (it is loading the page).
     let profile_written = || {

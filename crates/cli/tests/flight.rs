@@ -132,7 +132,22 @@ fn a_dns_cache_a_proxy_aboard_and_where_the_path_leaves_the_aircraft_are_found()
     let _down = Down(lab);
     let spawn = |host: &str, cmd: &[&str]| KillOnDrop(Command::new(bin()).args(["exec", lab, host, "--"]).args(cmd).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
     let _server = spawn("server", &[bin(), "probe", "serve", "--dns-answer", "198.18.2.2"]);
-    let _cache = spawn("airgw", &["dnsmasq", "-k", "--conf-file=/dev/null", "--no-resolv", "--no-hosts", "--server=198.18.2.2", "--listen-address=198.18.0.2", "--bind-interfaces", "--cache-size=1000", "--user=root", "--pid-file"]);
+    let _cache = spawn(
+        "airgw",
+        &[
+            "dnsmasq",
+            "-k",
+            "--conf-file=/dev/null",
+            "--no-resolv",
+            "--no-hosts",
+            "--server=198.18.2.2",
+            "--listen-address=198.18.0.2",
+            "--bind-interfaces",
+            "--cache-size=1000",
+            "--user=root",
+            "--pid-file",
+        ],
+    );
     let conf = dir.join("tinyproxy.conf");
     std::fs::write(&conf, "Port 8888\nListen 198.18.0.2\nTimeout 60\nAllow 198.18.0.0/15\nViaProxyName \"aircraft-proxy\"\nLogLevel Critical\n").unwrap();
     let _proxy = spawn("airgw", &["tinyproxy", "-d", "-c", conf.to_str().unwrap()]);
@@ -143,7 +158,24 @@ fn a_dns_cache_a_proxy_aboard_and_where_the_path_leaves_the_aircraft_are_found()
         // 37 s: page loads at 0, 12, 24 and 36 s, so two complete even when
         // a loss on the 3 % link stretches one past its slot (25 s once
         // left one plain-HTTP load through the proxy in CI).
-        args.extend(["--duration", "37s", "--udp-every", "200ms", "--dns-every", "10s", "--dns-names", "a.test,b.test,c.test", "--trace-every", "10s", "--ping-every", "0", "--bulk-every", "0", "--rate-every", "0"]);
+        args.extend([
+            "--duration",
+            "37s",
+            "--udp-every",
+            "200ms",
+            "--dns-every",
+            "10s",
+            "--dns-names",
+            "a.test,b.test,c.test",
+            "--trace-every",
+            "10s",
+            "--ping-every",
+            "0",
+            "--bulk-every",
+            "0",
+            "--rate-every",
+            "0",
+        ]);
         args.extend(["--web-every", "12s", "--web-protocols", "h2", "--page", "1x1KB"]);
         if proxy {
             args.extend(["--http-proxy", "198.18.0.2:8888", "--db", db_arg.as_str()]);

@@ -55,7 +55,11 @@ const NOT_AS_WRITTEN: &[(&str, Instead)] = &[
 /// four times a second, a packet train every 10 s, nothing else.
 macro_rules! quick_agent {
     ($out:literal) => {
-        concat!("aerolink probe run --target $AEROLINK_SERVER --same-clock --out ", $out, " --duration 40s --udp-every 250ms --rate-every 10s --ping-every 0 --trace-every 0 --dns-every 0 --web-every 0 --bulk-every 0")
+        concat!(
+            "aerolink probe run --target $AEROLINK_SERVER --same-clock --out ",
+            $out,
+            " --duration 40s --udp-every 250ms --rate-every 10s --ping-every 0 --trace-every 0 --dns-every 0 --web-every 0 --bulk-every 0"
+        )
     };
 }
 const FLIGHT: &str = concat!("aerolink run --profile mss --server 'aerolink probe serve' --client '", quick_agent!("flight-0412"), "'");

@@ -128,17 +128,19 @@ fn sigint_removes_everything() {
 #[test]
 fn after_sigkill_down_all_removes_the_leftovers() {
     require_root();
-    let mut child = Command::new(bin())
-        .args(["run", "-q", "--server", "sleep 41.41", "--client", "sleep 42.42"])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = Command::new(bin()).args(["run", "-q", "--server", "sleep 41.41", "--client", "sleep 42.42"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     wait_until("the client to start", || processes_matching("42.42") > 0);
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(!leftover_namespaces().is_empty(), "a SIGKILL cannot clean up; this test expects leftovers");
-    let run_tmp = || std::fs::read_dir(std::env::temp_dir()).unwrap().filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().to_string()).filter(|n| n.starts_with("aerolink-") && n.ends_with("-tmp")).count();
+    let run_tmp = || {
+        std::fs::read_dir(std::env::temp_dir())
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().to_string())
+            .filter(|n| n.starts_with("aerolink-") && n.ends_with("-tmp"))
+            .count()
+    };
     assert!(run_tmp() > 0, "the killed run's TMPDIR is expected to remain");
     let o = aerolink(&["down", "--all"]);
     assert!(o.status.success(), "{:?}", text(&o));
@@ -151,14 +153,8 @@ fn after_sigkill_down_all_removes_the_leftovers() {
 fn down_all_leaves_a_run_under_way_alone() {
     require_root();
     // A run in another terminal, its client stopped until released.
-    let mut child = KillOnDrop(
-        Command::new(bin())
-            .args(["run", "-q", "--rtt", "10ms", "--client", "sleep 43.43; ping -c 1 -W 2 $AEROLINK_SERVER"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let mut child =
+        KillOnDrop(Command::new(bin()).args(["run", "-q", "--rtt", "10ms", "--client", "sleep 43.43; ping -c 1 -W 2 $AEROLINK_SERVER"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
     wait_until("the client to start", || processes_matching("43.43") > 0);
     let o = aerolink(&["down", "--all"]);
     assert!(o.status.success(), "{:?}", text(&o));
@@ -198,16 +194,19 @@ fn up_exec_down() {
 fn a_chain_topology_routes_end_to_end() {
     let d = tempdir("chain");
     let topo = d.join("chain.toml");
-    std::fs::write(
-        &topo,
-        "name = \"chain\"\nhosts = [\"client\", \"gw\", \"server\"]\n[[hop]]\n[hop.link]\nrtt = \"20 ms\"\n[[hop]]\n[hop.link]\nrtt = \"40 ms\"\nrate = \"10 Mbit/s\"\n",
-    )
-    .unwrap();
+    std::fs::write(&topo, "name = \"chain\"\nhosts = [\"client\", \"gw\", \"server\"]\n[[hop]]\n[hop.link]\nrtt = \"20 ms\"\n[[hop]]\n[hop.link]\nrtt = \"40 ms\"\nrate = \"10 Mbit/s\"\n").unwrap();
     // One unmeasured ping first: the path's first packet wakes four idle
     // pump threads, and on this virtual machine a wake-up is now and then
     // milliseconds late (a bare C sleep loop shows it too; seen here: +2 to
     // +6 ms, once on two packets in a row).
-    let o = aerolink(&["run", "-q", "--topology", topo.to_str().unwrap(), "--client", "ping -c 1 -W 5 $AEROLINK_SERVER >/dev/null && ping -c 5 -i 0.2 $AEROLINK_SERVER && ping -c 5 -i 0.2 $AEROLINK_SERVER_V6 && ping -c 1 $AEROLINK_GW"]);
+    let o = aerolink(&[
+        "run",
+        "-q",
+        "--topology",
+        topo.to_str().unwrap(),
+        "--client",
+        "ping -c 1 -W 5 $AEROLINK_SERVER >/dev/null && ping -c 5 -i 0.2 $AEROLINK_SERVER && ping -c 5 -i 0.2 $AEROLINK_SERVER_V6 && ping -c 1 $AEROLINK_GW",
+    ]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}{err}");
     let rtts: Vec<f64> = out.lines().filter_map(|l| l.split("time=").nth(1)).filter_map(|t| t.split_whitespace().next()?.parse().ok()).collect();

@@ -59,10 +59,7 @@ fn start(spec: &Path, db: &Path, log: &Path) -> Child {
 }
 
 fn status_kb(pid: u32, key: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| s.lines().find(|l| l.starts_with(key)).and_then(|l| l.split_whitespace().nth(1)?.parse().ok()))
-        .unwrap_or(0)
+    std::fs::read_to_string(format!("/proc/{pid}/status")).ok().and_then(|s| s.lines().find(|l| l.starts_with(key)).and_then(|l| l.split_whitespace().nth(1)?.parse().ok())).unwrap_or(0)
 }
 
 fn fds(pid: u32) -> usize {
@@ -71,7 +68,14 @@ fn fds(pid: u32) -> usize {
 
 fn lab_dirs() -> usize {
     std::fs::read_dir(std::env::temp_dir())
-        .map(|d| d.filter_map(|e| e.ok()).filter(|e| { let n = e.file_name().to_string_lossy().to_string(); n.starts_with("aerolink-") && n.ends_with("-tmp") }).count())
+        .map(|d| {
+            d.filter_map(|e| e.ok())
+                .filter(|e| {
+                    let n = e.file_name().to_string_lossy().to_string();
+                    n.starts_with("aerolink-") && n.ends_with("-tmp")
+                })
+                .count()
+        })
         .unwrap_or(0)
 }
 
@@ -208,7 +212,11 @@ fn soak() {
     eprintln!(
         "soak: {seconds} s, {n} runs ({failed} failed), {} faults injected, store {integrity}; memory and descriptors per process: {}; figures in {}",
         faults.len(),
-        verdicts.iter().map(|v| format!("RSS {}→{} MB, fds {}→{}", v["rss_kb_early_median"].as_u64().unwrap() / 1024, v["rss_kb_late_median"].as_u64().unwrap() / 1024, v["fds_early_max"], v["fds_late_max"])).collect::<Vec<_>>().join("; "),
+        verdicts
+            .iter()
+            .map(|v| format!("RSS {}→{} MB, fds {}→{}", v["rss_kb_early_median"].as_u64().unwrap() / 1024, v["rss_kb_late_median"].as_u64().unwrap() / 1024, v["fds_early_max"], v["fds_late_max"]))
+            .collect::<Vec<_>>()
+            .join("; "),
         out.display()
     );
     assert_eq!(integrity, "ok");

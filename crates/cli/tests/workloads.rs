@@ -24,19 +24,7 @@ fn bench(args: &[&str]) -> Value {
 }
 
 fn web(protocol: &str, page: &str, depth: &str) -> Value {
-    bench(&[
-        "web",
-        "--rtt",
-        "20ms",
-        "--rate",
-        "50Mbit/s",
-        "--protocol",
-        protocol,
-        "--page",
-        page,
-        "--depth",
-        depth,
-    ])
+    bench(&["web", "--rtt", "20ms", "--rate", "50Mbit/s", "--protocol", protocol, "--page", page, "--depth", depth])
 }
 
 #[test]
@@ -46,23 +34,11 @@ fn h1_uses_at_most_six_persistent_connections() {
     assert_eq!(r["requests"], 21);
     assert_eq!(r["connections"], 6, "{r}");
     let objects = r["objects"].as_array().unwrap();
-    let images: u64 = objects
-        .iter()
-        .filter(|o| o["path"].as_str().unwrap().starts_with("/obj/"))
-        .map(|o| o["bytes"].as_u64().unwrap())
-        .sum();
+    let images: u64 = objects.iter().filter(|o| o["path"].as_str().unwrap().starts_with("/obj/")).map(|o| o["bytes"].as_u64().unwrap()).sum();
     assert_eq!(images, 20 * 20_000);
     // No object starts before the HTML that references it has arrived.
-    let html_end = objects
-        .iter()
-        .find(|o| o["path"].as_str().unwrap().starts_with("/page.html"))
-        .unwrap()["end_ms"]
-        .as_f64()
-        .unwrap();
-    assert!(objects
-        .iter()
-        .filter(|o| o["path"].as_str().unwrap().starts_with("/obj/"))
-        .all(|o| o["start_ms"].as_f64().unwrap() >= html_end));
+    let html_end = objects.iter().find(|o| o["path"].as_str().unwrap().starts_with("/page.html")).unwrap()["end_ms"].as_f64().unwrap();
+    assert!(objects.iter().filter(|o| o["path"].as_str().unwrap().starts_with("/obj/")).all(|o| o["start_ms"].as_f64().unwrap() >= html_end));
 }
 
 #[test]
@@ -105,83 +81,28 @@ fn h3_runs_over_one_quic_connection_and_follows_stylesheets() {
     assert_eq!(r["requests"], 13);
     // Each dependency level costs at least one round trip (20 ms): the
     // images cannot start before 3 RTT + the QUIC handshake.
-    let first_image = r["objects"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|o| o["path"].as_str().unwrap().starts_with("/obj/"))
-        .map(|o| o["start_ms"].as_f64().unwrap())
-        .fold(f64::MAX, f64::min);
+    let first_image = r["objects"].as_array().unwrap().iter().filter(|o| o["path"].as_str().unwrap().starts_with("/obj/")).map(|o| o["start_ms"].as_f64().unwrap()).fold(f64::MAX, f64::min);
     assert!(first_image >= 80.0, "first image at {first_image} ms");
 }
 
 #[test]
 fn web_works_over_ipv6() {
-    let r = bench(&[
-        "web",
-        "--rtt",
-        "10ms",
-        "--protocol",
-        "h2",
-        "--page",
-        "2x5KB",
-        "--ipv6",
-    ]);
+    let r = bench(&["web", "--rtt", "10ms", "--protocol", "h2", "--page", "2x5KB", "--ipv6"]);
     assert_eq!(r["alpn"], "h2");
     assert_eq!(r["requests"], 3);
 }
 
 #[test]
 fn bulk_tcp_uses_the_asked_congestion_control_and_quic_delivers() {
-    let r = bench(&[
-        "bulk",
-        "--rtt",
-        "20ms",
-        "--rate",
-        "20Mbit/s",
-        "--transport",
-        "tcp",
-        "--size",
-        "1MB",
-        "--cc",
-        "bbr",
-    ]);
+    let r = bench(&["bulk", "--rtt", "20ms", "--rate", "20Mbit/s", "--transport", "tcp", "--size", "1MB", "--cc", "bbr"]);
     assert_eq!(r["sender_cc"], "bbr");
     assert_eq!(r["bytes"], 1_000_000);
-    assert_eq!(
-        r["bins_bytes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|b| b.as_u64().unwrap())
-            .sum::<u64>(),
-        1_000_000
-    );
+    assert_eq!(r["bins_bytes"].as_array().unwrap().iter().map(|b| b.as_u64().unwrap()).sum::<u64>(), 1_000_000);
     // 1 MB at 20 Mbit/s takes at least 0.4 s.
     assert!(r["completion_ms"].as_f64().unwrap() >= 400.0, "{r}");
-    let r = bench(&[
-        "bulk",
-        "--rtt",
-        "20ms",
-        "--rate",
-        "20Mbit/s",
-        "--transport",
-        "quic",
-        "--size",
-        "1MB",
-        "--direction",
-        "up",
-    ]);
+    let r = bench(&["bulk", "--rtt", "20ms", "--rate", "20Mbit/s", "--transport", "quic", "--size", "1MB", "--direction", "up"]);
     assert_eq!(r["transport"], "quic");
-    assert_eq!(
-        r["bins_bytes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|b| b.as_u64().unwrap())
-            .sum::<u64>(),
-        1_000_000
-    );
+    assert_eq!(r["bins_bytes"].as_array().unwrap().iter().map(|b| b.as_u64().unwrap()).sum::<u64>(), 1_000_000);
 }
 
 /// The `sat` preset against quinn's defaults on one lossy GEO link, in the
@@ -205,7 +126,11 @@ fn the_sat_preset_fills_a_lossy_geo_link_from_the_first_round_trip() {
     let sat = run(&["--quic-preset", "sat", "--quic-rate", "4Mbit/s"]);
     let quinn = run(&[]);
     let q = &sat["knobs"]["quic"];
-    assert_eq!((q["preset"].as_str(), q["cc"].as_str(), q["rate_bps"].as_u64(), q["ack_every"].as_u64(), q["initial_mtu"].as_u64()), (Some("sat"), Some("sat"), Some(4_000_000), Some(10), Some(1452)), "{q}");
+    assert_eq!(
+        (q["preset"].as_str(), q["cc"].as_str(), q["rate_bps"].as_u64(), q["ack_every"].as_u64(), q["initial_mtu"].as_u64()),
+        (Some("sat"), Some("sat"), Some(4_000_000), Some(10), Some(1452)),
+        "{q}"
+    );
     let (ts, tq) = (sat["outcome"]["result"]["completion_ms"].as_f64().unwrap(), quinn["outcome"]["result"]["completion_ms"].as_f64().unwrap());
     // Ideal: 1.5 RTT before data, 1.04 MB of packets at 4 Mbit/s, 0.5 RTT:
     // 3.3 s. Slow start from quinn's 12 KB needs 6 round trips to the
@@ -215,21 +140,7 @@ fn the_sat_preset_fills_a_lossy_geo_link_from_the_first_round_trip() {
 
 #[test]
 fn objects_fetch_the_seed_003_set() {
-    let r = bench(&[
-        "objects",
-        "--rtt",
-        "20ms",
-        "--rate",
-        "50Mbit/s",
-        "--protocol",
-        "h3",
-        "--set",
-        "short",
-        "--mode",
-        "par",
-        "--quic-preset",
-        "h-bdp1",
-    ]);
+    let r = bench(&["objects", "--rtt", "20ms", "--rate", "50Mbit/s", "--protocol", "h3", "--set", "short", "--mode", "par", "--quic-preset", "h-bdp1"]);
     assert_eq!(r["alpn"], "h3");
     let o = r["objects"].as_array().unwrap();
     assert_eq!(o.len(), 10);
@@ -239,38 +150,14 @@ fn objects_fetch_the_seed_003_set() {
 #[test]
 fn message_latency_is_never_below_the_one_way_delay() {
     for transport in ["tcp", "quic"] {
-        let r = bench(&[
-            "messages",
-            "--delay",
-            "25ms",
-            "--rate",
-            "1Mbit/s",
-            "--transport",
-            transport,
-            "--direction",
-            "both",
-            "--size",
-            "100",
-            "--offered",
-            "40kbit/s",
-            "--duration",
-            "3s",
-        ]);
+        let r = bench(&["messages", "--delay", "25ms", "--rate", "1Mbit/s", "--transport", transport, "--direction", "both", "--size", "100", "--offered", "40kbit/s", "--duration", "3s"]);
         assert_eq!(r["transport"], transport);
         for dir in ["up", "down"] {
-            let lat: Vec<f64> = r[dir]["latencies_ms"]
-                .as_array()
-                .unwrap_or_else(|| panic!("no {dir}: {r}"))
-                .iter()
-                .map(|x| x.as_f64().unwrap())
-                .collect();
+            let lat: Vec<f64> = r[dir]["latencies_ms"].as_array().unwrap_or_else(|| panic!("no {dir}: {r}")).iter().map(|x| x.as_f64().unwrap()).collect();
             // 3 s at 50 messages/s, minus those still in flight at the end.
             assert!(lat.len() > 100, "{dir}: only {} messages", lat.len());
             let min = lat.iter().cloned().fold(f64::MAX, f64::min);
-            assert!(
-                min >= 25.0,
-                "{transport} {dir}: a message took {min} ms over a 25 ms link"
-            );
+            assert!(min >= 25.0, "{transport} {dir}: a message took {min} ms over a 25 ms link");
         }
     }
 }
@@ -290,10 +177,7 @@ fn bad_workload_flags_are_refused() {
         vec!["bench", "bulk", "--transport", "quic", "--quic-ack-every", "0"],
         vec!["bench", "bulk", "--transport", "quic", "--quic-mtu", "1000"],
     ] {
-        let o = std::process::Command::new(bin())
-            .args(&args)
-            .output()
-            .unwrap();
+        let o = std::process::Command::new(bin()).args(&args).output().unwrap();
         let (_, err) = text(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.trim().lines().count(), 1, "{args:?}: {err}");
@@ -302,41 +186,13 @@ fn bad_workload_flags_are_refused() {
 
 #[test]
 fn realtime_mechanisms_deliver_every_update_no_faster_than_the_link() {
-    for (mechanism, scenario) in [
-        ("ws", "chat"),
-        ("sse", "server-update"),
-        ("alp", "client-update"),
-    ] {
-        let r = bench(&[
-            "realtime",
-            "--delay",
-            "30ms",
-            "--mechanism",
-            mechanism,
-            "--scenario",
-            scenario,
-            "--count",
-            "8",
-            "--interval-ms",
-            "50",
-        ]);
+    for (mechanism, scenario) in [("ws", "chat"), ("sse", "server-update"), ("alp", "client-update")] {
+        let r = bench(&["realtime", "--delay", "30ms", "--mechanism", mechanism, "--scenario", scenario, "--count", "8", "--interval-ms", "50"]);
         assert_eq!(r["nagle"], true, "Nagle is on by default, as in the study");
-        let key = if scenario == "client-update" {
-            "client_to_server_ms"
-        } else {
-            "server_to_client_ms"
-        };
-        let lat: Vec<f64> = r[key]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|x| x.as_f64().unwrap())
-            .collect();
+        let key = if scenario == "client-update" { "client_to_server_ms" } else { "server_to_client_ms" };
+        let lat: Vec<f64> = r[key].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
         assert_eq!(lat.len(), 8, "{mechanism} {scenario}: {r}");
-        assert!(
-            lat.iter().all(|l| *l >= 30.0),
-            "{mechanism} {scenario}: {lat:?}"
-        );
+        assert!(lat.iter().all(|l| *l >= 30.0), "{mechanism} {scenario}: {lat:?}");
         if scenario == "chat" {
             assert_eq!(r["client_to_server_ms"].as_array().unwrap().len(), 8);
         }

@@ -212,7 +212,16 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Entry>, CatalogueError> {
             if paper.is_none() && kind != Kind::Qualitative {
                 return Err(err(format!("{id}.paper"), format!("a {} entry needs the paper's number", kind.as_str())));
             }
-            Ok(Entry { id: id.clone(), seed: text("seed")?, place: text("where")?, claim: text("claim")?, kind, paper, conditions: text("conditions")?, note: t.get("note").and_then(|v| v.as_str()).map(str::to_string) })
+            Ok(Entry {
+                id: id.clone(),
+                seed: text("seed")?,
+                place: text("where")?,
+                claim: text("claim")?,
+                kind,
+                paper,
+                conditions: text("conditions")?,
+                note: t.get("note").and_then(|v| v.as_str()).map(str::to_string),
+            })
         })
         .collect()
 }

@@ -75,7 +75,12 @@ pub struct Provenance {
 }
 
 fn provenance(runs: &[RunRow]) -> Provenance {
-    Provenance { hosts: runs.iter().map(|r| r.host.clone()).collect(), machines: runs.iter().map(|r| r.machine.clone()).filter(|m| !m.is_empty()).collect(), versions: runs.iter().map(|r| r.aerolink_version.clone()).collect(), runs: runs.len() }
+    Provenance {
+        hosts: runs.iter().map(|r| r.host.clone()).collect(),
+        machines: runs.iter().map(|r| r.machine.clone()).filter(|m| !m.is_empty()).collect(),
+        versions: runs.iter().map(|r| r.aerolink_version.clone()).collect(),
+        runs: runs.len(),
+    }
 }
 
 type Key = (String, String, String, String);
@@ -162,14 +167,32 @@ pub fn render(a_label: &str, b_label: &str, a_runs: &[RunRow], b_runs: &[RunRow]
             }
             current = r.experiment.clone();
             let desc = experiments.iter().find(|e| e.name == r.experiment).map(|e| e.description.clone()).unwrap_or_default();
-            let _ = write!(h, "<h2>{}</h2><p>{}</p><table><tr><th>setting</th><th>link</th><th>series</th><th>A median</th><th>B median</th><th>B / A (95 % interval)</th><th>runs A + B</th><th>B is</th></tr>", esc(&r.experiment), esc(&desc));
+            let _ = write!(
+                h,
+                "<h2>{}</h2><p>{}</p><table><tr><th>setting</th><th>link</th><th>series</th><th>A median</th><th>B median</th><th>B / A (95 % interval)</th><th>runs A + B</th><th>B is</th></tr>",
+                esc(&r.experiment),
+                esc(&desc)
+            );
         }
         let cls = match r.verdict {
             Change::Same => "",
             v => v.as_str(),
         };
-        let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{cls}\">{:.2}× ({:.2}–{:.2})</td><td>{} + {}</td><td class=\"{cls}\">{}</td></tr>",
-            esc(&r.setting), esc(&r.profile), esc(&r.series), fmt_metric(&r.metric, r.a_median), fmt_metric(&r.metric, r.b_median), r.ratio, r.ratio_lo, r.ratio_hi, r.a_runs, r.b_runs, r.verdict.as_str());
+        let _ = write!(
+            h,
+            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{cls}\">{:.2}× ({:.2}–{:.2})</td><td>{} + {}</td><td class=\"{cls}\">{}</td></tr>",
+            esc(&r.setting),
+            esc(&r.profile),
+            esc(&r.series),
+            fmt_metric(&r.metric, r.a_median),
+            fmt_metric(&r.metric, r.b_median),
+            r.ratio,
+            r.ratio_lo,
+            r.ratio_hi,
+            r.a_runs,
+            r.b_runs,
+            r.verdict.as_str()
+        );
     }
     if !current.is_empty() {
         h.push_str("</table>");

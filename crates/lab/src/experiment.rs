@@ -210,7 +210,29 @@ pub struct PlannedRun {
 }
 
 const TOP: &[&str] = &["name", "description", "seed", "repetitions", "timeout", "baseline", "profiles", "topology", "variant", "workload", "finding", "judge"];
-const KNOB_KEYS: &[&str] = &["tcp_cc", "initcwnd", "quic_preset", "quic_cc", "quic_rate", "quic_max_cwnd", "quic_pacing_interval", "nagle", "push", "mss", "rcvbuf", "quickack", "pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate", "tunnel_max_probe", "cross"];
+const KNOB_KEYS: &[&str] = &[
+    "tcp_cc",
+    "initcwnd",
+    "quic_preset",
+    "quic_cc",
+    "quic_rate",
+    "quic_max_cwnd",
+    "quic_pacing_interval",
+    "nagle",
+    "push",
+    "mss",
+    "rcvbuf",
+    "quickack",
+    "pep",
+    "pep_at",
+    "pep_cc",
+    "pep_initcwnd",
+    "tunnel_cc",
+    "tunnel_preset",
+    "tunnel_rate",
+    "tunnel_max_probe",
+    "cross",
+];
 const PEP_KEYS: &[&str] = &["pep", "pep_at", "pep_cc", "pep_initcwnd", "tunnel_cc", "tunnel_preset", "tunnel_rate", "tunnel_max_probe"];
 
 fn strings(v: &toml::Value) -> Option<Vec<String>> {
@@ -627,7 +649,11 @@ fn expand_knobs(t: &toml::Table, gateways: bool) -> Result<Vec<Knobs>, KeyErr> {
         })?;
     }
     if let Some(v) = t.get("initcwnd") {
-        let ns: Vec<u32> = values(v).iter().map(|x| x.as_integer().filter(|i| (1..=1000).contains(i)).map(|i| i as u32)).collect::<Option<_>>().ok_or_else(|| err("initcwnd", "expected segments from 1 to 1000".into()))?;
+        let ns: Vec<u32> = values(v)
+            .iter()
+            .map(|x| x.as_integer().filter(|i| (1..=1000).contains(i)).map(|i| i as u32))
+            .collect::<Option<_>>()
+            .ok_or_else(|| err("initcwnd", "expected segments from 1 to 1000".into()))?;
         out = sweep(out, &ns, |k, n| {
             k.initcwnd = Some(*n);
             Ok(())
@@ -662,7 +688,11 @@ fn expand_knobs(t: &toml::Table, gateways: bool) -> Result<Vec<Knobs>, KeyErr> {
         }
     }
     if let Some(v) = t.get("quic_max_cwnd") {
-        let ns: Vec<u64> = values(v).iter().map(|x| x.as_integer().filter(|i| (1..=10_000_000).contains(i)).map(|i| i as u64)).collect::<Option<_>>().ok_or_else(|| err("quic_max_cwnd", "expected packets from 1 to 10000000".into()))?;
+        let ns: Vec<u64> = values(v)
+            .iter()
+            .map(|x| x.as_integer().filter(|i| (1..=10_000_000).contains(i)).map(|i| i as u64))
+            .collect::<Option<_>>()
+            .ok_or_else(|| err("quic_max_cwnd", "expected packets from 1 to 10000000".into()))?;
         out = sweep(out, &ns, |k, n| {
             k.quic.max_cwnd_packets = Some(*n);
             Ok(())
@@ -688,7 +718,11 @@ fn expand_knobs(t: &toml::Table, gateways: bool) -> Result<Vec<Knobs>, KeyErr> {
     }
     for (key, lo, hi) in [("mss", 88, 65_535), ("rcvbuf", 1_024, 1 << 30)] {
         if let Some(v) = t.get(key) {
-            let ns: Vec<u32> = values(v).iter().map(|x| x.as_integer().filter(|i| (lo..=hi).contains(i)).map(|i| i as u32)).collect::<Option<_>>().ok_or_else(|| err(key, format!("expected bytes from {lo} to {hi}")))?;
+            let ns: Vec<u32> = values(v)
+                .iter()
+                .map(|x| x.as_integer().filter(|i| (lo..=hi).contains(i)).map(|i| i as u32))
+                .collect::<Option<_>>()
+                .ok_or_else(|| err(key, format!("expected bytes from {lo} to {hi}")))?;
             out = sweep(out, &ns, |k, n| {
                 if key == "mss" {
                     k.tcp.mss = Some(*n);
@@ -714,7 +748,11 @@ fn expand_knobs(t: &toml::Table, gateways: bool) -> Result<Vec<Knobs>, KeyErr> {
         })?;
     }
     if let Some(v) = t.get("push") {
-        let ps: Vec<u8> = values(v).iter().map(|x| x.as_integer().filter(|i| (0..=100).contains(i)).map(|i| i as u8)).collect::<Option<_>>().ok_or_else(|| err("push", "expected a share of a page's objects in % from 0 to 100".into()))?;
+        let ps: Vec<u8> = values(v)
+            .iter()
+            .map(|x| x.as_integer().filter(|i| (0..=100).contains(i)).map(|i| i as u8))
+            .collect::<Option<_>>()
+            .ok_or_else(|| err("push", "expected a share of a page's objects in % from 0 to 100".into()))?;
         out = sweep(out, &ps, |k, p| {
             k.push = *p;
             Ok(())

@@ -178,13 +178,28 @@ pub fn fit(records: &[Record], o: &Options) -> Result<Fitted, String> {
     let one_way = answered.iter().filter(|p| p.up_ms.is_some() && p.down_ms.is_some()).count() * 2 >= answered.len().max(1);
     // The rate: the median of the packet trains, else the best second of
     // the TCP transfers (which loss and a long RTT keep below the link's).
-    let trains = |dir: &str| records.iter().filter_map(|r| match &r.m { Measurement::Rate { direction, rate_bps, .. } if direction == dir => *rate_bps, _ => None }).collect::<Vec<f64>>();
+    let trains = |dir: &str| {
+        records
+            .iter()
+            .filter_map(|r| match &r.m {
+                Measurement::Rate { direction, rate_bps, .. } if direction == dir => *rate_bps,
+                _ => None,
+            })
+            .collect::<Vec<f64>>()
+    };
     let peak = |dir: &str| -> Option<(f64, &'static str, usize)> {
         let t = trains(dir);
         if let Some(d) = Dist::of(&t) {
             return Some((d.median, "packet trains", d.n));
         }
-        records.iter().filter_map(|r| match &r.m { Measurement::Bulk { direction, peak_bps, .. } if direction == dir => *peak_bps, _ => None }).reduce(f64::max).map(|b| (b, "best second of TCP transfers", 1))
+        records
+            .iter()
+            .filter_map(|r| match &r.m {
+                Measurement::Bulk { direction, peak_bps, .. } if direction == dir => *peak_bps,
+                _ => None,
+            })
+            .reduce(f64::max)
+            .map(|b| (b, "best second of TCP transfers", 1))
     };
     let mut toml = toml::Table::new();
     toml.insert("name".into(), o.name.clone().into());
@@ -206,7 +221,20 @@ pub fn fit(records: &[Record], o: &Options) -> Result<Fitted, String> {
     let mut files = Vec::new();
     let mut summary = serde_json::Map::new();
     for (dir, wire) in [("up", PROBE_WIRE_UP), ("down", PROBE_WIRE_DOWN)] {
-        let delays: Vec<f64> = answered.iter().filter_map(|p| if one_way { if dir == "up" { p.up_ms } else { p.down_ms } } else { p.rtt_ms.map(|r| r / 2.0) }).collect();
+        let delays: Vec<f64> = answered
+            .iter()
+            .filter_map(|p| {
+                if one_way {
+                    if dir == "up" {
+                        p.up_ms
+                    } else {
+                        p.down_ms
+                    }
+                } else {
+                    p.rtt_ms.map(|r| r / 2.0)
+                }
+            })
+            .collect();
         let d = Dist::of(&delays).ok_or("no delays")?;
         let rate_fit = peak(dir);
         let rate = rate_fit.map(|r| r.0);
@@ -233,11 +261,7 @@ pub fn fit(records: &[Record], o: &Options) -> Result<Fitted, String> {
         }
         // Up: every probe whose fate is known. Down: the replies to the
         // probes that reached the reflector.
-        let seqs = if dir == "up" {
-            stretches(&ps, clean, |p| p.up_arrived.map(|a| !a))
-        } else {
-            stretches(&ps, clean, |p| (p.up_arrived == Some(true)).then_some(p.rtt_ms.is_none()))
-        };
+        let seqs = if dir == "up" { stretches(&ps, clean, |p| p.up_arrived.map(|a| !a)) } else { stretches(&ps, clean, |p| (p.up_arrived == Some(true)).then_some(p.rtt_ms.is_none())) };
         let loss = fit_loss(&seqs);
         if let Some(window_s) = o.loss_trace_window_s {
             let rates = loss_trace(&ps, t0, window_s, dir == "up");
@@ -252,21 +276,21 @@ pub fn fit(records: &[Record], o: &Options) -> Result<Fitted, String> {
             l.insert("window".into(), format!("{window_s} s").into());
             t.insert("loss".into(), toml::Value::Table(l));
         } else {
-        match loss.model.as_str() {
-            "none" => {}
-            "bernoulli" => {
-                t.insert("loss".into(), format!("{:.4}%", loss.mean * 100.0).into());
+            match loss.model.as_str() {
+                "none" => {}
+                "bernoulli" => {
+                    t.insert("loss".into(), format!("{:.4}%", loss.mean * 100.0).into());
+                }
+                _ => {
+                    let mut l = toml::Table::new();
+                    l.insert("model".into(), "gilbert-elliott".into());
+                    l.insert("p".into(), format!("{:.4}%", loss.p * 100.0).into());
+                    l.insert("r".into(), format!("{:.4}%", loss.r * 100.0).into());
+                    l.insert("bad_loss".into(), "100%".into());
+                    l.insert("good_loss".into(), "0%".into());
+                    t.insert("loss".into(), toml::Value::Table(l));
+                }
             }
-            _ => {
-                let mut l = toml::Table::new();
-                l.insert("model".into(), "gilbert-elliott".into());
-                l.insert("p".into(), format!("{:.4}%", loss.p * 100.0).into());
-                l.insert("r".into(), format!("{:.4}%", loss.r * 100.0).into());
-                l.insert("bad_loss".into(), "100%".into());
-                l.insert("good_loss".into(), "0%".into());
-                t.insert("loss".into(), toml::Value::Table(l));
-            }
-        }
         }
         summary.insert(
             dir.into(),
@@ -348,7 +372,14 @@ pub fn describe(summary: &Value) -> String {
         let s = &summary[dir];
         let loss = &s["loss"];
         let loss_text = match loss["model"].as_str() {
-            Some("gilbert-elliott") => format!("Gilbert p = {:.3} ± {:.3} %, r = {:.1} ± {:.1} % (mean {:.2} %)", loss["p"].as_f64().unwrap_or(0.0) * 100.0, loss["p_ci"].as_f64().unwrap_or(0.0) * 100.0, loss["r"].as_f64().unwrap_or(0.0) * 100.0, loss["r_ci"].as_f64().unwrap_or(0.0) * 100.0, loss["mean"].as_f64().unwrap_or(0.0) * 100.0),
+            Some("gilbert-elliott") => format!(
+                "Gilbert p = {:.3} ± {:.3} %, r = {:.1} ± {:.1} % (mean {:.2} %)",
+                loss["p"].as_f64().unwrap_or(0.0) * 100.0,
+                loss["p_ci"].as_f64().unwrap_or(0.0) * 100.0,
+                loss["r"].as_f64().unwrap_or(0.0) * 100.0,
+                loss["r_ci"].as_f64().unwrap_or(0.0) * 100.0,
+                loss["mean"].as_f64().unwrap_or(0.0) * 100.0
+            ),
             Some("bernoulli") => format!("random {:.2} %", loss["mean"].as_f64().unwrap_or(0.0) * 100.0),
             _ => "none".into(),
         };
@@ -375,7 +406,11 @@ mod tests {
     /// for 10^10 windows.
     #[test]
     fn a_log_spanning_months_is_refused_not_allocated() {
-        let line = |n: u64, t: f64| format!(r#"{{"n":{n},"t":{t},"clock":{{"synced":false,"maxerror_us":16000000}},"kind":"udp","seq":{n},"session":1,"rtt_ms":770.0,"up_ms":384.0,"down_ms":386.0,"rx_max":{n},"rx_bitmap":1}}"#);
+        let line = |n: u64, t: f64| {
+            format!(
+                r#"{{"n":{n},"t":{t},"clock":{{"synced":false,"maxerror_us":16000000}},"kind":"udp","seq":{n},"session":1,"rtt_ms":770.0,"up_ms":384.0,"down_ms":386.0,"rx_max":{n},"rx_bitmap":1}}"#
+            )
+        };
         let mut rs: Vec<Record> = (0..20).map(|n| serde_json::from_str(&line(n, 1.8e9 + 2.0 * n as f64)).unwrap()).collect();
         let o = Options { name: "x".into(), stem: "x".into(), outage_min_s: 10.0, source: "x".into(), loss_trace_window_s: Some(100.0) };
         assert!(fit(&rs, &o).is_ok());

@@ -391,7 +391,11 @@ fn phase(ph: &Phase, rs: &[&Record], ps: &[Probe], t0: f64, to_s: f64, opts: &Op
                 }
             }
             Measurement::Rate { direction, rate_bps, .. } => {
-                if direction == "down" { train_down.extend(*rate_bps) } else { train_up.extend(*rate_bps) }
+                if direction == "down" {
+                    train_down.extend(*rate_bps)
+                } else {
+                    train_up.extend(*rate_bps)
+                }
             }
             Measurement::Web { protocol, plt_ms, headers, error, .. } => {
                 if error.is_some() {
@@ -413,7 +417,11 @@ fn phase(ph: &Phase, rs: &[&Record], ps: &[Probe], t0: f64, to_s: f64, opts: &Op
                     dns_failed += 1;
                 }
                 if let Some(ms) = ms {
-                    if *attempt == 1 { dns1.push(*ms) } else { dns2.push(*ms) }
+                    if *attempt == 1 {
+                        dns1.push(*ms)
+                    } else {
+                        dns2.push(*ms)
+                    }
                 }
             }
             Measurement::Trace { hops, reached, .. } => {
@@ -434,7 +442,15 @@ fn phase(ph: &Phase, rs: &[&Record], ps: &[Probe], t0: f64, to_s: f64, opts: &Op
     // packet-size and timer noise), so the margin keeps those out.
     let below = |v: &[f64]| min_rtt.and_then(|m| share(v.iter().filter(|x| **x < 0.9 * m).count(), v.len()));
     let second_below = below(&dns2);
-    let dns = Dns { lookups, failed: dns_failed, first_ms: Dist::of(&dns1), second_ms: Dist::of(&dns2), first_below_min_rtt: below(&dns1), second_below_min_rtt: second_below, cache_aboard: second_below.is_some_and(|s| s > 0.5) };
+    let dns = Dns {
+        lookups,
+        failed: dns_failed,
+        first_ms: Dist::of(&dns1),
+        second_ms: Dist::of(&dns2),
+        first_below_min_rtt: below(&dns1),
+        second_below_min_rtt: second_below,
+        cache_aboard: second_below.is_some_and(|s| s > 0.5),
+    };
     let path = match paths.iter().max_by_key(|(_, v)| v.len()) {
         None => PathInfo { traces, reached: traces_reached, hops: vec![], exit_ttl: None },
         Some((addrs, rtts)) => {
@@ -506,7 +522,16 @@ fn cdf(values: &[f64]) -> Vec<(f64, f64)> {
 pub fn render(f: &Flight, records: &[Record]) -> String {
     let mut h = String::new();
     let _ = write!(h, "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>aerolink flight analysis</title><style>{}</style></head><body>", crate::report::CSS);
-    let _ = write!(h, "<h1>Flight analysis</h1><p class=\"note\">{} · started {} · {:.1} min · {} records{} · agent started {}×</p>", esc(&f.source), esc(&f.started), f.duration_s / 60.0, f.records, if f.unreadable_lines > 0 { format!(" ({} unreadable lines skipped)", f.unreadable_lines) } else { String::new() }, f.agent_starts);
+    let _ = write!(
+        h,
+        "<h1>Flight analysis</h1><p class=\"note\">{} · started {} · {:.1} min · {} records{} · agent started {}×</p>",
+        esc(&f.source),
+        esc(&f.started),
+        f.duration_s / 60.0,
+        f.records,
+        if f.unreadable_lines > 0 { format!(" ({} unreadable lines skipped)", f.unreadable_lines) } else { String::new() },
+        f.agent_starts
+    );
     // One row per quantity, one column per phase (a flight has few phases
     // and many quantities).
     let mut rows: Vec<(String, Vec<String>)> = Vec::new();
@@ -519,18 +544,38 @@ pub fn render(f: &Flight, records: &[Record]) -> String {
     add("probes sent / answered".into(), &|p| format!("{} / {}", p.udp.sent, p.udp.answered));
     add("probe loss (up / down)".into(), &|p| format!("{} ({} / {})", pct(Some(p.udp.loss)), pct(p.udp.up_loss), pct(p.udp.down_loss)));
     add(format!("loss per {:.0} s window: median / p90", f.loss_window_s), &|p| format!("{} / {} ({} windows)", pct(p.loss_windows.median), pct(p.loss_windows.p90), p.loss_windows.values.len()));
-    add("outages (start, length)".into(), &|p| if p.outages.is_empty() { "none".into() } else { p.outages.iter().map(|o| format!("{:.0} s, {:.1} s", o.start_s, o.duration_s)).collect::<Vec<_>>().join("; ") });
+    add("outages (start, length)".into(), &|p| {
+        if p.outages.is_empty() {
+            "none".into()
+        } else {
+            p.outages.iter().map(|o| format!("{:.0} s, {:.1} s", o.start_s, o.duration_s)).collect::<Vec<_>>().join("; ")
+        }
+    });
     add("link rate down / up (packet trains)".into(), &|p| format!("{} / {}", rate(p.train_down_bps.as_ref().map(|d| d.median)), rate(p.train_up_bps.as_ref().map(|d| d.median))));
-    add("TCP goodput down / up (best second)".into(), &|p| format!("{} / {} ({} / {})", rate(p.goodput_down_bps.as_ref().map(|d| d.median)), rate(p.goodput_up_bps.as_ref().map(|d| d.median)), rate(p.peak_down_bps), rate(p.peak_up_bps)));
+    add("TCP goodput down / up (best second)".into(), &|p| {
+        format!("{} / {} ({} / {})", rate(p.goodput_down_bps.as_ref().map(|d| d.median)), rate(p.goodput_up_bps.as_ref().map(|d| d.median)), rate(p.peak_down_bps), rate(p.peak_up_bps))
+    });
     add("page load, median".into(), &|p| if p.plt_ms.is_empty() { "–".into() } else { p.plt_ms.iter().map(|(k, d)| format!("{} {}", esc(k), ms(Some(d.median)))).collect::<Vec<_>>().join(", ") });
     add("DNS 1st / 2nd lookup, median".into(), &|p| format!("{} / {}", ms(p.dns.first_ms.as_ref().map(|d| d.median)), ms(p.dns.second_ms.as_ref().map(|d| d.median))));
     add("DNS cache aboard".into(), &|p| if p.dns.cache_aboard { format!("yes ({} of 2nd lookups under 90 % of the minimum RTT)", pct(p.dns.second_below_min_rtt)) } else { "no".into() });
-    add("proxy and cache headers".into(), &|p| if p.proxies.is_empty() { "none seen".into() } else { esc(&p.proxies.iter().map(|(k, v)| format!("{k}: {}", v.join(" | "))).collect::<Vec<_>>().join("; ")) });
+    add("proxy and cache headers".into(), &|p| {
+        if p.proxies.is_empty() {
+            "none seen".into()
+        } else {
+            esc(&p.proxies.iter().map(|(k, v)| format!("{k}: {}", v.join(" | "))).collect::<Vec<_>>().join("; "))
+        }
+    });
     add("path leaves the aircraft".into(), &|p| match p.path.exit_ttl {
         Some(t) => format!("after hop {} ({})", t.saturating_sub(1), esc(&p.path.hops.get((t as usize).saturating_sub(2)).and_then(|h| h.addr.clone()).unwrap_or("the agent".into()))),
         None => "–".into(),
     });
-    add("public address".into(), &|p| if p.public_addresses.is_empty() { "–".into() } else { p.public_addresses.iter().map(|(a, n)| format!("{}{}", esc(a), n.as_ref().map(|n| format!(" ({})", esc(n))).unwrap_or_default())).collect::<Vec<_>>().join(", ") });
+    add("public address".into(), &|p| {
+        if p.public_addresses.is_empty() {
+            "–".into()
+        } else {
+            p.public_addresses.iter().map(|(a, n)| format!("{}{}", esc(a), n.as_ref().map(|n| format!(" ({})", esc(n))).unwrap_or_default())).collect::<Vec<_>>().join(", ")
+        }
+    });
     h.push_str("<h2>Summary</h2><table><tr><th></th>");
     for p in &f.phases {
         let _ = write!(h, "<th>{} ({:.0}–{:.0} s)</th>", esc(&p.name), p.from_s, p.to_s);
@@ -558,7 +603,14 @@ pub fn render(f: &Flight, records: &[Record]) -> String {
     let mut dns_series = Vec::new();
     for p in &f.phases {
         for (attempt, label) in [(1u8, "1st"), (2, "2nd")] {
-            let v: Vec<f64> = records.iter().filter(|r| p_contains(f, p, r.t)).filter_map(|r| match &r.m { Measurement::Dns { attempt: a, ms, .. } if *a == attempt => *ms, _ => None }).collect();
+            let v: Vec<f64> = records
+                .iter()
+                .filter(|r| p_contains(f, p, r.t))
+                .filter_map(|r| match &r.m {
+                    Measurement::Dns { attempt: a, ms, .. } if *a == attempt => *ms,
+                    _ => None,
+                })
+                .collect();
             if !v.is_empty() {
                 dns_series.push((format!("{} {label} lookup", p.name), cdf(&v)));
             }
@@ -602,5 +654,12 @@ fn p_contains(f: &Flight, p: &PhaseAnalysis, t: f64) -> bool {
 }
 
 fn probes_rtt(records: &[Record], f: &Flight, p: &PhaseAnalysis) -> Vec<f64> {
-    records.iter().filter(|r| p_contains(f, p, r.t)).filter_map(|r| match &r.m { Measurement::Udp(u) => u.rtt_ms, _ => None }).collect()
+    records
+        .iter()
+        .filter(|r| p_contains(f, p, r.t))
+        .filter_map(|r| match &r.m {
+            Measurement::Udp(u) => u.rtt_ms,
+            _ => None,
+        })
+        .collect()
 }

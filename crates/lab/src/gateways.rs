@@ -102,7 +102,16 @@ fn is_default_probe(p: &ProbeCap) -> bool {
 
 impl Default for PepSpec {
     fn default() -> Self {
-        PepSpec { mode: PepMode::None, at: PepAt::Both, tcp_cc: TcpCc::Cubic, initcwnd: None, tunnel_cc: TunnelCc::Bbr, tunnel_preset: Preset::HBdp1, tunnel_rate: None, tunnel_max_probe: ProbeCap::DEFAULT }
+        PepSpec {
+            mode: PepMode::None,
+            at: PepAt::Both,
+            tcp_cc: TcpCc::Cubic,
+            initcwnd: None,
+            tunnel_cc: TunnelCc::Bbr,
+            tunnel_preset: Preset::HBdp1,
+            tunnel_rate: None,
+            tunnel_max_probe: ProbeCap::DEFAULT,
+        }
     }
 }
 
@@ -214,10 +223,22 @@ impl PepSpec {
                 } else {
                     (None, None)
                 };
-                let ground = GroundArgs { listen: std::net::SocketAddr::from(([0u16; 8], aerolink_pep::quic_tunnel::DEFAULT_PORT)), tcp_cc: self.tcp_cc, initcwnd: self.initcwnd, tuning: self.tuning(psk, ground_follow), json: false };
+                let ground = GroundArgs {
+                    listen: std::net::SocketAddr::from(([0u16; 8], aerolink_pep::quic_tunnel::DEFAULT_PORT)),
+                    tcp_cc: self.tcp_cc,
+                    initcwnd: self.initcwnd,
+                    tuning: self.tuning(psk, ground_follow),
+                    json: false,
+                };
                 out.push(("groundgw".to_string(), PepCmd::QuicTunnel { half: Half::Ground(ground) }));
                 let (_, gw) = host(lab, "groundgw")?;
-                let air = AirArgs { intercept: Intercept::default(), ground: lab_addr(&gw.ipv4, aerolink_pep::quic_tunnel::DEFAULT_PORT), open_timeout: aerolink_link::Duration::from_secs(60), tuning: self.tuning(psk, air_follow), json: false };
+                let air = AirArgs {
+                    intercept: Intercept::default(),
+                    ground: lab_addr(&gw.ipv4, aerolink_pep::quic_tunnel::DEFAULT_PORT),
+                    open_timeout: aerolink_link::Duration::from_secs(60),
+                    tuning: self.tuning(psk, air_follow),
+                    json: false,
+                };
                 out.push(("airgw".to_string(), PepCmd::QuicTunnel { half: Half::Air(air) }));
             }
         }

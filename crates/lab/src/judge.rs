@@ -242,7 +242,17 @@ fn parse_one(index: usize, v: &toml::Value) -> Result<Mapping, JudgeError> {
             },
         }
     };
-    Ok(Mapping { id: text("id")?, metric: text("metric")?, cases, over, statistic, quantity, scale: num("scale")?.unwrap_or(1.0), per: num("per")?, setup: t.get("setup").map(|_| text("setup")).transpose()? })
+    Ok(Mapping {
+        id: text("id")?,
+        metric: text("metric")?,
+        cases,
+        over,
+        statistic,
+        quantity,
+        scale: num("scale")?.unwrap_or(1.0),
+        per: num("per")?,
+        setup: t.get("setup").map(|_| text("setup")).transpose()?,
+    })
 }
 
 impl Mapping {
@@ -507,7 +517,13 @@ pub fn scores(judged: &[Judged]) -> Vec<Score> {
             for j in &mine {
                 *counts.entry(j.verdict.as_str().to_string()).or_insert(0) += 1;
             }
-            Score { study: crate::catalogue::study(&seed).to_string(), scored: mine.iter().filter(|j| j.entry.scored()).count(), holds: mine.iter().filter(|j| j.verdict == Verdict::Holds).count(), counts, seed }
+            Score {
+                study: crate::catalogue::study(&seed).to_string(),
+                scored: mine.iter().filter(|j| j.entry.scored()).count(),
+                holds: mine.iter().filter(|j| j.verdict == Verdict::Holds).count(),
+                counts,
+                seed,
+            }
         })
         .collect()
 }

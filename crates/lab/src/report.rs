@@ -99,7 +99,6 @@ pub fn fmt_metric(metric: &str, v: f64) -> String {
     }
 }
 
-
 fn metric_title(m: &str) -> &str {
     match m {
         "plt_ms" => "page load time",
@@ -218,9 +217,15 @@ fn experiment_section(h: &mut String, e: &ExperimentRow, runs: &[&RunRow]) {
     let seeds: BTreeSet<i64> = runs.iter().map(|r| r.seed).collect();
     let hosts: BTreeSet<&str> = runs.iter().map(|r| r.host.as_str()).collect();
     let machines: BTreeSet<&str> = runs.iter().map(|r| r.machine.as_str()).filter(|m| !m.is_empty()).collect();
-    let _ = write!(h, "<p class=\"meta\">{} runs, {ok} succeeded; link seeds {}; host {}{}; reproduce with <code>aerolink experiment run {}</code>.</p>",
-        runs.len(), seeds.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "), esc(&hosts.iter().copied().collect::<Vec<_>>().join(", ")),
-        if machines.is_empty() { String::new() } else { format!(" ({})", esc(&machines.iter().copied().collect::<Vec<_>>().join("; "))) }, esc(&e.file));
+    let _ = write!(
+        h,
+        "<p class=\"meta\">{} runs, {ok} succeeded; link seeds {}; host {}{}; reproduce with <code>aerolink experiment run {}</code>.</p>",
+        runs.len(),
+        seeds.iter().map(|s| s.to_string()).collect::<Vec<_>>().join(", "),
+        esc(&hosts.iter().copied().collect::<Vec<_>>().join(", ")),
+        if machines.is_empty() { String::new() } else { format!(" ({})", esc(&machines.iter().copied().collect::<Vec<_>>().join("; "))) },
+        esc(&e.file)
+    );
     if hosts.len() > 1 || machines.len() > 1 {
         let _ = write!(h, "<p class=\"worse\">These runs come from {} different machines ({}): timing figures may differ by machine as well as by link (merged shards?). Compare one machine's runs with <code>aerolink report --compare</code>.</p>",
             hosts.len().max(machines.len()), esc(&machines.iter().copied().collect::<Vec<_>>().join("; ")));
@@ -251,7 +256,15 @@ fn experiment_section(h: &mut String, e: &ExperimentRow, runs: &[&RunRow]) {
     if !fails.is_empty() {
         let _ = write!(h, "<h3>Failed runs ({})</h3><table><tr><th>profile</th><th>protocol</th><th>setting</th><th>seed</th><th>reason</th></tr>", fails.len());
         for r in fails.iter().take(50) {
-            let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"fail\" style=\"text-align:left;white-space:normal\">{}</td></tr>", esc(&r.profile), esc(&r.protocol), esc(&r.params), r.seed, esc(r.error.as_deref().unwrap_or("")));
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"fail\" style=\"text-align:left;white-space:normal\">{}</td></tr>",
+                esc(&r.profile),
+                esc(&r.protocol),
+                esc(&r.params),
+                r.seed,
+                esc(r.error.as_deref().unwrap_or(""))
+            );
         }
         h.push_str("</table>");
     }
@@ -354,7 +367,13 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
         }
     }
     let values = |p: &str, s: &str, m: &str| -> Vec<f64> { rs.iter().filter(|r| r.ok && r.profile == p && series_name(r) == s).filter_map(|r| r.metrics.get(m).copied()).collect() };
-    let scale = if unit_s { 1e-3 } else if metric.contains("bps") { 1e-3 } else { 1.0 };
+    let scale = if unit_s {
+        1e-3
+    } else if metric.contains("bps") {
+        1e-3
+    } else {
+        1.0
+    };
     let y_label = if unit_s {
         format!("{} (s)", metric_title(metric))
     } else if metric.contains("_ms") {
@@ -421,8 +440,17 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
                 Some(r) if s != baseline && (r - 1.0).abs() > 0.05 => "worse",
                 _ => "",
             };
-            let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{cls}\">{}</td>",
-                esc(p), esc(s), sm.n, fmt_metric(metric, sm.median), fmt_metric(metric, sm.p5), fmt_metric(metric, sm.p95), ratio.map(|r| format!("{r:.2}")).unwrap_or("–".into()));
+            let _ = write!(
+                h,
+                "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"{cls}\">{}</td>",
+                esc(p),
+                esc(s),
+                sm.n,
+                fmt_metric(metric, sm.median),
+                fmt_metric(metric, sm.p5),
+                fmt_metric(metric, sm.p95),
+                ratio.map(|r| format!("{r:.2}")).unwrap_or("–".into())
+            );
             for x in &extra {
                 let v = summarize(&values(p, s, x)).map(|q| q.median).unwrap_or(f64::NAN);
                 let _ = write!(h, "<td>{}</td>", fmt_metric(x, v));

@@ -31,7 +31,16 @@ pub fn table_text(judged: &[Judged]) -> String {
         let _ = writeln!(s, "{} — {}\n  agreement {}", sc.seed, sc.study, sc.text());
         for j in judged.iter().filter(|j| j.entry.seed == sc.seed && j.verdict != Verdict::NotRun && j.verdict != Verdict::Qualitative) {
             let paper = j.entry.paper.map(|p| p.text()).unwrap_or_default();
-            let _ = writeln!(s, "  {:<14} {}  paper {} ({}), ours {}{}", j.verdict.as_str(), j.entry.id, paper, j.entry.kind.as_str(), ours(j), j.why.as_ref().map(|w| format!(" — {w}")).unwrap_or_default());
+            let _ = writeln!(
+                s,
+                "  {:<14} {}  paper {} ({}), ours {}{}",
+                j.verdict.as_str(),
+                j.entry.id,
+                paper,
+                j.entry.kind.as_str(),
+                ours(j),
+                j.why.as_ref().map(|w| format!(" — {w}")).unwrap_or_default()
+            );
             if let Some(setup) = &j.setup {
                 let _ = writeln!(s, "  {:<14} setup: {setup}", "");
             }
@@ -60,7 +69,20 @@ pub fn markdown(judged: &[Judged], made_by: &str, date: &str, commit: &str) -> S
     let all = scores(judged);
     for sc in &all {
         let n = |v: Verdict| sc.counts.get(v.as_str()).copied().unwrap_or(0);
-        let _ = writeln!(s, "| {} | {:.0} % ({} / {}) | {} | {} | {} | {} | {} | {} |", cell(&sc.study), 100.0 * sc.agreement(), sc.holds, sc.scored, n(Verdict::Holds), n(Verdict::DirectionOnly), n(Verdict::DoesNotHold), n(Verdict::Inconclusive), n(Verdict::NotRun), n(Verdict::Qualitative));
+        let _ = writeln!(
+            s,
+            "| {} | {:.0} % ({} / {}) | {} | {} | {} | {} | {} | {} |",
+            cell(&sc.study),
+            100.0 * sc.agreement(),
+            sc.holds,
+            sc.scored,
+            n(Verdict::Holds),
+            n(Verdict::DirectionOnly),
+            n(Verdict::DoesNotHold),
+            n(Verdict::Inconclusive),
+            n(Verdict::NotRun),
+            n(Verdict::Qualitative)
+        );
     }
     for sc in &all {
         let _ = writeln!(s, "\n## {}\n\nAgreement {}.\n", sc.study, sc.text());
@@ -76,7 +98,18 @@ pub fn markdown(judged: &[Judged], made_by: &str, date: &str, commit: &str) -> S
             if let Some(setup) = &j.setup {
                 why = format!("{why}; setup: {setup}");
             }
-            let _ = writeln!(s, "| `{}` | {} | {} | {} | {} | {} | **{}** | {} |", e.id, cell(&e.place), cell(&e.claim), e.paper.map(|p| p.text()).unwrap_or_else(|| "—".into()), cell(&band), ours(j), j.verdict.as_str(), cell(&why));
+            let _ = writeln!(
+                s,
+                "| `{}` | {} | {} | {} | {} | {} | **{}** | {} |",
+                e.id,
+                cell(&e.place),
+                cell(&e.claim),
+                e.paper.map(|p| p.text()).unwrap_or_else(|| "—".into()),
+                cell(&band),
+                ours(j),
+                j.verdict.as_str(),
+                cell(&why)
+            );
         }
     }
     s

@@ -81,7 +81,22 @@ impl RunOutcome {
 }
 
 fn failed(e: impl std::fmt::Display) -> RunOutcome {
-    RunOutcome { ok: false, error: Some(e.to_string()), result: serde_json::Value::Null, wire_bytes_down: 0, wire_bytes_up: 0, link_drops_loss: 0, link_drops_queue: 0, link_drops_down: 0, link_drops_up: 0, setup_ms: 0.0, teardown_ms: 0.0, client_ms: 0.0, lateness_us_p99: 0.0, emulator_faults: Vec::new() }
+    RunOutcome {
+        ok: false,
+        error: Some(e.to_string()),
+        result: serde_json::Value::Null,
+        wire_bytes_down: 0,
+        wire_bytes_up: 0,
+        link_drops_loss: 0,
+        link_drops_queue: 0,
+        link_drops_down: 0,
+        link_drops_up: 0,
+        setup_ms: 0.0,
+        teardown_ms: 0.0,
+        client_ms: 0.0,
+        lateness_us_p99: 0.0,
+        emulator_faults: Vec::new(),
+    }
 }
 
 fn kill_group(child: &mut std::process::Child) {

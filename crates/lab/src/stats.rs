@@ -10,7 +10,6 @@ const RESAMPLES: usize = 2000;
 /// Runs a side needs before a comparison's interval means anything.
 pub const MIN_RUNS: usize = 3;
 
-
 pub fn quantile(sorted: &[f64], q: f64) -> f64 {
     if sorted.is_empty() {
         return f64::NAN;
@@ -37,15 +36,7 @@ pub fn summarize(values: &[f64]) -> Option<Summary> {
         return None;
     }
     v.sort_by(f64::total_cmp);
-    Some(Summary {
-        n: v.len(),
-        median: quantile(&v, 0.5),
-        p5: quantile(&v, 0.05),
-        p95: quantile(&v, 0.95),
-        mean: v.iter().sum::<f64>() / v.len() as f64,
-        min: v[0],
-        max: v[v.len() - 1],
-    })
+    Some(Summary { n: v.len(), median: quantile(&v, 0.5), p5: quantile(&v, 0.05), p95: quantile(&v, 0.95), mean: v.iter().sum::<f64>() / v.len() as f64, min: v[0], max: v[v.len() - 1] })
 }
 
 #[cfg(test)]
@@ -101,4 +92,3 @@ pub fn bootstrap(of: &[f64], vs: &[f64], combine: impl Fn(f64, f64) -> f64, seed
     boot.sort_by(f64::total_cmp);
     (value, boot[(boot.len() as f64 * 0.025) as usize], boot[((boot.len() as f64 * 0.975) as usize).min(boot.len() - 1)])
 }
-

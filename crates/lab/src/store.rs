@@ -176,7 +176,9 @@ impl Store {
     /// Keeps one record of a probe log (`aerolink probe run --db`); a
     /// record already there (same log, same number) is kept as it was.
     pub fn insert_probe_record(&self, log: &str, n: u64, t: f64, kind: &str, json: &str) -> Result<(), StoreError> {
-        self.conn.execute("INSERT OR IGNORE INTO probe_records (log, n, t, kind, record_json) VALUES (?1, ?2, ?3, ?4, ?5)", rusqlite::params![log, n as i64, t, kind, json]).map_err(|e| self.wrap(e))?;
+        self.conn
+            .execute("INSERT OR IGNORE INTO probe_records (log, n, t, kind, record_json) VALUES (?1, ?2, ?3, ?4, ?5)", rusqlite::params![log, n as i64, t, kind, json])
+            .map_err(|e| self.wrap(e))?;
         Ok(())
     }
 
@@ -226,9 +228,30 @@ impl Store {
                link_drops_loss, link_drops_queue, result_json, machine)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26)",
             params![
-                r.run_key, r.experiment, r.profile, r.profile_hash, r.profile_json, r.workload, r.protocol, r.params, r.workload_json, r.knobs_json,
-                r.seed as i64, r.rep as i64, env!("CARGO_PKG_VERSION"), r.host, r.started_at, r.duration_s, o.ok as i64, o.error,
-                o.setup_ms, o.teardown_ms, o.wire_bytes_down as i64, o.wire_bytes_up as i64, o.link_drops_loss as i64, o.link_drops_queue as i64,
+                r.run_key,
+                r.experiment,
+                r.profile,
+                r.profile_hash,
+                r.profile_json,
+                r.workload,
+                r.protocol,
+                r.params,
+                r.workload_json,
+                r.knobs_json,
+                r.seed as i64,
+                r.rep as i64,
+                env!("CARGO_PKG_VERSION"),
+                r.host,
+                r.started_at,
+                r.duration_s,
+                o.ok as i64,
+                o.error,
+                o.setup_ms,
+                o.teardown_ms,
+                o.wire_bytes_down as i64,
+                o.wire_bytes_up as i64,
+                o.link_drops_loss as i64,
+                o.link_drops_queue as i64,
                 o.result.to_string(),
                 r.machine
             ],

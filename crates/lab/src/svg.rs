@@ -57,7 +57,8 @@ pub fn bars(title: &str, y_label: &str, groups: &[String], series: &[String], ba
     let _ = write!(s, r#"<text x="{}" y="20" class="t">{}</text>"#, ml, esc(title));
     let mut t = 0.0;
     while t <= ymax + 1e-9 {
-        let _ = write!(s, r#"<line x1="{ml}" x2="{}" y1="{yy}" y2="{yy}" class="grid"/><text x="{}" y="{}" class="ax" text-anchor="end">{}</text>"#, w - mr, ml - 6.0, y(t) + 4.0, fmt_tick(t), yy = y(t));
+        let _ =
+            write!(s, r#"<line x1="{ml}" x2="{}" y1="{yy}" y2="{yy}" class="grid"/><text x="{}" y="{}" class="ax" text-anchor="end">{}</text>"#, w - mr, ml - 6.0, y(t) + 4.0, fmt_tick(t), yy = y(t));
         t += step;
     }
     let _ = write!(s, r#"<text transform="translate(14,{}) rotate(-90)" class="ax" text-anchor="middle">{}</text>"#, mt + ph / 2.0, esc(y_label));
@@ -69,14 +70,43 @@ pub fn bars(title: &str, y_label: &str, groups: &[String], series: &[String], ba
             if let Some(Some(b)) = bars.get(g).and_then(|v| v.get(si)) {
                 let x = gx + si as f64 * bw;
                 let c = PALETTE[si % PALETTE.len()];
-                let _ = write!(s, r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{c}" opacity="0.85"><title>{}: {}</title></rect>"#, y(b.value), bw - 3.0, (mt + ph - y(b.value)).max(0.0), esc(&series[si]), fmt_tick(b.value));
+                let _ = write!(
+                    s,
+                    r#"<rect x="{x:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{c}" opacity="0.85"><title>{}: {}</title></rect>"#,
+                    y(b.value),
+                    bw - 3.0,
+                    (mt + ph - y(b.value)).max(0.0),
+                    esc(&series[si]),
+                    fmt_tick(b.value)
+                );
                 let cx = x + (bw - 3.0) / 2.0;
-                let _ = write!(s, r#"<line x1="{cx:.1}" x2="{cx:.1}" y1="{:.1}" y2="{:.1}" class="err"/><line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" class="err"/><line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" class="err"/>"#,
-                    y(b.lo), y(b.hi), cx - 5.0, cx + 5.0, y(b.lo), y(b.lo), cx - 5.0, cx + 5.0, y(b.hi), y(b.hi));
+                let _ = write!(
+                    s,
+                    r#"<line x1="{cx:.1}" x2="{cx:.1}" y1="{:.1}" y2="{:.1}" class="err"/><line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" class="err"/><line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" class="err"/>"#,
+                    y(b.lo),
+                    y(b.hi),
+                    cx - 5.0,
+                    cx + 5.0,
+                    y(b.lo),
+                    y(b.lo),
+                    cx - 5.0,
+                    cx + 5.0,
+                    y(b.hi),
+                    y(b.hi)
+                );
             }
         }
         if let Some(Some(m)) = marks.get(g) {
-            let _ = write!(s, r#"<line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" class="floor"><title>{}: {}</title></line>"#, ml + g as f64 * gw + 4.0, ml + (g + 1) as f64 * gw - 4.0, y(*m), y(*m), esc(mark_label), fmt_tick(*m));
+            let _ = write!(
+                s,
+                r#"<line x1="{:.1}" x2="{:.1}" y1="{:.1}" y2="{:.1}" class="floor"><title>{}: {}</title></line>"#,
+                ml + g as f64 * gw + 4.0,
+                ml + (g + 1) as f64 * gw - 4.0,
+                y(*m),
+                y(*m),
+                esc(mark_label),
+                fmt_tick(*m)
+            );
         }
         let _ = write!(s, r#"<text x="{:.1}" y="{}" class="ax" text-anchor="middle">{}</text>"#, ml + g as f64 * gw + gw / 2.0, mt + ph + 18.0, esc(name));
     }
@@ -88,7 +118,8 @@ pub fn bars(title: &str, y_label: &str, groups: &[String], series: &[String], ba
 fn legend(s: &mut String, series: &[String], x0: f64, y0: f64, mark: Option<&str>) {
     let mut x = x0;
     for (i, name) in series.iter().enumerate() {
-        let _ = write!(s, r#"<rect x="{x:.1}" y="{:.1}" width="12" height="12" fill="{}"/><text x="{:.1}" y="{:.1}" class="ax">{}</text>"#, y0 - 10.0, PALETTE[i % PALETTE.len()], x + 16.0, y0, esc(name));
+        let _ =
+            write!(s, r#"<rect x="{x:.1}" y="{:.1}" width="12" height="12" fill="{}"/><text x="{:.1}" y="{:.1}" class="ax">{}</text>"#, y0 - 10.0, PALETTE[i % PALETTE.len()], x + 16.0, y0, esc(name));
         x += 28.0 + 7.0 * name.len() as f64;
     }
     if let Some(m) = mark {
@@ -119,7 +150,15 @@ pub fn lines_with(title: &str, x_label: &str, y_label: &str, series: &[(String, 
     let _ = write!(s, r#"<text x="{ml}" y="18" class="t">{}</text>"#, esc(title));
     let mut t = 0.0;
     while t <= ym + 1e-9 {
-        let _ = write!(s, r#"<line x1="{ml}" x2="{}" y1="{yy:.1}" y2="{yy:.1}" class="grid"/><text x="{}" y="{:.1}" class="ax" text-anchor="end">{}</text>"#, w - mr, ml - 5.0, fy(t) + 4.0, fmt_tick(t), yy = fy(t));
+        let _ = write!(
+            s,
+            r#"<line x1="{ml}" x2="{}" y1="{yy:.1}" y2="{yy:.1}" class="grid"/><text x="{}" y="{:.1}" class="ax" text-anchor="end">{}</text>"#,
+            w - mr,
+            ml - 5.0,
+            fy(t) + 4.0,
+            fmt_tick(t),
+            yy = fy(t)
+        );
         t += ys;
     }
     let mut t = 0.0;
@@ -187,7 +226,14 @@ pub fn waterfall(title: &str, subtitle: &str, spans: &[Span], x_max: f64) -> Str
     let _ = write!(s, r#"<text x="8" y="18" class="t">{}</text><text x="8" y="33" class="ax">{}</text>"#, esc(title), esc(subtitle));
     let mut t = 0.0;
     while t <= xm + 1e-9 {
-        let _ = write!(s, r#"<line x1="{x:.1}" x2="{x:.1}" y1="{mt}" y2="{}" class="grid"/><text x="{x:.1}" y="{}" class="ax" text-anchor="middle">{}</text>"#, h - mb, h - mb + 14.0, fmt_tick(t), x = fx(t));
+        let _ = write!(
+            s,
+            r#"<line x1="{x:.1}" x2="{x:.1}" y1="{mt}" y2="{}" class="grid"/><text x="{x:.1}" y="{}" class="ax" text-anchor="middle">{}</text>"#,
+            h - mb,
+            h - mb + 14.0,
+            fmt_tick(t),
+            x = fx(t)
+        );
         t += xs;
     }
     let _ = write!(s, r#"<text x="{}" y="{}" class="ax" text-anchor="middle">s since the load began; light: waiting, dark: receiving</text>"#, ml + pw / 2.0, h - 6.0);
@@ -197,9 +243,20 @@ pub fn waterfall(title: &str, subtitle: &str, spans: &[Span], x_max: f64) -> Str
         let label: String = sp.label.chars().rev().take(22).collect::<Vec<_>>().into_iter().rev().collect();
         let _ = write!(s, r#"<text x="{}" y="{:.1}" class="ax" text-anchor="end" style="font-size:8px">{}</text>"#, ml - 4.0, y + row - 1.5, esc(&label));
         let tip = format!("{}: asked {:.3} s, first byte {:.3} s, done {:.3} s, connection {}{}", sp.label, sp.start, sp.first_byte, sp.end, sp.conn, if sp.pushed { ", pushed" } else { "" });
-        let _ = write!(s, r#"<g><title>{}</title><rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{colour}" opacity="0.3"/><rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{colour}"{}/></g>"#,
-            esc(&tip), fx(sp.start), y + 1.0, (fx(sp.first_byte) - fx(sp.start)).max(0.5), row - 2.0, fx(sp.first_byte), y + 1.0, (fx(sp.end) - fx(sp.first_byte)).max(1.0), row - 2.0,
-            if sp.pushed { r##" stroke="#000" stroke-dasharray="2 1""## } else { "" });
+        let _ = write!(
+            s,
+            r#"<g><title>{}</title><rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{colour}" opacity="0.3"/><rect x="{:.1}" y="{:.1}" width="{:.1}" height="{:.1}" fill="{colour}"{}/></g>"#,
+            esc(&tip),
+            fx(sp.start),
+            y + 1.0,
+            (fx(sp.first_byte) - fx(sp.start)).max(0.5),
+            row - 2.0,
+            fx(sp.first_byte),
+            y + 1.0,
+            (fx(sp.end) - fx(sp.first_byte)).max(1.0),
+            row - 2.0,
+            if sp.pushed { r##" stroke="#000" stroke-dasharray="2 1""## } else { "" }
+        );
     }
     s.push_str("</svg>");
     s

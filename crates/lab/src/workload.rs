@@ -6,9 +6,11 @@ use std::collections::BTreeMap;
 
 use aerolink_link::units::Rate;
 use aerolink_link::Duration;
-use aerolink_work::bulk::Direction as BulkDirection;
 use aerolink_work::browser::BrowserProtocol;
-use aerolink_work::cli::{BrowserArgs, BrowserParams, TcpClientArgs, BulkArgs, MessagesArgs, MessagesParams, ObjectsArgs, ObjectsParams, RealtimeArgs, RealtimeParams, ServeArgs, WebArgs, WebParams, WorkloadCmd};
+use aerolink_work::bulk::Direction as BulkDirection;
+use aerolink_work::cli::{
+    BrowserArgs, BrowserParams, BulkArgs, MessagesArgs, MessagesParams, ObjectsArgs, ObjectsParams, RealtimeArgs, RealtimeParams, ServeArgs, TcpClientArgs, WebArgs, WebParams, WorkloadCmd,
+};
 use aerolink_work::messages::Direction as MessagesDirection;
 use aerolink_work::quic::{QuicArgs, QuicKnobs};
 use aerolink_work::realtime::{Mechanism, Scenario};
@@ -41,9 +43,21 @@ pub enum WorkloadError {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "workload", rename_all = "lowercase")]
 pub enum Workload {
-    Web { protocol: Protocol, page: String, depth: u32 },
-    Bulk { transport: Transport, direction: BulkDirection, bytes: u64 },
-    Objects { protocol: Protocol, set: String, parallel: bool },
+    Web {
+        protocol: Protocol,
+        page: String,
+        depth: u32,
+    },
+    Bulk {
+        transport: Transport,
+        direction: BulkDirection,
+        bytes: u64,
+    },
+    Objects {
+        protocol: Protocol,
+        set: String,
+        parallel: bool,
+    },
     Messages {
         #[serde(default = "tcp")]
         transport: Transport,
@@ -52,7 +66,13 @@ pub enum Workload {
         rate_bps: f64,
         duration_s: f64,
     },
-    Realtime { mechanism: Mechanism, scenario: Scenario, count: u32, interval_ms: u64, size: u32 },
+    Realtime {
+        mechanism: Mechanism,
+        scenario: Scenario,
+        count: u32,
+        interval_ms: u64,
+        size: u32,
+    },
     /// A page load in a real browser (Chromium).
     Browser {
         protocol: BrowserProtocol,
@@ -256,12 +276,24 @@ impl Workload {
     /// A short label of the parameters (not the protocol), for grouping.
     pub fn params_label(&self) -> String {
         match self {
-            Workload::Web { page, depth, .. } => if *depth > 1 { format!("{page} depth {depth}") } else { page.clone() },
+            Workload::Web { page, depth, .. } => {
+                if *depth > 1 {
+                    format!("{page} depth {depth}")
+                } else {
+                    page.clone()
+                }
+            }
             Workload::Bulk { direction, bytes, .. } => format!("{} {direction}", human_bytes(*bytes)),
             Workload::Objects { set, parallel, .. } => format!("{set} {}", if *parallel { "par" } else { "seq" }),
             Workload::Messages { direction, size, rate_bps, .. } => format!("{size} B at {} bit/s {direction}", rate_bps),
             Workload::Realtime { scenario, count, .. } => format!("{scenario} ×{count}"),
-            Workload::Browser { page, warm, .. } => if *warm { format!("{page} warm") } else { page.clone() },
+            Workload::Browser { page, warm, .. } => {
+                if *warm {
+                    format!("{page} warm")
+                } else {
+                    page.clone()
+                }
+            }
         }
     }
 
@@ -271,7 +303,9 @@ impl Workload {
         let quic = QuicArgs::from(&knobs.quic);
         match self {
             Workload::Web { protocol, page, depth } => WorkloadCmd::Web(WebArgs { server, params: WebParams { protocol: *protocol, page: page.clone(), depth: *depth }, quic }),
-            Workload::Bulk { transport, direction, bytes } => WorkloadCmd::Bulk(BulkArgs { server, transport: *transport, direction: *direction, bytes: *bytes, cc: knobs.tcp_cc, tcp: knobs.tcp, quic }),
+            Workload::Bulk { transport, direction, bytes } => {
+                WorkloadCmd::Bulk(BulkArgs { server, transport: *transport, direction: *direction, bytes: *bytes, cc: knobs.tcp_cc, tcp: knobs.tcp, quic })
+            }
             Workload::Objects { protocol, set, parallel } => {
                 let mode = if *parallel { ObjectsMode::Par } else { ObjectsMode::Seq };
                 WorkloadCmd::Objects(ObjectsArgs { server, params: ObjectsParams { protocol: *protocol, set: set.clone(), mode }, quic })
@@ -324,7 +358,10 @@ impl Workload {
                 // Which protocol the requests really went over.
                 if let Some(p) = v.get("protocols").and_then(|p| p.as_object()) {
                     for (name, n) in p {
-                        let key = match name.as_str() { "http/1.1" => "h1", other => other };
+                        let key = match name.as_str() {
+                            "http/1.1" => "h1",
+                            other => other,
+                        };
                         put(&format!("requests_{key}"), n.as_f64());
                     }
                 }

@@ -104,8 +104,14 @@ fn bad_files_name_the_file_the_key_and_what_is_allowed() {
         ("name = \"x\"\ntopology = \"missing.toml\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\n", "topology: "),
         ("name = \"x\"\ntopology = \"ifc\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\ntunnel_cc = \"rate\"\npep = \"quic-tunnel\"\n", "needs tunnel_rate"),
         ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"objects\"\nsets = [\"short\"]\nmodes = [\"both\"]\n", "workload[1].modes: \"both\": expected one of seq, par"),
-        ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"bulk\"\nsizes = [\"1MB\"]\nquic_rate = \"10Mbit/s\"\n", "workload[1].quic_rate: the path rate is used by QUIC congestion control \"sat\" only"),
-        ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"bulk\"\nsizes = [\"1MB\"]\nquic_preset = \"sat\"\nquic_rate = \"quick\"\n", "workload[1].quic_rate: \"quick\": expected the path's rate"),
+        (
+            "name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"bulk\"\nsizes = [\"1MB\"]\nquic_rate = \"10Mbit/s\"\n",
+            "workload[1].quic_rate: the path rate is used by QUIC congestion control \"sat\" only",
+        ),
+        (
+            "name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"bulk\"\nsizes = [\"1MB\"]\nquic_preset = \"sat\"\nquic_rate = \"quick\"\n",
+            "workload[1].quic_rate: \"quick\": expected the path's rate",
+        ),
     ];
     for (i, (text, want)) in cases.iter().enumerate() {
         let f = write(&d, &format!("bad{i}.toml"), text);

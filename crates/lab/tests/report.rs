@@ -18,8 +18,12 @@ fn outcome(plt_ms: f64, ok: bool) -> RunOutcome {
     RunOutcome {
         ok,
         error: (!ok).then(|| "the client timed out".to_string()),
-        result: if ok { serde_json::json!({ "plt_ms": plt_ms, "ttfb_ms": 800.0, "connections": 6, "requests": 11, "body_bytes": 1_000_000, "client_retransmits": 3,
-            "objects": [{ "path": "/page", "bytes": 2000, "start_ms": 0.0, "first_byte_ms": 700.0, "end_ms": 900.0, "conn": 0 }, { "path": "/obj/0", "bytes": 100000, "start_ms": 950.0, "first_byte_ms": 1500.0, "end_ms": plt_ms, "conn": 1 }] }) } else { serde_json::Value::Null },
+        result: if ok {
+            serde_json::json!({ "plt_ms": plt_ms, "ttfb_ms": 800.0, "connections": 6, "requests": 11, "body_bytes": 1_000_000, "client_retransmits": 3,
+            "objects": [{ "path": "/page", "bytes": 2000, "start_ms": 0.0, "first_byte_ms": 700.0, "end_ms": 900.0, "conn": 0 }, { "path": "/obj/0", "bytes": 100000, "start_ms": 950.0, "first_byte_ms": 1500.0, "end_ms": plt_ms, "conn": 1 }] })
+        } else {
+            serde_json::Value::Null
+        },
         wire_bytes_down: 1_100_000,
         wire_bytes_up: 40_000,
         link_drops_loss: 2,

@@ -61,7 +61,10 @@ fn shards_cover_the_plan_once_balanced_and_the_same_everywhere() {
         assert!(hi - lo <= longest + 1e-9, "n = {n}: loads {load:?}");
         // Deterministic: parsing the file again gives the same shards.
         let again = Experiment::parse(SPEC, "elsewhere/shardfix.toml").unwrap().shards(n);
-        assert_eq!(shards.iter().map(|s| s.iter().map(|r| r.key.clone()).collect::<Vec<_>>()).collect::<Vec<_>>(), again.iter().map(|s| s.iter().map(|r| r.key.clone()).collect::<Vec<_>>()).collect::<Vec<_>>());
+        assert_eq!(
+            shards.iter().map(|s| s.iter().map(|r| r.key.clone()).collect::<Vec<_>>()).collect::<Vec<_>>(),
+            again.iter().map(|s| s.iter().map(|r| r.key.clone()).collect::<Vec<_>>()).collect::<Vec<_>>()
+        );
     }
     // The big page over GEO is expected to take longer than the small one
     // over the 100 ms link.

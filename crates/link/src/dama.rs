@@ -403,7 +403,10 @@ impl StageKind for Kind {
     }
     fn parse(&self, raw: &RawKeys, _load: Loader<'_>, d: &mut DirectionSpec) -> Result<(), ProfileError> {
         let Some(r) = raw.get("dama") else { return Ok(()) };
-        let t = r.value.as_table().ok_or_else(|| r.err("expected a table { carrier = \"2 Mbit/s\", cra?, rbdc_max?, vbdc_max?, fca?, superframe?, scheduler_latency?, rbdc_timeout?, loop?, terminals?, load?, buffer? }"))?;
+        let t = r
+            .value
+            .as_table()
+            .ok_or_else(|| r.err("expected a table { carrier = \"2 Mbit/s\", cra?, rbdc_max?, vbdc_max?, fca?, superframe?, scheduler_latency?, rbdc_timeout?, loop?, terminals?, load?, buffer? }"))?;
         only_keys(r, t, KEYS)?;
         let rate = |k: &str, default: Option<f64>| -> Result<f64, ProfileError> {
             match (t.get(k).and_then(|v| v.as_str()), default) {
@@ -518,7 +521,7 @@ mod tests {
             loop_delay: None,
             terminals: 3,
             load_bps: 600e3,
-        buffer_bytes: 1_000_000,
+            buffer_bytes: 1_000_000,
         };
         // 4 × 100k CRA leaves 1.6M; RBDC fair: us 1M vs others 600k each →
         // 1.6M / 4 = 400k each.

@@ -34,7 +34,13 @@ pub enum BaseDelay {
     /// is 15 s). The values come from the run's seed when the stage is
     /// built, the same for every direction and hop of a run, since the
     /// schedule is global; until then `values` is empty.
-    Steps { from: Duration, every: Duration, min: Duration, max: Duration, values: Vec<Duration> },
+    Steps {
+        from: Duration,
+        every: Duration,
+        min: Duration,
+        max: Duration,
+        values: Vec<Duration>,
+    },
 }
 
 /// How many reconfiguration intervals are drawn (a day of 15 s intervals);

@@ -278,7 +278,14 @@ impl Handover {
         let mut notes: Vec<(Instant, u16, Phase)> = Vec::new();
         for (k, t) in plan.iter().enumerate() {
             let k = k as u16;
-            notes.extend([(t.trigger, k, Phase::Trigger), (t.l2_start, k, Phase::L2Start), (t.l2_end, k, Phase::L2End), (t.address, k, Phase::Address), (t.bound, k, Phase::Bound), (t.acked, k, Phase::Acked)]);
+            notes.extend([
+                (t.trigger, k, Phase::Trigger),
+                (t.l2_start, k, Phase::L2Start),
+                (t.l2_end, k, Phase::L2End),
+                (t.address, k, Phase::Address),
+                (t.bound, k, Phase::Bound),
+                (t.acked, k, Phase::Acked),
+            ]);
             if let Some(b) = t.buffering {
                 notes.push((b, k, Phase::Buffering));
             }
@@ -421,12 +428,7 @@ pub static KIND: Kind = Kind;
 /// Handover times of a flight past a line of stations (see the module doc).
 pub fn flight_times(speed_kmh: f64, cell_km: f64, overlap_km: f64, start_km: f64, count: u32) -> Vec<Duration> {
     let spacing = 2.0 * cell_km - overlap_km;
-    (0..)
-        .map(|k| (spacing / 2.0 + k as f64 * spacing - start_km) / speed_kmh * 3600.0)
-        .filter(|s| *s > 0.0)
-        .take(count as usize)
-        .map(Duration::from_secs_f64)
-        .collect()
+    (0..).map(|k| (spacing / 2.0 + k as f64 * spacing - start_km) / speed_kmh * 3600.0).filter(|s| *s > 0.0).take(count as usize).map(Duration::from_secs_f64).collect()
 }
 
 const MOBILITY_KEYS: &[&str] = &["speed_kmh", "cell_km", "overlap_km", "start_km", "count"];
@@ -445,7 +447,9 @@ impl StageKind for Kind {
         if !r.key.starts_with("link.") {
             return Err(r.err("put handover in [link]: both directions share one timeline"));
         }
-        let t = r.value.as_table().ok_or_else(|| r.err("expected a table { at = [\"20 s\"], mode = \"baseline\" | \"no-dad\" | \"buffer\", dad?, router_adv?, bu?, ba?, ra_collision?, backoff?, signal_loss?, tunnel?, buffer? }"))?;
+        let t = r.value.as_table().ok_or_else(|| {
+            r.err("expected a table { at = [\"20 s\"], mode = \"baseline\" | \"no-dad\" | \"buffer\", dad?, router_adv?, bu?, ba?, ra_collision?, backoff?, signal_loss?, tunnel?, buffer? }")
+        })?;
         only_keys(r, t, KEYS)?;
         let dur = |k: &str, default: Duration| -> Result<Duration, ProfileError> {
             match t.get(k) {

@@ -173,7 +173,20 @@ pub struct Ldacs {
 
 impl Ldacs {
     pub fn new(spec: LdacsSpec, rng: LinkRng) -> Self {
-        Ldacs { spec, rng, sent: BTreeMap::new(), ready: BTreeMap::new(), busy: None, free_at: Instant::ZERO, next_in: 0, next_out: 0, held_bytes: 0, out: VecDeque::new(), last_out: Instant::ZERO, events: Vec::new() }
+        Ldacs {
+            spec,
+            rng,
+            sent: BTreeMap::new(),
+            ready: BTreeMap::new(),
+            busy: None,
+            free_at: Instant::ZERO,
+            next_in: 0,
+            next_out: 0,
+            held_bytes: 0,
+            out: VecDeque::new(),
+            last_out: Instant::ZERO,
+            events: Vec::new(),
+        }
     }
 
     /// When a packet (or a retransmission) that is ready to go at `t` may
@@ -423,13 +436,13 @@ const BUDGET_KEYS: &[&str] = &["distance_km", "tx_power_dbm", "tx_gain_dbi", "tx
 
 /// `budget = { distance_km, … }`: seed 002's values for what is not given.
 fn parse_budget(r: &crate::profile::keys::Raw, v: &toml::Value, link: LinkDir) -> Result<Budget, ProfileError> {
-    let t = v.as_table().ok_or_else(|| r.err("budget: expected a table { distance_km = 225, tx_power_dbm?, tx_gain_dbi?, tx_loss_db?, rx_gain_dbi?, rx_loss_db?, freq_mhz?, bandwidth_khz?, noise_figure_db?, margin_db?, snr_fer? }"))?;
+    let t = v.as_table().ok_or_else(|| {
+        r.err("budget: expected a table { distance_km = 225, tx_power_dbm?, tx_gain_dbi?, tx_loss_db?, rx_gain_dbi?, rx_loss_db?, freq_mhz?, bandwidth_khz?, noise_figure_db?, margin_db?, snr_fer? }")
+    })?;
     if let Some(k) = t.keys().find(|k| !BUDGET_KEYS.contains(&k.as_str())) {
         return Err(r.err(format!("budget: unknown key {k:?}; allowed: {}", BUDGET_KEYS.join(", "))));
     }
-    let num = |k: &str| -> Result<Option<f64>, ProfileError> {
-        t.get(k).map(|v| number(v).ok_or_else(|| r.err(format!("budget.{k}: expected a number")))).transpose()
-    };
+    let num = |k: &str| -> Result<Option<f64>, ProfileError> { t.get(k).map(|v| number(v).ok_or_else(|| r.err(format!("budget.{k}: expected a number")))).transpose() };
     let distance_km = num("distance_km")?.ok_or_else(|| r.err("budget.distance_km: expected the distance to the ground station in km, like 225"))?;
     let mut b = Budget::seed(link, distance_km);
     for (k, field) in [

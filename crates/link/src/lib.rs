@@ -40,7 +40,7 @@ pub use delay::{BaseDelay, DelayLine};
 pub use jitter::{Jitter, LinkRng};
 pub use packet::{Drop, DropReason, Meta, Packet};
 pub use pipeline::Pipeline;
+pub use profile::{DirectionSpec, Override, Profile, ProfileError};
 pub use registry::StageKind;
 pub use stage::{Note, Stage, StageContext, StageEvent};
-pub use profile::{DirectionSpec, Override, Profile, ProfileError};
 pub use time::{Duration, Instant};

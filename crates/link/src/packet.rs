@@ -31,10 +31,7 @@ pub struct Packet<P> {
 
 impl<P> Packet<P> {
     pub fn new(id: u64, len: u32, arrived: Instant, payload: P) -> Self {
-        Packet {
-            meta: Meta { id, len, arrived, tx_start: arrived, tx_end: arrived, due: arrived },
-            payload,
-        }
+        Packet { meta: Meta { id, len, arrived, tx_start: arrived, tx_end: arrived, due: arrived }, payload }
     }
 }
 

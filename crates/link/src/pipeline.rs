@@ -18,7 +18,6 @@ use crate::profile::DirectionSpec;
 use crate::stage::{Stage, StageContext};
 use crate::time::{Duration, Instant};
 
-
 pub struct Pipeline<P> {
     stages: Vec<Box<dyn Stage>>,
     /// Payloads of the packets inside, by `id - first_id`.

@@ -45,11 +45,7 @@ pub(crate) fn fmt_num(x: f64) -> String {
 /// Splits `"1.89 Mbit/s"` into `(1.89, "mbit/s")`, lower-casing the unit.
 fn split_number(s: &str) -> Option<(f64, String)> {
     let s = s.trim();
-    let end = s
-        .char_indices()
-        .find(|(_, c)| !(c.is_ascii_digit() || *c == '.' || *c == '-' || *c == '+' || *c == 'e'))
-        .map(|(i, _)| i)
-        .unwrap_or(s.len());
+    let end = s.char_indices().find(|(_, c)| !(c.is_ascii_digit() || *c == '.' || *c == '-' || *c == '+' || *c == 'e')).map(|(i, _)| i).unwrap_or(s.len());
     // "1e3" is a number but "1 ms" must not eat the 'm'; an 'e' is only part
     // of the number when a digit follows it.
     let (mut num, mut rest) = s.split_at(end);

@@ -87,7 +87,13 @@ fn calls_drop_at_the_configured_rate() {
         channel: u16,
         up: bool,
     }
-    let events: Vec<Change> = all.iter().map(|e| match e.note { Note::Channel { channel, up } => Change { at: e.at, channel, up }, n => panic!("bonded reported {n:?}") }).collect();
+    let events: Vec<Change> = all
+        .iter()
+        .map(|e| match e.note {
+            Note::Channel { channel, up } => Change { at: e.at, channel, up },
+            n => panic!("bonded reported {n:?}"),
+        })
+        .collect();
     let mut ups = Vec::new();
     let mut redials = Vec::new();
     for ch in 0..3u16 {
@@ -131,7 +137,12 @@ fn a_drop_loses_what_the_channel_holds_and_no_channel_means_no_service() {
 fn channel_changes(b: &mut Bonded) -> Vec<(Instant, u16, bool)> {
     let mut all: Vec<StageEvent> = Vec::new();
     b.take_events(&mut all);
-    all.iter().map(|e| match e.note { Note::Channel { channel, up } => (e.at, channel, up), n => panic!("bonded reported {n:?}") }).collect()
+    all.iter()
+        .map(|e| match e.note {
+            Note::Channel { channel, up } => (e.at, channel, up),
+            n => panic!("bonded reported {n:?}"),
+        })
+        .collect()
 }
 
 #[test]

@@ -155,12 +155,7 @@ fn every_profile_matches_its_golden_table() {
         let want = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e} (AEROLINK_BLESS=1 writes it)", path.display()));
         if got != want {
             let first = got.lines().zip(want.lines()).position(|(a, b)| a != b).unwrap_or(got.lines().count().min(want.lines().count()));
-            failed.push(format!(
-                "{name}: first difference at line {}:\n  want: {}\n  got:  {}",
-                first + 1,
-                want.lines().nth(first).unwrap_or("(end)"),
-                got.lines().nth(first).unwrap_or("(end)")
-            ));
+            failed.push(format!("{name}: first difference at line {}:\n  want: {}\n  got:  {}", first + 1, want.lines().nth(first).unwrap_or("(end)"), got.lines().nth(first).unwrap_or("(end)")));
         }
     }
     assert!(failed.is_empty(), "golden tables differ:\n{}", failed.join("\n"));

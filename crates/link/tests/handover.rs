@@ -97,7 +97,13 @@ fn run(mode: Mode, side: Side) -> (Vec<aerolink_link::Meta>, Vec<aerolink_link::
     let (out, drops) = common::drive(&mut pipe, &arrivals);
     let mut ev = Vec::new();
     pipe.take_events(&mut ev);
-    let phases = ev.iter().filter_map(|e| match e.note { Note::Handover { phase, .. } => Some((phase, e.at)), _ => None }).collect();
+    let phases = ev
+        .iter()
+        .filter_map(|e| match e.note {
+            Note::Handover { phase, .. } => Some((phase, e.at)),
+            _ => None,
+        })
+        .collect();
     (out, drops, phases)
 }
 

@@ -23,7 +23,6 @@ fn drive(p: &mut Pipeline<()>, arrivals: &[(u64, u32)]) -> (Vec<(u64, Instant, I
     (out.iter().map(|m| (m.id, m.arrived, m.due)).collect(), drops.iter().map(|d| (d.meta.id, d.reason, d.at)).collect())
 }
 
-
 #[test]
 fn the_return_link_waits_a_request_cycle_and_the_forward_link_does_not() {
     let prof = profile("[up]\nldacs = { link = \"rl\", rate = \"31.5 kbit/s\", fer = 0.0 }\n[down]\nldacs = { link = \"fl\", rate = \"31.5 kbit/s\", fer = 0.0 }\ndelay = \"2 ms\"\n");

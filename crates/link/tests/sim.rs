@@ -35,10 +35,7 @@ fn rate_and_delay_give_exact_departure_times() {
     let mut p = Pipeline::new(&prof.down, prof.base_rtt(), 1, 0);
     let (out, drops) = drive(&mut p, &[(0, 1250), (0, 1250), (0, 1250), (100 * MS, 125)]);
     assert!(drops.is_empty());
-    assert_eq!(
-        out,
-        vec![(0, Instant(35 * MS)), (1, Instant(45 * MS)), (2, Instant(55 * MS)), (3, Instant(126 * MS))]
-    );
+    assert_eq!(out, vec![(0, Instant(35 * MS)), (1, Instant(45 * MS)), (2, Instant(55 * MS)), (3, Instant(126 * MS))]);
 }
 
 #[test]
@@ -225,7 +222,8 @@ fn the_same_seed_gives_the_same_decisions() {
 fn overrides_beat_the_file_and_one_direction_beats_both() {
     let o = |scope: &str, key: &str, value: &str, flag: &str| Override { scope: scope.into(), key: key.into(), value: value.into(), flag: flag.into() };
     let text = "[link]\nrate = \"1 Mbit/s\"\nrtt = \"100 ms\"\n";
-    let p = Profile::parse(text, "x.toml", &[o("down", "rate", "5 Mbit/s", "--down-rate"), o("link", "rate", "2 Mbit/s", "--rate"), o("link", "rtt", "300 ms", "--rtt")], &mut |_| Err(String::new())).unwrap();
+    let p = Profile::parse(text, "x.toml", &[o("down", "rate", "5 Mbit/s", "--down-rate"), o("link", "rate", "2 Mbit/s", "--rate"), o("link", "rtt", "300 ms", "--rtt")], &mut |_| Err(String::new()))
+        .unwrap();
     assert_eq!(p.up.capacity_bps(), Some(2e6));
     assert_eq!(p.down.capacity_bps(), Some(5e6));
     assert_eq!(p.base_rtt(), Duration::from_millis(300));

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::log::{self, Dir, Event};
 use crate::pump::{Clock, PollTimer, Pump, PumpReport, Side};
-use crate::sys::{self, ip, in_netns};
+use crate::sys::{self, in_netns, ip};
 use crate::tun::{Tun, VNET_HDR_LEN};
 use crate::NetError;
 
@@ -89,7 +89,6 @@ pub struct Lab {
     torn_down: bool,
 }
 
-
 /// What the pumps did, per hop and direction.
 #[derive(Debug, Serialize)]
 pub struct LabReport {
@@ -109,11 +108,7 @@ impl LabReport {
     /// model chose them: each is a fault of the emulator (or of the devices
     /// it writes to) that a run's figures should say.
     pub fn faults(&self) -> Vec<Fault> {
-        self.directions
-            .iter()
-            .filter(|d| d.refused > 0)
-            .map(|d| Fault { hop: d.hop, dir: d.dir, refused: d.refused, first: d.refused_why.clone().unwrap_or_default() })
-            .collect()
+        self.directions.iter().filter(|d| d.refused > 0).map(|d| Fault { hop: d.hop, dir: d.dir, refused: d.refused, first: d.refused_why.clone().unwrap_or_default() }).collect()
     }
 }
 
@@ -384,10 +379,7 @@ impl Lab {
             let buf_len = if gso { 65_536 + VNET_HDR_LEN } else { largest + 100 + VNET_HDR_LEN };
             let pump = Pump {
                 hop: i as u16,
-                sides: [
-                    Side { dir: Dir::Up, src: tl.clone(), dst: tr.clone(), pipeline: up },
-                    Side { dir: Dir::Down, src: tr.clone(), dst: tl.clone(), pipeline: down },
-                ],
+                sides: [Side { dir: Dir::Up, src: tl.clone(), dst: tr.clone(), pipeline: up }, Side { dir: Dir::Down, src: tr.clone(), dst: tl.clone(), pipeline: down }],
                 timer: PollTimer { clock, fds: [tl.raw(), tr.raw(), stop_fd] },
                 stop: lab.stop.clone(),
                 log: log_tx.clone(),
@@ -396,10 +388,7 @@ impl Lab {
                 lateness_target_ns: spec.lateness_target_ns.unwrap_or_else(crate::pump::default_lateness_target_ns),
                 monitor,
             };
-            let handle = std::thread::Builder::new()
-                .name(format!("pump-hop{i}"))
-                .spawn(move || pump.run())
-                .map_err(|e| NetError::Io("spawn pump".into(), e))?;
+            let handle = std::thread::Builder::new().name(format!("pump-hop{i}")).spawn(move || pump.run()).map_err(|e| NetError::Io("spawn pump".into(), e))?;
             lab.pumps.push(handle);
         }
         drop(log_tx);
@@ -573,11 +562,7 @@ pub fn netns_command(netns: &str, argv: &[&str], env: &[(String, String)]) -> Co
 
 /// PIDs of every process in a namespace.
 pub fn namespace_pids(ns: &str) -> Vec<i32> {
-    Command::new("ip")
-        .args(["netns", "pids", ns])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).split_whitespace().filter_map(|p| p.parse().ok()).collect())
-        .unwrap_or_default()
+    Command::new("ip").args(["netns", "pids", ns]).output().map(|o| String::from_utf8_lossy(&o.stdout).split_whitespace().filter_map(|p| p.parse().ok()).collect()).unwrap_or_default()
 }
 
 /// Kills everything in `ns` and deletes it. Best effort: used on every exit
@@ -626,9 +611,7 @@ pub fn leftover_files() -> Vec<std::path::PathBuf> {
 /// Every namespace aerolink created that still exists (optionally for one
 /// run name only).
 pub fn leftover_namespaces(run: Option<&str>) -> Vec<String> {
-    let mut out: Vec<String> = std::fs::read_dir("/run/netns")
-        .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().to_string()).collect())
-        .unwrap_or_default();
+    let mut out: Vec<String> = std::fs::read_dir("/run/netns").map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().to_string()).collect()).unwrap_or_default();
     out.retain(|n| match run {
         Some(r) => n.starts_with(&format!("{NS_PREFIX}{r}-")),
         None => n.starts_with(NS_PREFIX),
@@ -645,10 +628,14 @@ mod tests {
     #[test]
     fn a_refused_frame_is_a_fault_named_by_hop_and_direction() {
         let sound = PumpReport { hop: 0, dir: Some(crate::log::Dir::Up), dropped_loss: 40, ..Default::default() };
-        let refusing = PumpReport { hop: 1, dir: Some(crate::log::Dir::Down), refused: 3, refused_why: Some("write to-client (1200 bytes): Invalid argument (os error 22)".into()), ..Default::default() };
+        let refusing =
+            PumpReport { hop: 1, dir: Some(crate::log::Dir::Down), refused: 3, refused_why: Some("write to-client (1200 bytes): Invalid argument (os error 22)".into()), ..Default::default() };
         let rep = LabReport { directions: vec![sound.clone()], log_events: None };
         assert!(rep.faults().is_empty(), "a link model's losses are not faults");
         let rep = LabReport { directions: vec![sound, refusing], log_events: None };
-        assert_eq!(rep.faults().iter().map(Fault::to_string).collect::<Vec<_>>(), vec!["hop 1 down: 3 frames refused by the kernel (the first: write to-client (1200 bytes): Invalid argument (os error 22))".to_string()]);
+        assert_eq!(
+            rep.faults().iter().map(Fault::to_string).collect::<Vec<_>>(),
+            vec!["hop 1 down: 3 frames refused by the kernel (the first: write to-client (1200 bytes): Invalid argument (os error 22))".to_string()]
+        );
     }
 }

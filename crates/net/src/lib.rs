@@ -6,8 +6,8 @@
 //! until the next departure with a high-resolution timer, writes them out,
 //! and logs events. Nothing here decides a packet's fate.
 
-pub mod lab;
 pub mod gso;
+pub mod lab;
 pub mod log;
 pub mod monitor;
 pub mod procs;

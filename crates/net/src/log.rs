@@ -50,7 +50,10 @@ impl Dir {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum EventKind {
     Arrive,
-    Depart { queue_ns: u64, delay_ns: u64 },
+    Depart {
+        queue_ns: u64,
+        delay_ns: u64,
+    },
     Drop(DropReason),
     /// What a stage did besides packets' fates.
     Note(Note),
@@ -165,19 +168,15 @@ pub fn parse_event(line: &str) -> Result<Event, String> {
         "chan-up" | "chan-down" => EventKind::Note(Note::Channel { channel: id as u16, up: f[3] == "chan-up" }),
         "retx" => EventKind::Note(Note::Retransmit { id, bytes: bytes as u32, attempt: detail(f[8], "attempt")? as u32 }),
         "handover" => {
-            let phase = f[8].strip_prefix("phase=").and_then(aerolink_link::handover::Phase::parse).ok_or_else(|| format!("expected phase=trigger|buffering|l2-start|l2-end|address|bound|acked, got {:?}", f[8]))?;
+            let phase = f[8]
+                .strip_prefix("phase=")
+                .and_then(aerolink_link::handover::Phase::parse)
+                .ok_or_else(|| format!("expected phase=trigger|buffering|l2-start|l2-end|address|bound|acked, got {:?}", f[8]))?;
             EventKind::Note(Note::Handover { index: id as u16, phase })
         }
         x => return Err(format!("event: expected arrive, depart, drop, sf, chan-up, chan-down, retx or handover, got {x:?}")),
     };
-    Ok(Event {
-        t: Instant(t_ns),
-        hop: num(f[1], "hop")? as u16,
-        dir,
-        id,
-        bytes: bytes as u32,
-        kind,
-    })
+    Ok(Event { t: Instant(t_ns), hop: num(f[1], "hop")? as u16, dir, id, bytes: bytes as u32, kind })
 }
 
 /// Per hop and direction: what arrived, left and was dropped.

@@ -106,14 +106,10 @@ pub fn add_netns(name: &str) -> Result<(), NetError> {
 pub fn check_preconditions() -> Result<(), NetError> {
     // SAFETY: geteuid has no preconditions.
     if unsafe { libc::geteuid() } != 0 {
-        return Err(NetError::Precondition(
-            "aerolink needs root (CAP_NET_ADMIN) to create network namespaces and TUN devices, or a user namespace of its own; run it with sudo".into(),
-        ));
+        return Err(NetError::Precondition("aerolink needs root (CAP_NET_ADMIN) to create network namespaces and TUN devices, or a user namespace of its own; run it with sudo".into()));
     }
     if std::fs::metadata("/dev/net/tun").is_err() {
-        return Err(NetError::Precondition(
-            "/dev/net/tun is missing: load the tun module (modprobe tun) or, in a container, pass --device /dev/net/tun".into(),
-        ));
+        return Err(NetError::Precondition("/dev/net/tun is missing: load the tun module (modprobe tun) or, in a container, pass --device /dev/net/tun".into()));
     }
     if Command::new("ip").arg("-V").output().is_err() {
         return Err(NetError::Precondition("the `ip` command (iproute2) is missing: apt-get install iproute2".into()));
@@ -125,10 +121,7 @@ pub fn check_preconditions() -> Result<(), NetError> {
 pub fn ip(args: &[&str]) -> Result<(), NetError> {
     let out = Command::new("ip").args(args).output().map_err(|e| NetError::Command { cmd: format!("ip {}", args.join(" ")), msg: e.to_string() })?;
     if !out.status.success() {
-        return Err(NetError::Command {
-            cmd: format!("ip {}", args.join(" ")),
-            msg: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
+        return Err(NetError::Command { cmd: format!("ip {}", args.join(" ")), msg: String::from_utf8_lossy(&out.stderr).trim().to_string() });
     }
     Ok(())
 }

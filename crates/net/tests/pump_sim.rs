@@ -179,10 +179,13 @@ fn drops_are_counted_by_cause_and_logged() {
     assert_eq!(count(Dir::Up, &|k| *k == EventKind::Drop(aerolink_link::DropReason::Queue)), 7);
     assert_eq!(count(Dir::Down, &|k| *k == EventKind::Drop(aerolink_link::DropReason::Loss)), 4);
     // The departures logged carry their queueing and total delay.
-    let departs: Vec<(u64, u64)> = events.iter().filter_map(|e| match e.kind {
-        EventKind::Depart { queue_ns, delay_ns } => Some((queue_ns, delay_ns)),
-        _ => None,
-    }).collect();
+    let departs: Vec<(u64, u64)> = events
+        .iter()
+        .filter_map(|e| match e.kind {
+            EventKind::Depart { queue_ns, delay_ns } => Some((queue_ns, delay_ns)),
+            _ => None,
+        })
+        .collect();
     assert_eq!(departs, vec![(0, 8 * MS), (8 * MS, 16 * MS), (16 * MS, 24 * MS)]);
 }
 
@@ -472,11 +475,7 @@ fn a_cut_burst_meets_the_same_fates_at_the_same_times_as_its_segments_one_by_one
                 }
             }
             let (reps, _, right, events) = run(h);
-            let fates: Vec<(u64, String, u64)> = events
-                .iter()
-                .filter(|e| e.dir == Dir::Up && e.kind != EventKind::Arrive)
-                .map(|e| (e.id, format!("{:?}", e.kind), e.t.0))
-                .collect();
+            let fates: Vec<(u64, String, u64)> = events.iter().filter(|e| e.dir == Dir::Up && e.kind != EventKind::Arrive).map(|e| (e.id, format!("{:?}", e.kind), e.t.0)).collect();
             (reps[0].clone(), fates, right.written().len())
         };
         let (cut_rep, cut_fates, cut_writes) = fates(true);

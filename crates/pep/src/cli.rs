@@ -319,7 +319,9 @@ mod tests {
         }
         for (i, t) in tunings().into_iter().enumerate() {
             let ground: SocketAddr = if i % 2 == 0 { "198.18.1.2:4433".parse().unwrap() } else { "[2001:2:0:1::2]:4444".parse().unwrap() };
-            v.push(PepCmd::QuicTunnel { half: Half::Air(AirArgs { intercept: Intercept::default(), ground, open_timeout: Duration::from_secs(if i % 2 == 0 { 60 } else { 5 }), tuning: t.clone(), json: i % 2 == 0 }) });
+            v.push(PepCmd::QuicTunnel {
+                half: Half::Air(AirArgs { intercept: Intercept::default(), ground, open_timeout: Duration::from_secs(if i % 2 == 0 { 60 } else { 5 }), tuning: t.clone(), json: i % 2 == 0 }),
+            });
             let tcp_cc = TcpCc::ALL[i % TcpCc::ALL.len()];
             v.push(PepCmd::QuicTunnel { half: Half::Ground(GroundArgs { listen: "[::]:4433".parse().unwrap(), tcp_cc, initcwnd: (i % 2 == 1).then_some(10), tuning: t, json: false }) });
         }

@@ -142,7 +142,14 @@ mod tests {
         aerolink_net::monitor::write(&p, 4800.0, 7200.0).unwrap();
         follow(p.clone(), true, rate.clone());
         // The follower reads every 200 ms; wait for it, bounded.
-        let seen = |want: u64| (0..50).any(|_| rate.load(Ordering::Relaxed) == want || { std::thread::sleep(Duration::from_millis(50)); false });
+        let seen = |want: u64| {
+            (0..50).any(|_| {
+                rate.load(Ordering::Relaxed) == want || {
+                    std::thread::sleep(Duration::from_millis(50));
+                    false
+                }
+            })
+        };
         assert!(seen(4320), "rate {}", rate.load(Ordering::Relaxed));
         aerolink_net::monitor::write(&p, 2400.0, 7200.0).unwrap();
         assert!(seen(2160), "rate {}", rate.load(Ordering::Relaxed));

@@ -7,10 +7,10 @@ use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use crate::error::{PepError, Result};
 use serde::Serialize;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpSocket, TcpStream};
-use crate::error::{PepError, Result};
 
 /// Counters a proxy updates while it runs (bytes as they pass, not when a
 /// connection ends).
@@ -50,7 +50,16 @@ pub struct Stats {
 impl Counters {
     pub fn snapshot(&self) -> Stats {
         let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
-        Stats { connections: g(&self.connections), failed: g(&self.failed), broken: g(&self.broken), bytes_up: g(&self.bytes_up), bytes_down: g(&self.bytes_down), refused: g(&self.refused), tunnels: g(&self.tunnels), garbage: g(&self.garbage) }
+        Stats {
+            connections: g(&self.connections),
+            failed: g(&self.failed),
+            broken: g(&self.broken),
+            bytes_up: g(&self.bytes_up),
+            bytes_down: g(&self.bytes_down),
+            refused: g(&self.refused),
+            tunnels: g(&self.tunnels),
+            garbage: g(&self.garbage),
+        }
     }
 
     /// Counts a broken relay and says why (the first 20; then only counts).

@@ -10,8 +10,8 @@ use tokio::net::TcpStream;
 
 use aerolink_work::sock::TcpCc;
 
-use crate::relay::{self, Counters, Stats};
 use crate::error::Result;
+use crate::relay::{self, Counters, Stats};
 
 #[derive(Clone, Debug)]
 pub struct Options {

@@ -2,9 +2,9 @@
 //! packets locally — installed by a proxy when it starts and removed when it
 //! stops, so no rule outlives it. They live in the gateway's own namespace.
 
+use crate::error::{PepError, Result};
 use std::io::Write;
 use std::process::{Command, Stdio};
-use crate::error::{PepError, Result};
 
 pub const TABLE: &str = "aerolink_pep";
 /// Firewall mark and routing table the interception uses.

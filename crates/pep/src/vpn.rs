@@ -19,9 +19,9 @@ use std::os::fd::AsRawFd;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 
+use crate::error::{PepError, Result};
 use aerolink_net::tun::Tun;
 use serde::Serialize;
-use crate::error::{PepError, Result};
 
 pub const DEVICE: &str = "vpn0";
 pub const MTU: u32 = 1400;
@@ -74,10 +74,7 @@ pub fn run(opts: Options, stop: &AtomicBool, ready: impl FnOnce()) -> Result<Sta
     ready();
     let mut st = Stats::default();
     let mut buf = vec![0u8; 65536];
-    let mut fds = [
-        libc::pollfd { fd: tun.raw(), events: libc::POLLIN, revents: 0 },
-        libc::pollfd { fd: udp.as_raw_fd(), events: libc::POLLIN, revents: 0 },
-    ];
+    let mut fds = [libc::pollfd { fd: tun.raw(), events: libc::POLLIN, revents: 0 }, libc::pollfd { fd: udp.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
     while !stop.load(Ordering::SeqCst) {
         // SAFETY: two valid pollfds.
         let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, 200) };

@@ -139,7 +139,10 @@ impl Archive {
 /// Headers a replaying server must not copy from a recording: the server
 /// frames the body itself, and bodies are stored decoded.
 pub fn served_header(name: &str) -> bool {
-    !matches!(name.to_ascii_lowercase().as_str(), "content-length" | "content-encoding" | "transfer-encoding" | "connection" | "keep-alive" | "alt-svc" | "strict-transport-security" | "upgrade" | "proxy-connection" | "trailer") && !name.starts_with(':')
+    !matches!(
+        name.to_ascii_lowercase().as_str(),
+        "content-length" | "content-encoding" | "transfer-encoding" | "connection" | "keep-alive" | "alt-svc" | "strict-transport-security" | "upgrade" | "proxy-connection" | "trailer"
+    ) && !name.starts_with(':')
 }
 
 /// Archives indexed for serving: host → path with query → entry.
@@ -206,7 +209,12 @@ mod tests {
 
     #[test]
     fn entries_are_found_by_host_and_path_then_by_path_alone() {
-        let a = Archive { format: FORMAT.into(), url: "https://a.test/".into(), source: "test".into(), entries: vec![entry("https://a.test/", "root"), entry("https://b.test/x.js?v=1", "x1"), entry("https://b.test/x.js?v=2", "x2")] };
+        let a = Archive {
+            format: FORMAT.into(),
+            url: "https://a.test/".into(),
+            source: "test".into(),
+            entries: vec![entry("https://a.test/", "root"), entry("https://b.test/x.js?v=1", "x1"), entry("https://b.test/x.js?v=2", "x2")],
+        };
         let s = Sites::new([a.clone()]);
         assert_eq!(s.find("a.test", "/").unwrap().body, b"root");
         assert_eq!(s.find("A.test:443", "/").unwrap().body, b"root");

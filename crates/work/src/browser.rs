@@ -33,7 +33,6 @@ mod cdp;
 #[cfg(feature = "chromium")]
 pub use cdp::{load, record, Loaded};
 
-
 crate::choice! {
     /// What Chromium may speak: HTTP/1.1 only, HTTP/2 (no QUIC), HTTP/3
     /// forced on every origin, or `auto`: as Chromium does by itself, HTTP/2

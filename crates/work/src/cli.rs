@@ -13,12 +13,12 @@ use clap::{Args, Parser, Subcommand};
 use aerolink_link::units::{self, Rate};
 use aerolink_link::Duration;
 
+use crate::browser::BrowserProtocol;
 use crate::bulk::Direction as BulkDirection;
 use crate::messages::Direction as MessagesDirection;
 use crate::quic::QuicArgs;
 use crate::realtime::{Mechanism, Scenario};
 use crate::sock::TcpCc;
-use crate::browser::BrowserProtocol;
 use crate::web::{ObjectsMode, Protocol};
 use crate::Transport;
 
@@ -440,9 +440,31 @@ mod tests {
     fn quics() -> Vec<QuicArgs> {
         let mut v: Vec<QuicArgs> = Preset::ALL.iter().map(|p| QuicArgs::from(&QuicKnobs::preset(*p))).collect();
         for cc in QuicCc::ALL {
-            v.push(QuicArgs { quic_preset: Preset::Quinn, quic_cc: Some(*cc), quic_iw: Some(7), quic_stream_window: None, quic_conn_window: Some(1 << 30), quic_rate: None, quic_ack_every: None, quic_mtu: None, quic_max_cwnd: None, quic_pacing_interval: None });
+            v.push(QuicArgs {
+                quic_preset: Preset::Quinn,
+                quic_cc: Some(*cc),
+                quic_iw: Some(7),
+                quic_stream_window: None,
+                quic_conn_window: Some(1 << 30),
+                quic_rate: None,
+                quic_ack_every: None,
+                quic_mtu: None,
+                quic_max_cwnd: None,
+                quic_pacing_interval: None,
+            });
         }
-        v.push(QuicArgs { quic_preset: Preset::HBdp2, quic_cc: None, quic_iw: None, quic_stream_window: Some(1), quic_conn_window: None, quic_rate: Some(10_000_000), quic_ack_every: Some(10), quic_mtu: Some(1452), quic_max_cwnd: Some(2500), quic_pacing_interval: Some(1010) });
+        v.push(QuicArgs {
+            quic_preset: Preset::HBdp2,
+            quic_cc: None,
+            quic_iw: None,
+            quic_stream_window: Some(1),
+            quic_conn_window: None,
+            quic_rate: Some(10_000_000),
+            quic_ack_every: Some(10),
+            quic_mtu: Some(1452),
+            quic_max_cwnd: Some(2500),
+            quic_pacing_interval: Some(1010),
+        });
         v
     }
 
@@ -479,7 +501,13 @@ mod tests {
         }
         for (i, protocol) in BrowserProtocol::ALL.iter().enumerate() {
             let params = BrowserParams { protocol: *protocol, page: if i == 0 { "news".into() } else { "https://www.a.test/x?y=1".into() }, warm: i == 1 };
-            v.push(WorkloadCmd::Browser(BrowserArgs { server: server.clone(), params, har: (i == 2).then(|| "/tmp/x.har".into()), screenshot: (i != 2).then(|| "s.png".into()), timeout: Duration::from_secs(60) }));
+            v.push(WorkloadCmd::Browser(BrowserArgs {
+                server: server.clone(),
+                params,
+                har: (i == 2).then(|| "/tmp/x.har".into()),
+                screenshot: (i != 2).then(|| "s.png".into()),
+                timeout: Duration::from_secs(60),
+            }));
         }
         v.push(WorkloadCmd::Conns(ConnsArgs { server, count: 500, bytes: 20_000, timeout: Duration::from_secs(90) }));
         v
@@ -502,7 +530,15 @@ mod tests {
             for cc in QuicCc::ALL {
                 let mut k = QuicKnobs::preset(*preset);
                 k.cc = *cc;
-                let cmd = WorkloadCmd::Bulk(BulkArgs { server: "198.18.0.2".into(), transport: Transport::Quic, direction: BulkDirection::Down, bytes: 1, cc: TcpCc::Cubic, tcp: TcpClientArgs::default(), quic: QuicArgs::from(&k) });
+                let cmd = WorkloadCmd::Bulk(BulkArgs {
+                    server: "198.18.0.2".into(),
+                    transport: Transport::Quic,
+                    direction: BulkDirection::Down,
+                    bytes: 1,
+                    cc: TcpCc::Cubic,
+                    tcp: TcpClientArgs::default(),
+                    quic: QuicArgs::from(&k),
+                });
                 let WorkloadCmd::Bulk(b) = WorkloadCmd::from_args(cmd.to_args()).unwrap() else { panic!("not bulk") };
                 assert_eq!(b.quic.knobs(), k);
                 assert!(!k.is_custom());

@@ -112,7 +112,38 @@ fn sizes(rng: &mut ChaCha8Rng, n: u32, kb: u32, floor: usize) -> Vec<usize> {
     w.iter().map(|x| ((x / sum) * kb as f64 * 1000.0).round().max(floor as f64) as usize).collect()
 }
 
-const WORDS: &[&str] = &["flight", "cabin", "link", "satellite", "ground", "station", "latency", "route", "passenger", "window", "signal", "beam", "orbit", "gateway", "weather", "altitude", "news", "market", "city", "report", "today", "update", "story", "travel", "north", "south", "ocean", "coast", "river", "summit"];
+const WORDS: &[&str] = &[
+    "flight",
+    "cabin",
+    "link",
+    "satellite",
+    "ground",
+    "station",
+    "latency",
+    "route",
+    "passenger",
+    "window",
+    "signal",
+    "beam",
+    "orbit",
+    "gateway",
+    "weather",
+    "altitude",
+    "news",
+    "market",
+    "city",
+    "report",
+    "today",
+    "update",
+    "story",
+    "travel",
+    "north",
+    "south",
+    "ocean",
+    "coast",
+    "river",
+    "summit",
+];
 
 fn words(rng: &mut ChaCha8Rng, n: usize) -> String {
     let mut s = String::new();
@@ -226,11 +257,15 @@ pub fn page(name: &str) -> Option<Archive> {
 
     // Fonts, referenced by the first stylesheet; garbage fonts are fetched
     // (the request is what matters) and then rejected by the sanitizer.
-    let font_urls: Vec<String> = fonts.iter().enumerate().map(|(i, &s)| {
-        let u = format!("{stat}/f/{i}.woff2");
-        b.add(u.clone(), "font/woff2", crate::page::filler(s));
-        u
-    }).collect();
+    let font_urls: Vec<String> = fonts
+        .iter()
+        .enumerate()
+        .map(|(i, &s)| {
+            let u = format!("{stat}/f/{i}.woff2");
+            b.add(u.clone(), "font/woff2", crate::page::filler(s));
+            u
+        })
+        .collect();
 
     // Stylesheets.
     let mut css_urls = Vec::new();

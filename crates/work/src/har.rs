@@ -74,7 +74,15 @@ pub fn exchanges(events: &[NetEvent]) -> Vec<Exchange> {
                     out[i].finished = Some(f(p, "timestamp"));
                 }
                 open.insert(id.clone(), out.len());
-                out.push(Exchange { id, url: url.into(), method: req.get("method").and_then(Value::as_str).unwrap_or("GET").into(), request_headers: req.get("headers").cloned().unwrap_or(json!({})), sent: f(p, "timestamp"), wall_time: f(p, "wallTime"), ..Exchange::default() });
+                out.push(Exchange {
+                    id,
+                    url: url.into(),
+                    method: req.get("method").and_then(Value::as_str).unwrap_or("GET").into(),
+                    request_headers: req.get("headers").cloned().unwrap_or(json!({})),
+                    sent: f(p, "timestamp"),
+                    wall_time: f(p, "wallTime"),
+                    ..Exchange::default()
+                });
             }
             RESPONSE => {
                 if let Some(&i) = open.get(&id) {
@@ -185,10 +193,22 @@ pub fn entry(x: &Exchange, page_id: &str) -> Option<Value> {
     let time = blocked + dns.max(0.0) + connect.max(0.0) + send + wait + receive;
     let proto = r.get("protocol").and_then(Value::as_str);
     let mime = r.get("mimeType").and_then(Value::as_str).unwrap_or("");
-    let query: Vec<Value> = x.url.split_once('?').map(|(_, q)| q.split('#').next().unwrap_or(q).split('&').filter(|s| !s.is_empty()).map(|kv| {
-        let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
-        json!({"name": k, "value": v})
-    }).collect()).unwrap_or_default();
+    let query: Vec<Value> = x
+        .url
+        .split_once('?')
+        .map(|(_, q)| {
+            q.split('#')
+                .next()
+                .unwrap_or(q)
+                .split('&')
+                .filter(|s| !s.is_empty())
+                .map(|kv| {
+                    let (k, v) = kv.split_once('=').unwrap_or((kv, ""));
+                    json!({"name": k, "value": v})
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let mut e = json!({
         "pageref": page_id,
         "startedDateTime": iso8601(x.wall_time),
@@ -228,7 +248,12 @@ pub fn build(xs: &[Exchange], title: &str, browser_version: &str, on_content_loa
             version: "1.2".into(),
             creator: Creator { name: "aerolink".into(), version: env!("CARGO_PKG_VERSION").into() },
             browser: Creator { name: "Chromium".into(), version: browser_version.into() },
-            pages: vec![HarPage { started_date_time: iso8601(started), id: "page_1".into(), title: title.into(), page_timings: PageTimings { on_content_load: on_content_load_ms, on_load: on_load_ms } }],
+            pages: vec![HarPage {
+                started_date_time: iso8601(started),
+                id: "page_1".into(),
+                title: title.into(),
+                page_timings: PageTimings { on_content_load: on_content_load_ms, on_load: on_load_ms },
+            }],
             entries,
         },
     }
@@ -241,8 +266,14 @@ mod tests {
     pub fn sample() -> Vec<NetEvent> {
         let ev = |method, params| NetEvent { method, params };
         vec![
-            ev(WILL_BE_SENT, json!({"requestId": "1", "timestamp": 100.0, "wallTime": 1_700_000_000.5, "request": {"url": "https://www.a.test/?x=1", "method": "GET", "headers": {"accept": "text/html"}}})),
-            ev(RESPONSE, json!({"requestId": "1", "response": {"url": "https://www.a.test/", "status": 200, "statusText": "", "headers": {"content-type": "text/html"}, "mimeType": "text/html", "protocol": "h3", "connectionId": 7, "remoteIPAddress": "198.18.0.2", "timing": {"requestTime": 100.0, "dnsStart": -1, "dnsEnd": -1, "connectStart": 1.0, "connectEnd": 301.0, "sslStart": 1.0, "sslEnd": 301.0, "sendStart": 301.5, "sendEnd": 302.0, "receiveHeadersEnd": 602.0}}})),
+            ev(
+                WILL_BE_SENT,
+                json!({"requestId": "1", "timestamp": 100.0, "wallTime": 1_700_000_000.5, "request": {"url": "https://www.a.test/?x=1", "method": "GET", "headers": {"accept": "text/html"}}}),
+            ),
+            ev(
+                RESPONSE,
+                json!({"requestId": "1", "response": {"url": "https://www.a.test/", "status": 200, "statusText": "", "headers": {"content-type": "text/html"}, "mimeType": "text/html", "protocol": "h3", "connectionId": 7, "remoteIPAddress": "198.18.0.2", "timing": {"requestTime": 100.0, "dnsStart": -1, "dnsEnd": -1, "connectStart": 1.0, "connectEnd": 301.0, "sslStart": 1.0, "sslEnd": 301.0, "sendStart": 301.5, "sendEnd": 302.0, "receiveHeadersEnd": 602.0}}}),
+            ),
             ev(FINISHED, json!({"requestId": "1", "timestamp": 100.9, "encodedDataLength": 18000.0})),
             ev(WILL_BE_SENT, json!({"requestId": "2", "timestamp": 100.95, "wallTime": 1_700_000_001.45, "request": {"url": "https://img.a.test/i.png", "method": "GET", "headers": {}}})),
             ev(FAILED, json!({"requestId": "2", "timestamp": 101.0, "errorText": "net::ERR_CONNECTION_RESET"})),
@@ -310,7 +341,12 @@ pub fn from_web(r: &crate::web::WebResult, host: &str, started_epoch_s: f64) -> 
             version: "1.2".into(),
             creator: Creator { name: "aerolink".into(), version: env!("CARGO_PKG_VERSION").into() },
             browser: Creator { name: "aerolink web client".into(), version: env!("CARGO_PKG_VERSION").into() },
-            pages: vec![HarPage { started_date_time: iso8601(started_epoch_s), id: "page_1".into(), title: r.page.clone(), page_timings: PageTimings { on_content_load: r.ttfb_ms, on_load: r.plt_ms } }],
+            pages: vec![HarPage {
+                started_date_time: iso8601(started_epoch_s),
+                id: "page_1".into(),
+                title: r.page.clone(),
+                page_timings: PageTimings { on_content_load: r.ttfb_ms, on_load: r.plt_ms },
+            }],
             entries,
         },
     }

@@ -274,7 +274,16 @@ pub async fn run(server: SocketAddr, transport: Transport, direction: Direction,
             out
         }
     };
-    Ok(MessagesResult { transport: transport.to_string(), size_bytes: size, offered_bps: rate_bps, duration_s: duration.as_secs_f64(), direction: direction.to_string(), offered_messages: offered, down, up })
+    Ok(MessagesResult {
+        transport: transport.to_string(),
+        size_bytes: size,
+        offered_bps: rate_bps,
+        duration_s: duration.as_secs_f64(),
+        direction: direction.to_string(),
+        offered_messages: offered,
+        down,
+        up,
+    })
 }
 
 async fn client<R, W>(r: R, w: W, dir: u8, size: u32, rate_bps: f64, duration: Duration) -> Result<(u64, Option<Received>, Option<Received>)>

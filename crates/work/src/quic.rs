@@ -422,7 +422,14 @@ impl QuicArgs {
         if let Some(cc) = self.quic_cc {
             a.extend(["--quic-cc".into(), cc.to_string()]);
         }
-        for (flag, v) in [("--quic-iw", self.quic_iw), ("--quic-stream-window", self.quic_stream_window), ("--quic-conn-window", self.quic_conn_window), ("--quic-ack-every", self.quic_ack_every), ("--quic-mtu", self.quic_mtu.map(u64::from)), ("--quic-max-cwnd", self.quic_max_cwnd)] {
+        for (flag, v) in [
+            ("--quic-iw", self.quic_iw),
+            ("--quic-stream-window", self.quic_stream_window),
+            ("--quic-conn-window", self.quic_conn_window),
+            ("--quic-ack-every", self.quic_ack_every),
+            ("--quic-mtu", self.quic_mtu.map(u64::from)),
+            ("--quic-max-cwnd", self.quic_max_cwnd),
+        ] {
             if let Some(v) = v {
                 a.extend([flag.into(), v.to_string()]);
             }

@@ -41,8 +41,8 @@ crate::choice! {
     pub enum Scenario { ServerUpdate = "server-update", ClientUpdate = "client-update", Chat = "chat" }
 }
 
-use crate::error::{Result, WorkError};
 use crate::clock::now_ns;
+use crate::error::{Result, WorkError};
 
 /// A message: `seq sent_ns` and padding to `size` bytes.
 fn message(seq: u32, size: usize) -> String {
@@ -313,7 +313,16 @@ pub async fn run(server: std::net::IpAddr, mechanism: Mechanism, p: &Params, nag
         Mechanism::Ws => ws_client(SocketAddr::new(server, WS_PORT), p, nagle).await?,
         _ => http_client(SocketAddr::new(server, HTTP_PORT), mechanism, p, nagle).await?,
     };
-    Ok(RealtimeResult { mechanism: mechanism.to_string(), scenario: p.scenario.to_string(), nagle, count: p.count, server_to_client_ms: s2c, client_to_server_ms: c2s, connections, total_ms: t0.elapsed().as_secs_f64() * 1e3 })
+    Ok(RealtimeResult {
+        mechanism: mechanism.to_string(),
+        scenario: p.scenario.to_string(),
+        nagle,
+        count: p.count,
+        server_to_client_ms: s2c,
+        client_to_server_ms: c2s,
+        connections,
+        total_ms: t0.elapsed().as_secs_f64() * 1e3,
+    })
 }
 
 /// Latencies each way, and the connections opened.
@@ -376,7 +385,7 @@ async fn http_client(addr: SocketAddr, mechanism: Mechanism, p: &Params, nagle: 
     let q = format!("{}&session={session}", p.query());
     let (msg_tx, mut msg_rx) = mpsc::unbounded_channel::<String>();
     let mut opened = 1; // the server → client channel's
-    // The server → client channel: an SSE stream or a long-polling loop.
+                        // The server → client channel: an SSE stream or a long-polling loop.
     let down = if mechanism == Mechanism::Sse {
         let mut c = h1(addr, nagle).await?;
         let req = Request::builder().uri(format!("/sse?{q}")).header("host", "aerolink.test").body(Full::new(Bytes::new()))?;

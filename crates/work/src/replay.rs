@@ -183,7 +183,18 @@ mod tests {
 
     #[test]
     fn the_catalog_serves_corpus_origins_and_archives_first() {
-        let own = Archive { format: archive::FORMAT.into(), url: "https://www.news.test/".into(), source: "t".into(), entries: vec![archive::Entry { method: "GET".into(), url: "https://www.news.test/".into(), status: 200, headers: vec![("content-type".into(), "text/plain".into()), ("content-length".into(), "99".into())], body: b"mine".to_vec() }] };
+        let own = Archive {
+            format: archive::FORMAT.into(),
+            url: "https://www.news.test/".into(),
+            source: "t".into(),
+            entries: vec![archive::Entry {
+                method: "GET".into(),
+                url: "https://www.news.test/".into(),
+                status: 200,
+                headers: vec![("content-type".into(), "text/plain".into()), ("content-length".into(), "99".into())],
+                body: b"mine".to_vec(),
+            }],
+        };
         let cat = Catalog::new(vec![own.clone()], true);
         assert!(Catalog::new(vec![own], false).find("www.median.test", "/").is_none(), "--no-corpus");
         let f = cat.find("www.news.test", "/").unwrap();

@@ -256,12 +256,7 @@ impl Controller for Sat {
             self.delivered_time = Some(now);
         }
         self.in_flight += bytes;
-        self.sent.push_back(Sent {
-            time: now,
-            delivered: self.delivered,
-            delivered_time: self.delivered_time.unwrap_or(now),
-            first_sent_time: self.first_sent_time.unwrap_or(now),
-        });
+        self.sent.push_back(Sent { time: now, delivered: self.delivered, delivered_time: self.delivered_time.unwrap_or(now), first_sent_time: self.first_sent_time.unwrap_or(now) });
     }
 
     fn on_ack(&mut self, now: Instant, sent: Instant, bytes: u64, app_limited: bool, rtt: &RttEstimator) {
@@ -324,8 +319,8 @@ mod tests {
     //! emulator — but exact and fast, so the window and pacing the docs
     //! promise are checked to the byte.
     use super::*;
-    use std::collections::{BTreeMap, BinaryHeap};
     use std::cmp::Reverse;
+    use std::collections::{BTreeMap, BinaryHeap};
 
     const MSS: u64 = 1400;
 

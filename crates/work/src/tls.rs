@@ -82,10 +82,7 @@ impl rustls::server::ResolvesServerCert for ByName {
 /// for, signed by the lab key (each origin of a replayed page gets its own,
 /// so a browser does not pool connections across origins).
 pub fn server_config(alpn: &[&[u8]]) -> Result<rustls::ServerConfig> {
-    let mut cfg = rustls::ServerConfig::builder_with_provider(provider())
-        .with_protocol_versions(&[&rustls::version::TLS13])?
-        .with_no_client_auth()
-        .with_cert_resolver(Arc::new(ByName::new()?));
+    let mut cfg = rustls::ServerConfig::builder_with_provider(provider()).with_protocol_versions(&[&rustls::version::TLS13])?.with_no_client_auth().with_cert_resolver(Arc::new(ByName::new()?));
     cfg.alpn_protocols = alpn.iter().map(|a| a.to_vec()).collect();
     // Resumption would hide handshakes between runs; each run is a first visit.
     cfg.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});

@@ -11,8 +11,8 @@ use anyhow::Context;
 use clap::Args;
 use serde::Serialize;
 
-use crate::run::run_id;
 use super::*;
+use crate::run::run_id;
 
 #[derive(Args, Debug)]
 pub struct EmulatorArgs {
@@ -26,7 +26,6 @@ pub struct EmulatorArgs {
     #[arg(long, default_value = "bench-results.jsonl", value_name = "FILE")]
     pub out: PathBuf,
 }
-
 
 #[derive(Serialize, Debug)]
 pub struct EmulatorResult {
@@ -98,7 +97,6 @@ fn wakeup_cpu_us() -> f64 {
     (aerolink_net::pump::thread_cpu_seconds() - before) / n as f64 * 1e6
 }
 
-
 /// How a benchmark's lab runs, beyond its profile.
 #[derive(Clone, Copy)]
 pub(super) struct Through {
@@ -155,7 +153,6 @@ fn through_veth(seconds: u32) -> anyhow::Result<f64> {
     result
 }
 
-
 pub fn run(a: EmulatorArgs) -> anyhow::Result<i32> {
     need("iperf3")?;
     aerolink_net::sys::check_preconditions()?;
@@ -202,11 +199,7 @@ pub fn run(a: EmulatorArgs) -> anyhow::Result<i32> {
     };
     let slow_cpu: f64 = slow_rep.directions.iter().map(|d| d.cpu_s).sum();
     // Worst direction for the error figures (the data direction, in practice).
-    let worst = slow_rep
-        .directions
-        .iter()
-        .max_by(|x, y| x.lateness_us_p99.total_cmp(&y.lateness_us_p99))
-        .context("no pump report")?;
+    let worst = slow_rep.directions.iter().max_by(|x, y| x.lateness_us_p99.total_cmp(&y.lateness_us_p99)).context("no pump report")?;
     let exact_cpu: f64 = exact_rep.directions.iter().map(|d| d.cpu_s).sum();
     let exact = exact_rep.directions.iter().max_by(|x, y| x.lateness_us_p99.total_cmp(&y.lateness_us_p99)).context("no pump report")?;
     let host = std::fs::read_to_string("/etc/hostname").unwrap_or_default().trim().to_string();
@@ -266,10 +259,7 @@ pub fn run(a: EmulatorArgs) -> anyhow::Result<i32> {
             "  departure-time error at 100 Mbit/s, 50 ms: p50 {:.1} µs, p99 {:.1} µs, max {:.1} µs   (TCP goodput {:.1} Mbit/s)",
             r.delay_error_us_p50, r.delay_error_us_p99, r.delay_error_us_max, r.delay_test_goodput_mbps
         );
-        println!(
-            "  pump CPU during that test: {:.2} cores (lateness target {:.0} µs: it polls only for the part of its timer's lateness beyond that)",
-            r.delay_test_pump_cores, r.lateness_target_us
-        );
+        println!("  pump CPU during that test: {:.2} cores (lateness target {:.0} µs: it polls only for the part of its timer's lateness beyond that)", r.delay_test_pump_cores, r.lateness_target_us);
         println!(
             "  the same polling for all of it (target 0): p50 {:.1} µs, p99 {:.1} µs, {:.2} cores  (ratio {:.2}× the CPU)",
             r.exact_error_us_p50,
@@ -283,4 +273,3 @@ pub fn run(a: EmulatorArgs) -> anyhow::Result<i32> {
     append_result(&a.out, &r)?;
     Ok(0)
 }
-

@@ -52,7 +52,10 @@ fn flight(exe: &Path, profile: &Path, out: &Path, seconds: u32, seed: u32) -> an
         out.display()
     );
     let server = format!("{} probe serve", exe.display());
-    let o = std::process::Command::new(exe).args(["run", "--profile", &profile.display().to_string(), "--seed", &seed.to_string(), "--server", &server, "--client", &client]).stdout(Stdio::null()).output()?;
+    let o = std::process::Command::new(exe)
+        .args(["run", "--profile", &profile.display().to_string(), "--seed", &seed.to_string(), "--server", &server, "--client", &client])
+        .stdout(Stdio::null())
+        .output()?;
     if !o.status.success() {
         bail!("the flight over {} failed: {}", profile.display(), String::from_utf8_lossy(&o.stderr).trim());
     }
@@ -118,14 +121,31 @@ pub fn run(a: FlightArgs) -> anyhow::Result<i32> {
     flight(&exe, &dir.join("fitted-mss.toml"), &replay, a.seconds, 2)?;
     let w = |p: &Path| -> anyhow::Result<Vec<f64>> { Ok(aerolink_lab::fit::loss_windows(&aerolink_work::probe::record::read_dir_or_file(p)?.0, 2.0)) };
     let (ks_d, ks_p) = aerolink_lab::fit::ks_two_sample(&w(&mss)?, &w(&replay)?);
-    let r = FlightResult { bench: "flight", version: env!("CARGO_PKG_VERSION"), unix_time: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0), seconds: a.seconds, rows, replay_ks_d: ks_d, replay_ks_p: ks_p };
+    let r = FlightResult {
+        bench: "flight",
+        version: env!("CARGO_PKG_VERSION"),
+        unix_time: std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+        seconds: a.seconds,
+        rows,
+        replay_ks_d: ks_d,
+        replay_ks_p: ks_p,
+    };
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
         println!("{:<6} {:<5} {:<12} {:>9} {:>9} {:>9}  inside", "case", "dir", "quantity", "truth", "fitted", "±95 %");
         for x in &r.rows {
             let f = |k: &str| x[k].as_f64().map_or("–".into(), |v| format!("{v:.4}"));
-            println!("{:<6} {:<5} {:<12} {:>9} {:>9} {:>9}  {}", x["case"].as_str().unwrap_or(""), x["direction"].as_str().unwrap_or(""), x["quantity"].as_str().unwrap_or(""), f("truth"), f("fitted"), f("ci95"), x["inside"].as_bool().map_or("–", |b| if b { "yes" } else { "NO" }));
+            println!(
+                "{:<6} {:<5} {:<12} {:>9} {:>9} {:>9}  {}",
+                x["case"].as_str().unwrap_or(""),
+                x["direction"].as_str().unwrap_or(""),
+                x["quantity"].as_str().unwrap_or(""),
+                f("truth"),
+                f("fitted"),
+                f("ci95"),
+                x["inside"].as_bool().map_or("–", |b| if b { "yes" } else { "NO" })
+            );
         }
         println!("(delays: inside means within the interval plus {HOST_LATENCY_MS} ms, the lab's own latency)");
         println!("replay of the fitted MSS profile: loss per 2 s window, KS D = {ks_d:.3}, p = {ks_p:.3} ({})", if ks_p > 0.05 { "same distribution" } else { "differs" });

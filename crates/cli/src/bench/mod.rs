@@ -38,10 +38,10 @@ mod sat;
 
 pub use emulator::EmulatorArgs;
 pub use flight::FlightArgs;
-pub use queue::QueueArgs;
-pub use parallel::ParallelArgs;
 pub use orchestration::OrchestrationArgs;
+pub use parallel::ParallelArgs;
 pub use pep::PepBenchArgs;
+pub use queue::QueueArgs;
 
 use std::io::Write;
 use std::process::Stdio;
@@ -59,8 +59,8 @@ use aerolink_lab::report::fmt_metric;
 use aerolink_link::units::Rate;
 use aerolink_pep::cli::PepMode;
 use aerolink_work::bulk::Direction as BulkDirection;
-use aerolink_work::sock::TcpCc;
 use aerolink_work::cli::{duration_arg, rate_arg, MessagesParams, ObjectsParams, RealtimeParams, ServeArgs, WebParams};
+use aerolink_work::sock::TcpCc;
 use aerolink_work::web::ObjectsMode;
 use aerolink_work::Transport;
 #[derive(Subcommand, Debug)]
@@ -161,7 +161,6 @@ pub enum BenchCmd {
     },
 }
 
-
 /// What every workload benchmark takes: the link, repetitions, the knobs.
 #[derive(Args, Debug)]
 pub struct RunCommon {
@@ -188,7 +187,6 @@ pub struct RunCommon {
     #[arg(skip)]
     pub tcp: aerolink_work::cli::TcpClientArgs,
 }
-
 
 pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
     use aerolink_lab::workload::Workload;
@@ -236,7 +234,6 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
     workload_bench(common, workload)
 }
 
-
 fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> anyhow::Result<i32> {
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
@@ -249,7 +246,16 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
     };
     let timeout = c.timeout;
     let s = &c.server;
-    let knobs = aerolink_lab::workload::Knobs { tcp_cc: s.cc, initcwnd: s.initcwnd, quic: s.quic.knobs(), nagle: s.nagle, push: s.push, tcp: c.tcp, pep: c.link.topology.is_some().then_some(pep), cross: None };
+    let knobs = aerolink_lab::workload::Knobs {
+        tcp_cc: s.cc,
+        initcwnd: s.initcwnd,
+        quic: s.quic.knobs(),
+        nagle: s.nagle,
+        push: s.push,
+        tcp: c.tcp,
+        pep: c.link.topology.is_some().then_some(pep),
+        cross: None,
+    };
     knobs.quic.validate().map_err(user)?;
     aerolink_net::sys::check_preconditions()?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -331,7 +337,6 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
     Ok(if failed > 0 { 1 } else { 0 })
 }
 
-
 /// With several repetitions, each browser load writes its own files.
 fn per_seed(w: &aerolink_lab::workload::Workload, seed: u64, repeat: u32) -> aerolink_lab::workload::Workload {
     use aerolink_lab::workload::Workload;
@@ -343,7 +348,9 @@ fn per_seed(w: &aerolink_lab::workload::Workload, seed: u64, repeat: u32) -> aer
         })
     };
     match w {
-        Workload::Browser { protocol, page, warm, har, screenshot } if repeat > 1 => Workload::Browser { protocol: *protocol, page: page.clone(), warm: *warm, har: tag(har), screenshot: tag(screenshot) },
+        Workload::Browser { protocol, page, warm, har, screenshot } if repeat > 1 => {
+            Workload::Browser { protocol: *protocol, page: page.clone(), warm: *warm, har: tag(har), screenshot: tag(screenshot) }
+        }
         other => other.clone(),
     }
 }
@@ -364,7 +371,6 @@ fn need(tool: &str) -> anyhow::Result<()> {
 fn flags(pairs: &[(&str, &str)]) -> Vec<Override> {
     pairs.iter().map(|(k, v)| Override { scope: "link".into(), key: k.to_string(), value: v.to_string(), flag: format!("--{k}") }).collect()
 }
-
 
 /// Runs iperf3 between two namespaces and returns received goodput (bit/s):
 /// client to server, or server to client when `down`.
@@ -393,7 +399,6 @@ fn iperf_cc(server_ns: &str, client_ns: &str, server_ip: &str, env: &[(String, S
     }
     v["end"]["sum_received"]["bits_per_second"].as_f64().context("iperf3 JSON has no sum_received")
 }
-
 
 /// Waits for a benchmark's program (the leader of its own process group,
 /// as `netns_command` starts it) and its output; SIGINT/SIGTERM kills the
@@ -477,6 +482,9 @@ fn cpu_seconds(pid: u32) -> f64 {
     let f: Vec<f64> = rest.split_whitespace().map(|x| x.parse().unwrap_or(0.0)).collect();
     // SAFETY: sysconf has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    if f.len() > 12 { (f[11] + f[12]) / hz } else { 0.0 }
+    if f.len() > 12 {
+        (f[11] + f[12]) / hz
+    } else {
+        0.0
+    }
 }
-

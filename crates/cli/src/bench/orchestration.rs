@@ -8,9 +8,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use super::*;
 use crate::error::user;
 use crate::run::run_id;
-use super::*;
 
 #[derive(Args, Debug)]
 pub struct OrchestrationArgs {
@@ -31,11 +31,15 @@ pub struct OrchestrationArgs {
     pub out: PathBuf,
 }
 
-
 pub fn run(a: OrchestrationArgs) -> anyhow::Result<i32> {
     use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
-    let levels: Vec<usize> = a.parallel.split(',').map(|x| x.trim().parse::<usize>().ok().filter(|n| (1..=64).contains(n))).collect::<Option<_>>().ok_or_else(|| user(format!("--parallel {}: expected numbers like 1,2,4", a.parallel)))?;
+    let levels: Vec<usize> = a
+        .parallel
+        .split(',')
+        .map(|x| x.trim().parse::<usize>().ok().filter(|n| (1..=64).contains(n)))
+        .collect::<Option<_>>()
+        .ok_or_else(|| user(format!("--parallel {}: expected numbers like 1,2,4", a.parallel)))?;
     let e = Arc::new(crate::experiment::load(&a.experiment)?);
     aerolink_net::sys::check_preconditions()?;
     let plan: Vec<_> = e.plan().into_iter().take(a.runs as usize).collect();
@@ -77,7 +81,13 @@ pub fn run(a: OrchestrationArgs) -> anyhow::Result<i32> {
             "lateness_us_p99_median": med(&|o| o.lateness_us_p99), "lateness_us_p99_max": lateness_max,
             "client_change_median": changes.get(changes.len() / 2).copied().unwrap_or(f64::NAN),
         });
-        eprintln!("  {:.0} s: {:.0} runs/hour, set-up {:.0} ms and tear-down {:.0} ms per run (median)", wall, row["runs_per_hour"].as_f64().unwrap_or(0.0), row["setup_ms_median"].as_f64().unwrap_or(0.0), row["teardown_ms_median"].as_f64().unwrap_or(0.0));
+        eprintln!(
+            "  {:.0} s: {:.0} runs/hour, set-up {:.0} ms and tear-down {:.0} ms per run (median)",
+            wall,
+            row["runs_per_hour"].as_f64().unwrap_or(0.0),
+            row["setup_ms_median"].as_f64().unwrap_or(0.0),
+            row["teardown_ms_median"].as_f64().unwrap_or(0.0)
+        );
         rows.push(row);
         if stop.load(std::sync::atomic::Ordering::SeqCst) {
             break;
@@ -97,7 +107,12 @@ pub fn run(a: OrchestrationArgs) -> anyhow::Result<i32> {
             let rph = r["runs_per_hour"].as_f64().unwrap_or(0.0);
             println!(
                 "  --parallel {}: {:.0} runs/hour ({:.2}× the first level), {} failed; per run: set-up {:.0} ms, tear-down {:.0} ms (median)",
-                r["parallel"], rph, rph / base, r["failed"], r["setup_ms_median"].as_f64().unwrap_or(0.0), r["teardown_ms_median"].as_f64().unwrap_or(0.0)
+                r["parallel"],
+                rph,
+                rph / base,
+                r["failed"],
+                r["setup_ms_median"].as_f64().unwrap_or(0.0),
+                r["teardown_ms_median"].as_f64().unwrap_or(0.0)
             );
             println!(
                 "      accuracy: departures late by {:.0} µs at the 99th percentile (median run; worst run {:.0} µs); client time differs from the first level's by {:.1} % (median run)",
@@ -110,4 +125,3 @@ pub fn run(a: OrchestrationArgs) -> anyhow::Result<i32> {
     append_result(&a.out, &result)?;
     Ok(0)
 }
-

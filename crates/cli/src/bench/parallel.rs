@@ -24,8 +24,8 @@ use aerolink_net::{Lab, LabSpec};
 use clap::Args;
 use serde::Serialize;
 
-use crate::run::run_id;
 use super::*;
+use crate::run::run_id;
 
 #[derive(Args, Debug)]
 pub struct ParallelArgs {

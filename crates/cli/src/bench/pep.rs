@@ -9,8 +9,8 @@ use anyhow::bail;
 use clap::Args;
 use serde::Serialize;
 
-use crate::run::run_id;
 use super::*;
+use crate::run::run_id;
 use aerolink_work::web::Protocol;
 
 #[derive(Args, Debug)]
@@ -29,7 +29,6 @@ pub struct PepBenchArgs {
     #[arg(long, default_value = "bench-results.jsonl", value_name = "FILE")]
     pub out: PathBuf,
 }
-
 
 #[derive(Serialize, Debug)]
 pub struct PepBenchRow {
@@ -54,7 +53,6 @@ pub struct PltRow {
     pub ratio_to_floor: f64,
     pub failed: u32,
 }
-
 
 /// Page loads through each PEP mode, side by side.
 fn pep_plt(a: &PepBenchArgs, stop: &std::sync::atomic::AtomicBool) -> anyhow::Result<(f64, Vec<PltRow>)> {
@@ -153,7 +151,15 @@ pub fn run(a: PepBenchArgs) -> anyhow::Result<i32> {
         if !plt.is_empty() {
             println!("aerolink PEP benchmark: 10×100 KB page over the gateway chain around {} (median of {}; physical floor {:.2} s)", a.space, a.repeat, floor_ms / 1e3);
             for r in &plt {
-                println!("  {} {:<12} {:6.2} s   {:.2}× none   {:.2}× floor{}", r.protocol, r.mode, r.median_ms / 1e3, r.ratio_to_none, r.ratio_to_floor, if r.failed > 0 { format!("   ({} failed)", r.failed) } else { String::new() });
+                println!(
+                    "  {} {:<12} {:6.2} s   {:.2}× none   {:.2}× floor{}",
+                    r.protocol,
+                    r.mode,
+                    r.median_ms / 1e3,
+                    r.ratio_to_none,
+                    r.ratio_to_floor,
+                    if r.failed > 0 { format!("   ({} failed)", r.failed) } else { String::new() }
+                );
             }
             println!("  targets: quic-tunnel ≤ 1/3 of none and ≤ 1.5× floor");
         }
@@ -171,4 +177,3 @@ pub fn run(a: PepBenchArgs) -> anyhow::Result<i32> {
     append_result(&a.out, &v)?;
     Ok(0)
 }
-

@@ -114,11 +114,28 @@ pub fn run(a: QueueArgs) -> anyhow::Result<i32> {
             if !a.json {
                 println!("  {case:<28} no limit by default: the same link as unlimited");
             }
-            out.push(QueueCase { case, queue, seconds, seeds: vec![], default_runs_mbps: vec![], unlimited_runs_mbps: vec![], default_mbps: f64::NAN, unlimited_mbps: f64::NAN, ratio: 1.0, ratio_low: 1.0, ratio_high: 1.0 });
+            out.push(QueueCase {
+                case,
+                queue,
+                seconds,
+                seeds: vec![],
+                default_runs_mbps: vec![],
+                unlimited_runs_mbps: vec![],
+                default_mbps: f64::NAN,
+                unlimited_mbps: f64::NAN,
+                ratio: 1.0,
+                ratio_low: 1.0,
+                ratio_high: 1.0,
+            });
             continue;
         }
         for r in 0..a.repeat {
-            eprintln!("[{}/{}] {case}: default queue ({queue}), then unlimited, {seconds} s each{}…", i + 1, of, if a.repeat > 1 { format!(" (run {} of {})", r + 1, a.repeat) } else { String::new() });
+            eprintln!(
+                "[{}/{}] {case}: default queue ({queue}), then unlimited, {seconds} s each{}…",
+                i + 1,
+                of,
+                if a.repeat > 1 { format!(" (run {} of {})", r + 1, a.repeat) } else { String::new() }
+            );
             let seed = r as u64 + 1;
             d.push(super::emulator::through_lab_with(default.clone(), seconds, true, Through { seed, ..Through::default() })?.0 / 1e6);
             u.push(super::emulator::through_lab_with(open.clone(), seconds, true, Through { seed, ..Through::default() })?.0 / 1e6);
@@ -128,7 +145,19 @@ pub fn run(a: QueueArgs) -> anyhow::Result<i32> {
         let ratios: Vec<f64> = d.iter().zip(&u).map(|(d, u)| if *u > 0.0 { d / u } else { 0.0 }).collect();
         let (value, low, high) = aerolink_lab::stats::bootstrap(&ratios, &[], |r, _| r, i as u64);
         let median = |v: &[f64]| aerolink_lab::stats::summarize(v).map_or(f64::NAN, |s| s.median);
-        let c = QueueCase { case, queue, seconds, seeds: (1..=a.repeat as u64).collect(), default_mbps: median(&d), unlimited_mbps: median(&u), default_runs_mbps: d, unlimited_runs_mbps: u, ratio: value, ratio_low: low, ratio_high: high };
+        let c = QueueCase {
+            case,
+            queue,
+            seconds,
+            seeds: (1..=a.repeat as u64).collect(),
+            default_mbps: median(&d),
+            unlimited_mbps: median(&u),
+            default_runs_mbps: d,
+            unlimited_runs_mbps: u,
+            ratio: value,
+            ratio_low: low,
+            ratio_high: high,
+        };
         if !a.json {
             let interval = if a.repeat > 1 { format!(" (95 % {:.3}–{:.3})", c.ratio_low, c.ratio_high) } else { String::new() };
             let verdict = match (c.ratio < a.target, c.ratio_high < a.target) {
@@ -161,7 +190,12 @@ pub fn run(a: QueueArgs) -> anyhow::Result<i32> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&r)?);
     } else {
-        println!("default queue: worst goodput ratio to an unlimited queue {:.3} (target ≥ {}); below: {}", r.min_ratio, r.target, if r.below.is_empty() { "none".to_string() } else { r.below.join(", ") });
+        println!(
+            "default queue: worst goodput ratio to an unlimited queue {:.3} (target ≥ {}); below: {}",
+            r.min_ratio,
+            r.target,
+            if r.below.is_empty() { "none".to_string() } else { r.below.join(", ") }
+        );
     }
     append_result(&a.out, &r)?;
     Ok(if r.below.is_empty() { 0 } else { 1 })

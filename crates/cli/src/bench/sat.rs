@@ -114,7 +114,11 @@ pub struct SatTargetsArgs {
 
 fn size_arg(s: &str) -> Result<u64, String> {
     let b = aerolink_work::page::parse_bytes(s).ok_or_else(|| format!("{s}: expected 2MB, 10MB or 100MB"))?;
-    if SIZES.contains(&b) { Ok(b) } else { Err(format!("{s}: the table's sizes are 2MB, 10MB and 100MB")) }
+    if SIZES.contains(&b) {
+        Ok(b)
+    } else {
+        Err(format!("{s}: the table's sizes are 2MB, 10MB and 100MB"))
+    }
 }
 
 #[derive(Serialize, Debug)]

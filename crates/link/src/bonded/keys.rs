@@ -11,7 +11,7 @@
 //! and `drop_every` from the outer table; in a list, a channel's own keys
 //! win over the outer ones.
 
-use super::{Bonded, BondStart, BondedSpec, ChannelSpec};
+use super::{BondStart, Bonded, BondedSpec, ChannelSpec};
 use crate::jitter::Jitter;
 use crate::profile::keys::{only_keys, parse_jitter, table_str, Raw, RawKeys};
 use crate::profile::{DirectionSpec, Loader, ProfileError};
@@ -45,7 +45,9 @@ impl StageKind for Kind {
     }
     fn parse(&self, raw: &RawKeys, load: Loader<'_>, d: &mut DirectionSpec) -> Result<(), ProfileError> {
         let Some(r) = raw.get("bonded") else { return Ok(()) };
-        let t = r.value.as_table().ok_or_else(|| r.err("expected a table { channels = 3 or [{ name?, delay?, jitter?, drop_every? }, …], rate = \"2.4 kbit/s\", delay?, jitter?, drop_every?, redial?, marginal?, queue?, start? }"))?;
+        let t = r.value.as_table().ok_or_else(|| {
+            r.err("expected a table { channels = 3 or [{ name?, delay?, jitter?, drop_every? }, …], rate = \"2.4 kbit/s\", delay?, jitter?, drop_every?, redial?, marginal?, queue?, start? }")
+        })?;
         only_keys(r, t, &["channels", "rate", "delay", "jitter", "drop_every", "redial", "marginal", "queue", "start"])?;
         let outer = channel(r, t, load, None)?;
         let channels = match t.get("channels") {
@@ -159,7 +161,11 @@ fn describe_channel(c: &ChannelSpec) -> String {
 fn describe(spec: &BondedSpec) -> String {
     let n = spec.channels.len();
     let alike = spec.channels.iter().all(|c| c.delay == spec.channels[0].delay && c.jitter == spec.channels[0].jitter && c.drop_every == spec.channels[0].drop_every && c.name.is_none());
-    let chans = if alike { format!("{n} × {} at {}", units::Rate::from_bps(spec.rate_bps), describe_channel(&spec.channels[0])) } else { format!("{n} channels at {} each ({})", units::Rate::from_bps(spec.rate_bps), spec.channels.iter().map(describe_channel).collect::<Vec<_>>().join("; ")) };
+    let chans = if alike {
+        format!("{n} × {} at {}", units::Rate::from_bps(spec.rate_bps), describe_channel(&spec.channels[0]))
+    } else {
+        format!("{n} channels at {} each ({})", units::Rate::from_bps(spec.rate_bps), spec.channels.iter().map(describe_channel).collect::<Vec<_>>().join("; "))
+    };
     format!(
         "{chans}, redial {}–{}{}; {} B queue each{}",
         spec.redial.0,

@@ -171,7 +171,19 @@ impl Bonded {
                     }
                     None => (Instant(u64::MAX), Instant(u64::MAX)),
                 };
-                Channel { queue: VecDeque::new(), queued_bytes: 0, free_at: Instant::ZERO, flight: VecDeque::new(), last_due: Instant::ZERO, down_until, next_drop, marginal_from, marginal_until, churn, spells }
+                Channel {
+                    queue: VecDeque::new(),
+                    queued_bytes: 0,
+                    free_at: Instant::ZERO,
+                    flight: VecDeque::new(),
+                    last_due: Instant::ZERO,
+                    down_until,
+                    next_drop,
+                    marginal_from,
+                    marginal_until,
+                    churn,
+                    spells,
+                }
             })
             .collect();
         let mut b = Bonded { spec, rng, ch, next_rr: 0, events: Vec::new(), out: VecDeque::new() };
@@ -388,4 +400,3 @@ impl Stage for Bonded {
         Some(self.spec.rate_bps * self.channels_up() as f64)
     }
 }
-

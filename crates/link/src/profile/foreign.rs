@@ -50,9 +50,7 @@ pub fn netem(s: &str) -> Result<Vec<KeyValue>, String> {
                     dist = match words.get(i + 1).copied() {
                         Some("uniform") => "uniform",
                         Some("normal") => "normal",
-                        Some(other) => {
-                            return Err(format!("distribution {other}: expected uniform or normal here (a Pareto law is `jitter = {{ dist = \"pareto\", scale, shape }}` in a profile)"))
-                        }
+                        Some(other) => return Err(format!("distribution {other}: expected uniform or normal here (a Pareto law is `jitter = {{ dist = \"pareto\", scale, shape }}` in a profile)")),
                         None => return Err("distribution: expected uniform or normal".into()),
                     };
                     i += 2;
@@ -114,9 +112,7 @@ pub fn netem(s: &str) -> Result<Vec<KeyValue>, String> {
                 out.push(("queue", format!("{packets} packets")));
                 i += 1;
             }
-            "reorder" | "gap" => {
-                return Err(format!("{w}: netem's forced reordering has no equivalent; aerolink reorders through jitter (delay TIME JITTER) as netem does by default"))
-            }
+            "reorder" | "gap" => return Err(format!("{w}: netem's forced reordering has no equivalent; aerolink reorders through jitter (delay TIME JITTER) as netem does by default")),
             "duplicate" | "corrupt" | "slot" | "ecn" => return Err(format!("{w}: not available in aerolink")),
             other => return Err(format!("{other}: not a netem option; expected delay, loss, rate or limit")),
         }

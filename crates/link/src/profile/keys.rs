@@ -34,7 +34,6 @@ impl Raw {
     }
 }
 
-
 /// A TOML number, integer or float, as `f64` (finite only).
 pub fn number(v: &toml::Value) -> Option<f64> {
     v.as_float().or_else(|| v.as_integer().map(|n| n as f64)).filter(|x| x.is_finite())
@@ -203,4 +202,3 @@ pub(crate) fn parse_outages(r: &Raw) -> Result<Vec<OutageWindow>, ProfileError> 
     }
     Ok(out)
 }
-

@@ -201,9 +201,7 @@ impl DirectionSpec {
         match &self.loss {
             LossSpec::None | LossSpec::Bernoulli(0.0) => None,
             LossSpec::Bernoulli(p) => Some(Box::new(Bernoulli { p: *p })),
-            LossSpec::GilbertElliott { p, r, bad_loss, good_loss } => {
-                Some(Box::new(GilbertElliott::new(*p, *r, *bad_loss, *good_loss)))
-            }
+            LossSpec::GilbertElliott { p, r, bad_loss, good_loss } => Some(Box::new(GilbertElliott::new(*p, *r, *bad_loss, *good_loss))),
             LossSpec::Trace { trace, .. } => Some(Box::new(trace.clone())),
         }
     }
@@ -383,4 +381,3 @@ fn add_raw(per_dir: &mut [RawKeys; 2], scope: &str, key: &str, value: toml::Valu
     }
     Ok(())
 }
-

@@ -25,8 +25,8 @@ use aerolink_link::{Instant, Pipeline};
 use hdrhistogram::Histogram;
 use serde::Serialize;
 
-use crate::log::{Dir, Event, EventKind};
 use crate::gso::Burst;
+use crate::log::{Dir, Event, EventKind};
 use crate::tun::VNET_HDR_LEN;
 
 pub use real::{thread_cpu_seconds, Clock, PollTimer};
@@ -166,7 +166,6 @@ pub struct Pump<D, T> {
     /// gateway transports that follow it ([`crate::monitor`]).
     pub monitor: Option<std::path::PathBuf>,
 }
-
 
 /// Default for [`Pump::max_spin_ns`]; `AEROLINK_SPIN_US` overrides it (0
 /// turns polling off, trading departure-time precision for CPU).
@@ -515,4 +514,3 @@ impl<D: Device, T: Timer> Pump<D, T> {
         reps
     }
 }
-

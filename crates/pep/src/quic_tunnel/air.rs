@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 
-use super::*;
-use crate::relay::{self, Counters, Stats};
 use super::screening::{endpoint, Health};
 use super::wire::encode_dest;
+use super::*;
 use crate::error::{PepError, Result};
+use crate::relay::{self, Counters, Stats};
 
 pub struct AirOptions {
     /// The interface facing the clients.

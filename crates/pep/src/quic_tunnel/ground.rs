@@ -6,7 +6,6 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-
 use super::*;
 use crate::relay::{self, Counters, Stats};
 use aerolink_work::sock::TcpCc;

@@ -46,9 +46,9 @@ use std::time::Duration;
 
 use tokio::io::{AsyncRead, AsyncReadExt};
 
+use crate::error::{PepError, Result};
 use aerolink_link::profile::DEFAULT_MTU;
 use aerolink_work::quic::{Preset, QuicCc, QuicKnobs};
-use crate::error::{PepError, Result};
 
 pub use air::{air, AirOptions};
 pub use auth::Psk;
@@ -63,7 +63,6 @@ pub(crate) const AUTH_TIMEOUT: Duration = Duration::from_secs(60);
 /// Application close codes.
 pub(crate) const CLOSE_UNAUTHENTICATED: u32 = 1;
 pub(crate) const CLOSE_SHUTDOWN: u32 = 0;
-
 
 aerolink_work::choice! {
     /// The tunnel's congestion control: quinn's three, `rate`, our own
@@ -315,4 +314,3 @@ mod tests {
         assert!("soon".parse::<ProbeCap>().unwrap_err().contains("or off"));
     }
 }
-

@@ -11,8 +11,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::{log, Psk};
-use crate::relay::Counters;
 use crate::error::Result;
+use crate::relay::Counters;
 
 /// Initials not keyed with our PSK a source may send per [`FAIL_WINDOW`]
 /// before the ground ignores everything from it until the window ends.

@@ -1,8 +1,8 @@
 //! The stream header: which destination a tunnelled TCP connection goes
 //! to (`[1][family 4|6][address][port, big-endian]`).
 
-use std::net::{IpAddr, SocketAddr};
 use crate::error::{PepError, Result};
+use std::net::{IpAddr, SocketAddr};
 
 pub(crate) fn encode_dest(d: SocketAddr) -> Vec<u8> {
     let mut v = vec![1u8];

@@ -135,7 +135,20 @@ async fn drive(browser: &Browser, page_name: &str, url: &str, o: &LoadOpts) -> R
     };
     let xs = har::exchanges(&events);
     let t0 = xs.first().map(|x| x.sent).unwrap_or(0.0);
-    let mut r = BrowserResult { page: page_name.into(), url: url.into(), protocol: o.protocol.to_string(), browser: version.clone(), dcl_ms: times.dcl, fp_ms: times.fp, fcp_ms: times.fcp, lcp_ms: times.lcp, onload_ms: times.load, plt_ms: times.load, screenshot: shot, ..BrowserResult::default() };
+    let mut r = BrowserResult {
+        page: page_name.into(),
+        url: url.into(),
+        protocol: o.protocol.to_string(),
+        browser: version.clone(),
+        dcl_ms: times.dcl,
+        fp_ms: times.fp,
+        fcp_ms: times.fcp,
+        lcp_ms: times.lcp,
+        onload_ms: times.load,
+        plt_ms: times.load,
+        screenshot: shot,
+        ..BrowserResult::default()
+    };
     let mut conns: BTreeMap<String, std::collections::BTreeSet<u64>> = BTreeMap::new();
     for x in &xs {
         if x.failed.is_some() && x.response.is_none() {
@@ -257,7 +270,8 @@ pub async fn record(url: &str, o: &LoadOpts) -> Result<(Archive, BrowserResult)>
     let mut entries = Vec::new();
     for x in &l.exchanges {
         let (Some(r), Some(body)) = (&x.response, l.bodies.get(&x.id)) else { continue };
-        let headers: Vec<(String, String)> = r.get("headers").and_then(|h| h.as_object()).map(|o| o.iter().map(|(k, v)| (k.to_ascii_lowercase(), v.as_str().unwrap_or_default().to_string())).collect()).unwrap_or_default();
+        let headers: Vec<(String, String)> =
+            r.get("headers").and_then(|h| h.as_object()).map(|o| o.iter().map(|(k, v)| (k.to_ascii_lowercase(), v.as_str().unwrap_or_default().to_string())).collect()).unwrap_or_default();
         let status = r.get("status").and_then(|s| s.as_i64()).unwrap_or(200) as u16;
         entries.push(Entry { method: x.method.clone(), url: x.url.clone(), status, headers, body: body.clone() });
     }

@@ -229,22 +229,40 @@ pub async fn run(args: AgentArgs, target: SocketAddr, writer: Writer, networks: 
         tasks.spawn(udp_task(a.clone(), target, session, token.clone(), w.clone(), networks));
     }
     if !a.rate_every.is_zero() {
-        tasks.spawn(every(a.rate_every, { let (w, a, h, token) = (w.clone(), a.clone(), heavy.clone(), token.clone()); move || rate(target, session, token.clone(), a.clone(), w.clone(), h.clone()) }));
+        tasks.spawn(every(a.rate_every, {
+            let (w, a, h, token) = (w.clone(), a.clone(), heavy.clone(), token.clone());
+            move || rate(target, session, token.clone(), a.clone(), w.clone(), h.clone())
+        }));
     }
     if !a.ping_every.is_zero() {
-        tasks.spawn(every(a.ping_every, { let (w, a) = (w.clone(), a.clone()); move || ping(target.ip(), a.udp_timeout, w.clone()) }));
+        tasks.spawn(every(a.ping_every, {
+            let (w, a) = (w.clone(), a.clone());
+            move || ping(target.ip(), a.udp_timeout, w.clone())
+        }));
     }
     if !a.trace_every.is_zero() {
-        tasks.spawn(every(a.trace_every, { let w = w.clone(); move || traceroute(target.ip(), w.clone()) }));
+        tasks.spawn(every(a.trace_every, {
+            let w = w.clone();
+            move || traceroute(target.ip(), w.clone())
+        }));
     }
     if !a.dns_every.is_zero() && !a.dns_names.is_empty() {
-        tasks.spawn(every(a.dns_every, { let (w, a) = (w.clone(), a.clone()); move || dns(resolver, a.clone(), w.clone()) }));
+        tasks.spawn(every(a.dns_every, {
+            let (w, a) = (w.clone(), a.clone());
+            move || dns(resolver, a.clone(), w.clone())
+        }));
     }
     if !a.web_every.is_zero() && (!a.web_protocols.is_empty() || a.web_http) {
-        tasks.spawn(every(a.web_every, { let (w, a, h) = (w.clone(), a.clone(), heavy.clone()); move || web(target.ip(), a.clone(), w.clone(), h.clone()) }));
+        tasks.spawn(every(a.web_every, {
+            let (w, a, h) = (w.clone(), a.clone(), heavy.clone());
+            move || web(target.ip(), a.clone(), w.clone(), h.clone())
+        }));
     }
     if !a.bulk_every.is_zero() {
-        tasks.spawn(every(a.bulk_every, { let (w, a, h) = (w.clone(), a.clone(), heavy.clone()); move || bulk(target.ip(), a.clone(), w.clone(), h.clone()) }));
+        tasks.spawn(every(a.bulk_every, {
+            let (w, a, h) = (w.clone(), a.clone(), heavy.clone());
+            move || bulk(target.ip(), a.clone(), w.clone(), h.clone())
+        }));
     }
     let mut stop = stop;
     let reason = tokio::select! {
@@ -334,11 +352,7 @@ async fn udp_task(a: Arc<AgentArgs>, target: SocketAddr, session: u64, token: To
 
 async fn ping(target: IpAddr, timeout: Duration, w: Log) {
     let t = epoch_s();
-    let out = tokio::process::Command::new("ping")
-        .args(["-n", "-c", "1", "-W", &timeout.as_secs().max(1).to_string(), &target.to_string()])
-        .kill_on_drop(true)
-        .output()
-        .await;
+    let out = tokio::process::Command::new("ping").args(["-n", "-c", "1", "-W", &timeout.as_secs().max(1).to_string(), &target.to_string()]).kill_on_drop(true).output().await;
     let m = match out {
         Ok(o) => {
             let text = String::from_utf8_lossy(&o.stdout);
@@ -498,7 +512,21 @@ async fn web(target: IpAddr, a: Arc<AgentArgs>, w: Log, heavy: Arc<tokio::sync::
     let plain = a.web_http.then_some("http".to_string());
     for protocol in a.web_protocols.iter().map(|p| p.to_string()).chain(plain) {
         let t = epoch_s();
-        let guard = Underway::new(&w, t, Measurement::Web { protocol: protocol.clone(), page: a.page.spec.clone(), plt_ms: None, ttfb_ms: None, requests: 0, bytes: 0, headers: BTreeMap::new(), har: None, error: Some(INTERRUPTED.into()) });
+        let guard = Underway::new(
+            &w,
+            t,
+            Measurement::Web {
+                protocol: protocol.clone(),
+                page: a.page.spec.clone(),
+                plt_ms: None,
+                ttfb_ms: None,
+                requests: 0,
+                bytes: 0,
+                headers: BTreeMap::new(),
+                har: None,
+                error: Some(INTERRUPTED.into()),
+            },
+        );
         let load = async {
             match protocol.parse::<Protocol>() {
                 Ok(p) => crate::web::load(p, SocketAddr::new(target, crate::server::HTTPS_PORT), &a.page, &crate::quic::QuicKnobs::default()).await,
@@ -522,10 +550,40 @@ async fn web(target: IpAddr, a: Arc<AgentArgs>, w: Log, heavy: Arc<tokio::sync::
                 let name = format!("har/{}-{protocol}.har", (t * 1e3) as u64);
                 let path = a.out.join(&name);
                 let saved = std::fs::create_dir_all(a.out.join("har")).and_then(|_| std::fs::write(&path, serde_json::to_vec(&har).unwrap_or_default()));
-                Measurement::Web { protocol: protocol.clone(), page: a.page.spec.clone(), plt_ms: Some(r.plt_ms), ttfb_ms: Some(r.ttfb_ms), requests: r.requests, bytes: r.body_bytes, headers, har: saved.is_ok().then_some(name), error: None }
+                Measurement::Web {
+                    protocol: protocol.clone(),
+                    page: a.page.spec.clone(),
+                    plt_ms: Some(r.plt_ms),
+                    ttfb_ms: Some(r.ttfb_ms),
+                    requests: r.requests,
+                    bytes: r.body_bytes,
+                    headers,
+                    har: saved.is_ok().then_some(name),
+                    error: None,
+                }
             }
-            Ok(Err(e)) => Measurement::Web { protocol: protocol.clone(), page: a.page.spec.clone(), plt_ms: None, ttfb_ms: None, requests: 0, bytes: 0, headers: BTreeMap::new(), har: None, error: Some(e.to_string()) },
-            Err(_) => Measurement::Web { protocol: protocol.clone(), page: a.page.spec.clone(), plt_ms: None, ttfb_ms: None, requests: 0, bytes: 0, headers: BTreeMap::new(), har: None, error: Some(format!("timed out after {} s", a.task_timeout.as_secs())) },
+            Ok(Err(e)) => Measurement::Web {
+                protocol: protocol.clone(),
+                page: a.page.spec.clone(),
+                plt_ms: None,
+                ttfb_ms: None,
+                requests: 0,
+                bytes: 0,
+                headers: BTreeMap::new(),
+                har: None,
+                error: Some(e.to_string()),
+            },
+            Err(_) => Measurement::Web {
+                protocol: protocol.clone(),
+                page: a.page.spec.clone(),
+                plt_ms: None,
+                ttfb_ms: None,
+                requests: 0,
+                bytes: 0,
+                headers: BTreeMap::new(),
+                har: None,
+                error: Some(format!("timed out after {} s", a.task_timeout.as_secs())),
+            },
         };
         guard.done(m);
     }
@@ -539,9 +597,18 @@ async fn bulk(target: IpAddr, a: Arc<AgentArgs>, w: Log, heavy: Arc<tokio::sync:
         let server = SocketAddr::new(target, crate::server::BULK_PORT);
         let got = tokio::time::timeout(a.task_timeout, crate::bulk::tcp(server, direction, a.bulk_bytes, crate::bulk::TcpClient::default())).await;
         let m = match got {
-            Ok(Ok(r)) => Measurement::Bulk { direction: direction.to_string(), bytes: r.bytes, ms: Some(r.completion_ms), goodput_bps: Some(r.goodput_bps), peak_bps: peak_bps(&r.bins_bytes), error: None },
+            Ok(Ok(r)) => {
+                Measurement::Bulk { direction: direction.to_string(), bytes: r.bytes, ms: Some(r.completion_ms), goodput_bps: Some(r.goodput_bps), peak_bps: peak_bps(&r.bins_bytes), error: None }
+            }
             Ok(Err(e)) => Measurement::Bulk { direction: direction.to_string(), bytes: a.bulk_bytes, ms: None, goodput_bps: None, peak_bps: None, error: Some(e.to_string()) },
-            Err(_) => Measurement::Bulk { direction: direction.to_string(), bytes: a.bulk_bytes, ms: None, goodput_bps: None, peak_bps: None, error: Some(format!("timed out after {} s", a.task_timeout.as_secs())) },
+            Err(_) => Measurement::Bulk {
+                direction: direction.to_string(),
+                bytes: a.bulk_bytes,
+                ms: None,
+                goodput_bps: None,
+                peak_bps: None,
+                error: Some(format!("timed out after {} s", a.task_timeout.as_secs())),
+            },
         };
         guard.done(m);
     }

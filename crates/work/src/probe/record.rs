@@ -69,13 +69,29 @@ pub struct Hop {
 #[serde(tag = "kind", rename_all = "kebab-case")]
 pub enum Measurement {
     /// The agent started (or restarted): what it measures and how.
-    Start { target: String, version: String, config: serde_json::Value },
+    Start {
+        target: String,
+        version: String,
+        config: serde_json::Value,
+    },
     /// The agent stopped cleanly.
-    Stop { reason: String },
+    Stop {
+        reason: String,
+    },
     Udp(UdpProbe),
     /// An ICMP echo through the system's `ping`.
-    Ping { rtt_ms: Option<f64>, #[serde(default, skip_serializing_if = "Option::is_none")] error: Option<String> },
-    Trace { target: String, hops: Vec<Hop>, reached: bool, #[serde(default, skip_serializing_if = "Option::is_none")] error: Option<String> },
+    Ping {
+        rtt_ms: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    Trace {
+        target: String,
+        hops: Vec<Hop>,
+        reached: bool,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     /// One lookup; each name is looked up twice back to back (attempt 1, 2).
     Dns {
         name: String,
@@ -131,7 +147,10 @@ pub enum Measurement {
     },
     /// The agent's address as the reflector sees it (logged when it
     /// changes), and its network from the user's table.
-    Address { public: String, network: Option<String> },
+    Address {
+        public: String,
+        network: Option<String>,
+    },
 }
 
 impl Measurement {
