@@ -429,10 +429,8 @@ fn phase(ph: &Phase, rs: &[&Record], ps: &[Probe], t0: f64, to_s: f64, opts: &Op
                 traces_reached += *reached as usize;
                 paths.entry(hops.iter().map(|h| h.addr.clone()).collect()).or_default().push(hops.iter().map(|h| h.rtt_ms).collect());
             }
-            Measurement::Address { public, network } => {
-                if !addresses.iter().any(|(a, _)| a == public) {
-                    addresses.push((public.clone(), network.clone()));
-                }
+            Measurement::Address { public, network } if !addresses.iter().any(|(a, _)| a == public) => {
+                addresses.push((public.clone(), network.clone()));
             }
             _ => {}
         }

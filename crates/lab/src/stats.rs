@@ -39,22 +39,6 @@ pub fn summarize(values: &[f64]) -> Option<Summary> {
     Some(Summary { n: v.len(), median: quantile(&v, 0.5), p5: quantile(&v, 0.05), p95: quantile(&v, 0.95), mean: v.iter().sum::<f64>() / v.len() as f64, min: v[0], max: v[v.len() - 1] })
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quantiles_interpolate() {
-        let v = [1.0, 2.0, 3.0, 4.0, 5.0];
-        assert_eq!(quantile(&v, 0.5), 3.0);
-        assert_eq!(quantile(&v, 0.25), 2.0);
-        assert!((quantile(&v, 0.05) - 1.2).abs() < 1e-12);
-        let s = summarize(&[5.0, 1.0, f64::NAN, 3.0]).unwrap();
-        assert_eq!((s.n, s.median, s.min, s.max), (3, 3.0, 1.0, 5.0));
-        assert!(summarize(&[]).is_none());
-    }
-}
-
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     let n = v.len();
@@ -91,4 +75,20 @@ pub fn bootstrap(of: &[f64], vs: &[f64], combine: impl Fn(f64, f64) -> f64, seed
     }
     boot.sort_by(f64::total_cmp);
     (value, boot[(boot.len() as f64 * 0.025) as usize], boot[((boot.len() as f64 * 0.975) as usize).min(boot.len() - 1)])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantiles_interpolate() {
+        let v = [1.0, 2.0, 3.0, 4.0, 5.0];
+        assert_eq!(quantile(&v, 0.5), 3.0);
+        assert_eq!(quantile(&v, 0.25), 2.0);
+        assert!((quantile(&v, 0.05) - 1.2).abs() < 1e-12);
+        let s = summarize(&[5.0, 1.0, f64::NAN, 3.0]).unwrap();
+        assert_eq!((s.n, s.median, s.min, s.max), (3, 3.0, 1.0, 5.0));
+        assert!(summarize(&[]).is_none());
+    }
 }

@@ -449,7 +449,7 @@ pub fn add_rtt_metrics(m: &mut BTreeMap<String, f64>, rtt_ms: f64) {
 }
 
 pub fn human_bytes(b: u64) -> String {
-    if b >= 1_000_000 && b % 1000 == 0 {
+    if b >= 1_000_000 && b.is_multiple_of(1000) {
         format!("{}MB", trim(b as f64 / 1e6))
     } else if b >= 1000 {
         format!("{}KB", trim(b as f64 / 1e3))

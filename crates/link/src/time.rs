@@ -91,7 +91,7 @@ impl fmt::Display for Duration {
         let ns = self.0;
         if ns == 0 {
             write!(f, "0 ms")
-        } else if ns % 1_000_000_000 == 0 {
+        } else if ns.is_multiple_of(1_000_000_000) {
             write!(f, "{} s", ns / 1_000_000_000)
         } else if ns >= 1_000_000 {
             write!(f, "{} ms", trim(ns as f64 / 1e6))

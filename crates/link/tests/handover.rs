@@ -65,7 +65,7 @@ fn random_access_and_binding_updates_retry_as_specified() {
     for t in &tl {
         // Request on the super-frame clock, plus 1–4 super-frames per retry.
         let waited = (t.l2_end.0 - 65_040_000) - t.l2_start.0.div_ceil(240 * MS) * 240 * MS;
-        assert!(waited % (240 * MS) == 0 && waited / (240 * MS) >= (t.ra_attempts as u64 - 1) && waited / (240 * MS) <= 4 * (t.ra_attempts as u64 - 1));
+        assert!(waited.is_multiple_of(240 * MS) && waited / (240 * MS) >= (t.ra_attempts as u64 - 1) && waited / (240 * MS) <= 4 * (t.ra_attempts as u64 - 1));
     }
     // Signalling loss 0.5: an update and its acknowledgement both get
     // through with probability 0.25; retries after 1.5 s, then 1, 2, 4… s.

@@ -78,7 +78,7 @@ fn a_retransmission_holds_back_the_packets_behind_it() {
     // small packet behind it gets through but waits in order.
     let prof = profile("[up]\nldacs = { link = \"rl\", rate = \"158 kbit/s\" }\n");
     let mut p: Pipeline<()> = Pipeline::new(&prof.up, prof.base_rtt(), 3, 0);
-    let (out, drops) = drive(&mut p, &[(0, 1500), (1 * MS, 20)]);
+    let (out, drops) = drive(&mut p, &[(0, 1500), (MS, 20)]);
     assert_eq!(drops.len(), 1);
     let (id, reason, dropped_at) = drops[0];
     assert_eq!((id, reason), (0, DropReason::Arq));

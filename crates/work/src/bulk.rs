@@ -76,7 +76,7 @@ async fn receive<R: AsyncRead + Unpin>(r: &mut R, size: u64, t0: Instant, quicka
             let _ = sock::quick_ack(&unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) });
         }
         if n == 0 {
-            return Err(WorkError::ClosedEarly { got: got as u64, expected: size as u64 });
+            return Err(WorkError::ClosedEarly { got, expected: size });
         }
         got += n as u64;
         let bin = (t0.elapsed().as_millis() as u64 / BIN_MS) as usize;

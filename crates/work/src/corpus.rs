@@ -298,9 +298,9 @@ pub fn page(name: &str) -> Option<Archive> {
                 let body = if ct == "image/gif" { gif_1x1(s) } else { json(s) };
                 b.add(u.clone(), ct, body);
                 if ct == "image/gif" {
-                    let _ = write!(fetches, "new Image().src = \"{u}\";\n");
+                    let _ = writeln!(fetches, "new Image().src = \"{u}\";");
                 } else {
-                    let _ = write!(fetches, "fetch(\"{u}\").then(function (r) {{ return r.text(); }});\n");
+                    let _ = writeln!(fetches, "fetch(\"{u}\").then(function (r) {{ return r.text(); }});");
                 }
             }
         }

@@ -259,6 +259,52 @@ pub fn build(xs: &[Exchange], title: &str, browser_version: &str, on_content_loa
     }
 }
 
+/// The HAR of a page load by our own web client (`web::load`): one entry per
+/// object with its request, first-byte and end times and the proxy and
+/// cache headers the response carried.
+pub fn from_web(r: &crate::web::WebResult, host: &str, started_epoch_s: f64) -> Har {
+    let version = match r.alpn.as_str() {
+        "h3" => "HTTP/3",
+        "h2" => "HTTP/2.0",
+        _ => "HTTP/1.1",
+    };
+    let scheme = if r.protocol == "http" { "http" } else { "https" };
+    let entries = r
+        .objects
+        .iter()
+        .map(|o| {
+            let wait = (o.first_byte_ms - o.start_ms).max(0.0);
+            let receive = (o.end_ms - o.first_byte_ms).max(0.0);
+            let headers: Vec<Value> = o.headers.iter().map(|(k, v)| json!({"name": k, "value": v})).collect();
+            json!({
+                "pageref": "page_1",
+                "startedDateTime": iso8601(started_epoch_s + o.start_ms / 1e3),
+                "time": wait + receive,
+                "request": {"method": "GET", "url": format!("{scheme}://{host}{}", o.path), "httpVersion": version, "cookies": [], "headers": [], "queryString": [], "headersSize": -1, "bodySize": 0},
+                "response": {"status": 200, "statusText": "", "httpVersion": version, "cookies": [], "headers": headers, "content": {"size": o.bytes, "mimeType": ""}, "redirectURL": "", "headersSize": -1, "bodySize": o.bytes},
+                "cache": {},
+                "timings": {"blocked": -1, "dns": -1, "connect": -1, "ssl": -1, "send": 0, "wait": wait, "receive": receive},
+                "connection": o.conn.to_string(),
+                "_pushed": o.pushed,
+            })
+        })
+        .collect();
+    Har {
+        log: Log {
+            version: "1.2".into(),
+            creator: Creator { name: "aerolink".into(), version: env!("CARGO_PKG_VERSION").into() },
+            browser: Creator { name: "aerolink web client".into(), version: env!("CARGO_PKG_VERSION").into() },
+            pages: vec![HarPage {
+                started_date_time: iso8601(started_epoch_s),
+                id: "page_1".into(),
+                title: r.page.clone(),
+                page_timings: PageTimings { on_content_load: r.ttfb_ms, on_load: r.plt_ms },
+            }],
+            entries,
+        },
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -303,51 +349,5 @@ mod tests {
         assert_eq!(iso8601(0.0), "1970-01-01T00:00:00.000Z");
         assert_eq!(iso8601(951_782_400.25), "2000-02-29T00:00:00.250Z");
         assert_eq!(iso8601(1_795_000_000.0), "2026-11-18T11:06:40.000Z");
-    }
-}
-
-/// The HAR of a page load by our own web client (`web::load`): one entry per
-/// object with its request, first-byte and end times and the proxy and
-/// cache headers the response carried.
-pub fn from_web(r: &crate::web::WebResult, host: &str, started_epoch_s: f64) -> Har {
-    let version = match r.alpn.as_str() {
-        "h3" => "HTTP/3",
-        "h2" => "HTTP/2.0",
-        _ => "HTTP/1.1",
-    };
-    let scheme = if r.protocol == "http" { "http" } else { "https" };
-    let entries = r
-        .objects
-        .iter()
-        .map(|o| {
-            let wait = (o.first_byte_ms - o.start_ms).max(0.0);
-            let receive = (o.end_ms - o.first_byte_ms).max(0.0);
-            let headers: Vec<Value> = o.headers.iter().map(|(k, v)| json!({"name": k, "value": v})).collect();
-            json!({
-                "pageref": "page_1",
-                "startedDateTime": iso8601(started_epoch_s + o.start_ms / 1e3),
-                "time": wait + receive,
-                "request": {"method": "GET", "url": format!("{scheme}://{host}{}", o.path), "httpVersion": version, "cookies": [], "headers": [], "queryString": [], "headersSize": -1, "bodySize": 0},
-                "response": {"status": 200, "statusText": "", "httpVersion": version, "cookies": [], "headers": headers, "content": {"size": o.bytes, "mimeType": ""}, "redirectURL": "", "headersSize": -1, "bodySize": o.bytes},
-                "cache": {},
-                "timings": {"blocked": -1, "dns": -1, "connect": -1, "ssl": -1, "send": 0, "wait": wait, "receive": receive},
-                "connection": o.conn.to_string(),
-                "_pushed": o.pushed,
-            })
-        })
-        .collect();
-    Har {
-        log: Log {
-            version: "1.2".into(),
-            creator: Creator { name: "aerolink".into(), version: env!("CARGO_PKG_VERSION").into() },
-            browser: Creator { name: "aerolink web client".into(), version: env!("CARGO_PKG_VERSION").into() },
-            pages: vec![HarPage {
-                started_date_time: iso8601(started_epoch_s),
-                id: "page_1".into(),
-                title: r.page.clone(),
-                page_timings: PageTimings { on_content_load: r.ttfb_ms, on_load: r.plt_ms },
-            }],
-            entries,
-        },
     }
 }

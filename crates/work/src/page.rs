@@ -168,6 +168,24 @@ pub fn references(body: &[u8]) -> Vec<String> {
     out
 }
 
+/// Seed 003's object sets by name, or a `COUNTxSIZE` spec.
+pub fn object_set(name: &str) -> Result<Vec<u64>, String> {
+    match name {
+        "short" => Ok(vec![40_000; 10]),
+        "medium" => Ok(vec![292_000; 10]),
+        "long" => Ok(vec![4_149_000; 10]),
+        "large" => Ok(vec![66_390_000; 2]),
+        "all" => {
+            let mut v = vec![40_000; 10];
+            v.extend([292_000; 10]);
+            v.extend([4_149_000; 10]);
+            v.push(66_390_000);
+            Ok(v)
+        }
+        spec => Page::parse(spec, 1).map(|p| p.objects).map_err(|_| format!("object set {spec:?}: expected short, medium, long, large, all, or {PAGE_HELP}")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,23 +220,5 @@ mod tests {
         for size in [1, 50, 1_500, 100_000] {
             assert_eq!(object_body(size).1.len(), size, "objects are exactly their size");
         }
-    }
-}
-
-/// Seed 003's object sets by name, or a `COUNTxSIZE` spec.
-pub fn object_set(name: &str) -> Result<Vec<u64>, String> {
-    match name {
-        "short" => Ok(vec![40_000; 10]),
-        "medium" => Ok(vec![292_000; 10]),
-        "long" => Ok(vec![4_149_000; 10]),
-        "large" => Ok(vec![66_390_000; 2]),
-        "all" => {
-            let mut v = vec![40_000; 10];
-            v.extend([292_000; 10]);
-            v.extend([4_149_000; 10]);
-            v.push(66_390_000);
-            Ok(v)
-        }
-        spec => Page::parse(spec, 1).map(|p| p.objects).map_err(|_| format!("object set {spec:?}: expected short, medium, long, large, all, or {PAGE_HELP}")),
     }
 }

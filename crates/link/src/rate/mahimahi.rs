@@ -116,6 +116,13 @@ impl Server for MahimahiTrace {
     }
 }
 
+impl MahimahiTrace {
+    /// Charges `bytes` of overhead per packet on top of its own size.
+    pub fn set_overhead(&mut self, bytes: u32) {
+        self.overhead_bytes = bytes;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,12 +172,5 @@ mod tests {
         assert_eq!(MahimahiTrace::parse("", 0).unwrap_err(), TraceError::Empty);
         assert!(matches!(MahimahiTrace::parse("1\nx\n", 0), Err(TraceError::BadLine { line: 2, .. })));
         assert_eq!(MahimahiTrace::parse("5\n3\n", 0).unwrap_err(), TraceError::Decreasing { line: 2 });
-    }
-}
-
-impl MahimahiTrace {
-    /// Charges `bytes` of overhead per packet on top of its own size.
-    pub fn set_overhead(&mut self, bytes: u32) {
-        self.overhead_bytes = bytes;
     }
 }

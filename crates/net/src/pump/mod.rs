@@ -498,7 +498,7 @@ impl<D: Device, T: Timer> Pump<D, T> {
             }
         }
         for (rep, late) in reps.iter_mut().zip(late.iter()) {
-            if late.len() > 0 {
+            if !late.is_empty() {
                 rep.lateness_us_p50 = late.value_at_quantile(0.5) as f64 / 1e3;
                 rep.lateness_us_p99 = late.value_at_quantile(0.99) as f64 / 1e3;
                 rep.lateness_us_max = late.max() as f64 / 1e3;
