@@ -22,6 +22,7 @@ deps:
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
 	fi
 	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs)"; exit 1; }
+	@$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 
 build: deps
 	$(CARGO) build --release --locked
@@ -45,13 +46,12 @@ reproduce: build
 demo: build
 	$(SUDO) ./scripts/demo.sh
 
-# Unit tests (simulated time) and end-to-end tests (real namespaces, real
-# traffic). The end-to-end tests run one at a time so that timing is judged
-# on a machine that is not also running other emulations.
+# Lint, unit tests (simulated time) and end-to-end tests (real namespaces,
+# real traffic), grouped by scripts/test.sh: the tests that judge timing or
+# look at the whole host run alone, the other end-to-end tests in two lanes
+# side by side; then the fuzz smoke run.
 test: build fuzz-deps
-	$(SUDO) $(CARGO) test --release --locked --workspace -- --test-threads=1
-	@echo "the accuracy tests again, aerolink as an ordinary user (nobody) in a user namespace of its own:"
-	$(SUDO) env AEROLINK_TEST_AS=65534 $(CARGO) test --release --locked -p aerolink --test accuracy -- --test-threads=1
+	$(SUDO) ./scripts/test.sh lint libraries alone together
 	./scripts/fuzz.sh $(FUZZ_SMOKE_SECONDS)
 
 # An hour of one experiment with faults injected all along (crates/cli/

@@ -86,11 +86,42 @@ pub fn tempdir(name: &str) -> Scratch {
     Scratch::new(d)
 }
 
-/// Namespaces aerolink created that still exist.
+/// Namespaces aerolink created that no running aerolink owns: what a run
+/// left behind. A lab of another test still running beside this one
+/// (`make test` runs some test binaries side by side, scripts/test.sh) is
+/// not a leftover; the tests that kill aerolink itself run alone.
 pub fn leftover_namespaces() -> Vec<String> {
-    let mut v: Vec<String> = std::fs::read_dir("/run/netns").map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().to_string()).collect()).unwrap_or_default();
-    v.retain(|n| n.starts_with("al-"));
-    v
+    aerolink_net::lab::orphan_namespaces()
+}
+
+/// Processes whose command line matches `pattern` (`pgrep -f`) and that
+/// have no running aerolink among their ancestors: left behind by a run
+/// that ended, not part of one still running beside this test.
+pub fn orphan_processes(pattern: &str) -> Vec<String> {
+    let o = std::process::Command::new("pgrep").args(["-f", pattern]).output().unwrap();
+    let me = std::process::id();
+    let ppid = |pid: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        stat[stat.rfind(')')? + 2..].split(' ').nth(1)?.parse().ok()
+    };
+    let is_aerolink = |pid: u32| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("aerolink")));
+    String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .filter_map(|l| l.trim().parse::<u32>().ok())
+        .filter(|&pid| pid != me)
+        .filter(|&pid| {
+            let mut p = ppid(pid);
+            while let Some(q) = p.filter(|&q| q > 1) {
+                if is_aerolink(q) {
+                    return false;
+                }
+                p = ppid(q);
+            }
+            // Gone meanwhile: not a leftover either.
+            std::path::Path::new(&format!("/proc/{pid}")).exists()
+        })
+        .map(|pid| std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default().replace('\0', " "))
+        .collect()
 }
 
 /// Wilson score interval for k successes in n trials.

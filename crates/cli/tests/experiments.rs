@@ -40,14 +40,7 @@ fn an_interrupted_experiment_resumes_without_repeating_or_losing_runs() {
     let d = tempdir("resume");
     let (spec, db) = (d.join("exp.toml"), d.join("r.db"));
     std::fs::write(&spec, SPEC).unwrap();
-    let mut child = KillOnDrop(
-        Command::new(bin())
-            .args(["experiment", "run", spec.to_str().unwrap(), "--db", db.to_str().unwrap()])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let mut child = KillOnDrop(Command::new(bin()).args(["experiment", "run", spec.to_str().unwrap(), "--db", db.to_str().unwrap()]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
     // Interrupt once a few runs are stored (polling the store, not sleeping
     // a fixed time).
     let deadline = Instant::now() + Duration::from_secs(120);
@@ -222,9 +215,8 @@ fn cross_traffic_competes_for_the_link() {
     assert!(o.status.success(), "{}", text(&o).1);
     let runs = stored(&db);
     assert_eq!(runs.len(), 4);
-    let times = |cross: bool| -> Vec<f64> {
-        runs.iter().filter(|r| r["series"].as_str().unwrap().contains("cross:tcp-down") == cross).map(|r| r["metrics"]["completion_ms"].as_f64().unwrap()).collect()
-    };
+    let times =
+        |cross: bool| -> Vec<f64> { runs.iter().filter(|r| r["series"].as_str().unwrap().contains("cross:tcp-down") == cross).map(|r| r["metrics"]["completion_ms"].as_f64().unwrap()).collect() };
     let (alone, shared) = (times(false), times(true));
     assert_eq!((alone.len(), shared.len()), (2, 2), "{runs:?}");
     // Alone ≈ 1.7 s; with an equal share ≈ 3.4 s. Every shared run is
@@ -232,6 +224,5 @@ fn cross_traffic_competes_for_the_link() {
     let (slowest_alone, fastest_shared) = (alone.iter().cloned().fold(0.0, f64::max), shared.iter().cloned().fold(f64::MAX, f64::min));
     assert!(fastest_shared > 1.33 * slowest_alone, "alone {alone:?} ms, with cross traffic {shared:?} ms");
     assert!(leftover_namespaces().is_empty());
-    let o = Command::new("pgrep").args(["-f", "^iperf3 -c 198.18"]).output().unwrap();
-    assert!(o.stdout.is_empty(), "the cross traffic's iperf3 is stopped with its run");
+    assert!(orphan_processes("^iperf3 -c 198.18").is_empty(), "the cross traffic's iperf3 is stopped with its run");
 }

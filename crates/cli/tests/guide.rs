@@ -47,6 +47,7 @@ const NOT_AS_WRITTEN: &[(&str, Instead)] = &[
     ("aerolink experiment run experiments/pep-bulk.toml", Skip("an experiment of minutes")),
     ("aerolink report --experiment pep-web", Skip("needs the pep-web runs above")),
     ("aerolink experiment run experiments/pep-outage.toml", Skip("an experiment of minutes; crates/cli/tests/pep.rs rides the tunnel through a 30 s outage")),
+    ("aerolink down --all", Skip("it takes down every lab `up` made, also those of tests running beside this one (make test runs lanes side by side); crates/cli/tests/lifecycle.rs runs it alone")),
     ("make bench", Skip("the benchmarks: minutes of measurement, not a test")),
     ("aerolink bench orchestration", Skip("a benchmark of minutes")),
 ];
@@ -256,14 +257,17 @@ fn the_guide_s_examples_run_as_written() {
             }
         }
         // A block leaves no namespace that no running aerolink owns (labs
-        // of `up` have their holder; runs of other experiments on this
-        // machine are theirs). Then the labs the block brought up go (a
-        // backgrounded gateway with its lab).
+        // of `up` have their holder; runs of other tests on this machine,
+        // side by side with this one, are theirs). Then the labs the block
+        // brought up go, by name (a backgrounded gateway with its lab) —
+        // not `down --all`, which would take down other tests' labs.
         let left = aerolink_net::lab::orphan_namespaces();
         if !left.is_empty() {
             failures.push(format!("namespaces left by the block ending at line {}: {left:?}", block.last().map_or(0, |l| l.at)));
         }
-        let _ = Command::new(bin()).args(["down", "--all"]).stdout(Stdio::null()).status();
+        for name in block.iter().filter_map(|l| l.cmd.strip_prefix("aerolink up ")).filter_map(|rest| rest.split_whitespace().next()) {
+            let _ = Command::new(bin()).args(["down", name]).stdout(Stdio::null()).stderr(Stdio::null()).status();
+        }
     }
     let _ = std::fs::remove_file("/tmp/psk");
     let stale: Vec<&str> = NOT_AS_WRITTEN.iter().zip(&used).filter(|(_, u)| !**u).map(|((s, _), _)| *s).collect();

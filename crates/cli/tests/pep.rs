@@ -92,7 +92,26 @@ fn the_tunnel_sends_jumbo_datagrams_where_the_space_hop_carries_them() {
     // the download: the tunnel's datagrams, as large as the path allows.
     let mean_down_packet = |mtu: &str| {
         let client = "iperf3 -c $AEROLINK_SERVER -t 3 -R > /dev/null";
-        let o = aerolink(&["run", "--json", "--topology", "ifc", "--rate", "200Mbit/s", "--rtt", "10ms", "--loss", "0", "--mtu", mtu, "--pep", "quic-tunnel", "--server", "iperf3 -s -1", "--client", client]);
+        let o = aerolink(&[
+            "run",
+            "--json",
+            "--topology",
+            "ifc",
+            "--rate",
+            "200Mbit/s",
+            "--rtt",
+            "10ms",
+            "--loss",
+            "0",
+            "--mtu",
+            mtu,
+            "--pep",
+            "quic-tunnel",
+            "--server",
+            "iperf3 -s -1",
+            "--client",
+            client,
+        ]);
         let (out, err) = text(&o);
         assert!(o.status.success(), "{err}");
         let v: serde_json::Value = serde_json::from_str(&out).unwrap_or_else(|e| panic!("{e}: {out}"));
@@ -209,7 +228,8 @@ fn the_tunnel_refuses_a_wrong_key_and_garbage_and_keeps_serving() {
     // An air gateway with the wrong key gets no answer at all (the ground
     // answers only Initials keyed with its key), says what that may mean,
     // and leaves no rule behind.
-    let o = Command::new("ip").args(["netns", "exec", &format!("al-{lab}-airgw"), bin(), "pep", "quic-tunnel", "air", "--ground", "198.18.1.2", "--psk", &bad, "--open-timeout", "4s"]).output().unwrap();
+    let o =
+        Command::new("ip").args(["netns", "exec", &format!("al-{lab}-airgw"), bin(), "pep", "quic-tunnel", "air", "--ground", "198.18.1.2", "--psk", &bad, "--open-timeout", "4s"]).output().unwrap();
     assert!(!o.status.success());
     assert!(text(&o).1.contains("no answer") && text(&o).1.contains("different key"), "{}", text(&o).1);
     let table = Command::new("ip").args(["netns", "exec", &format!("al-{lab}-airgw"), "nft", "list", "table", "inet", "aerolink_pep"]).output().unwrap();
@@ -264,7 +284,14 @@ fn downloading(lab: &str, d: &std::path::Path) -> Downloading {
         assert!(Instant::now() < deadline, "the workload server never listened");
         std::thread::sleep(Duration::from_millis(20));
     }
-    let client = KillOnDrop(Command::new("ip").args(["netns", "exec", &format!("al-{lab}-client"), bin(), "workload", "bulk", "--server", "198.18.2.2", "--bytes", "50000000"]).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().unwrap());
+    let client = KillOnDrop(
+        Command::new("ip")
+            .args(["netns", "exec", &format!("al-{lab}-client"), bin(), "workload", "bulk", "--server", "198.18.2.2", "--bytes", "50000000"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
     let deadline = Instant::now() + Duration::from_secs(20);
     while !on_server(&["state", "established", "sport = :5201"]) {
         assert!(Instant::now() < deadline, "the download never reached the server");
@@ -347,11 +374,7 @@ fn a_dead_ground_gateway_is_noticed_within_seconds() {
 fn the_tunnel_rides_out_a_30_second_outage() {
     let d = tempdir("tunnel-outage");
     let profile = d.join("outage.toml");
-    std::fs::write(
-        &profile,
-        "name = \"outage30\"\n[link]\nrate = \"4 Mbit/s\"\nrtt = \"100 ms\"\noutages = [ { start = \"6 s\", duration = \"30 s\", mode = \"drop\" } ]\n",
-    )
-    .unwrap();
+    std::fs::write(&profile, "name = \"outage30\"\n[link]\nrate = \"4 Mbit/s\"\nrtt = \"100 ms\"\noutages = [ { start = \"6 s\", duration = \"30 s\", mode = \"drop\" } ]\n").unwrap();
     // 5 MB at 4 Mbit/s is 10 s of transfer: it starts before the outage and
     // can only finish after it.
     let client = format!("{} workload bulk --server $AEROLINK_SERVER --bytes 5000000", bin());
@@ -402,8 +425,8 @@ fn ctrl_c_during_a_tunnel_run_leaves_nothing() {
     let st = run.0.wait().unwrap();
     assert_eq!(st.code(), Some(130));
     assert!(leftover_namespaces().is_empty(), "{:?}", leftover_namespaces());
-    let peps = Command::new("pgrep").args(["-f", "aerolink pep "]).output().unwrap();
-    assert!(peps.stdout.is_empty(), "proxies left running: {}", String::from_utf8_lossy(&peps.stdout));
+    let peps = orphan_processes("aerolink pep ");
+    assert!(peps.is_empty(), "proxies left running: {peps:?}");
     assert!(!sleeping());
 }
 
@@ -414,10 +437,35 @@ fn the_rate_tunnel_follows_bonded_channels_through_call_drops() {
     // is detected by time, and a 100 KB download gets through.
     let d = tempdir("tunnel-bonded");
     let profile = d.join("bond.toml");
-    std::fs::write(&profile, "[link]\nbonded = { channels = 3, rate = \"24 kbit/s\", delay = \"100 ms\", jitter = \"normal 30 ms\", drop_every = \"3 s\", redial = [\"2 s\", \"2 s\"], queue = \"8 KB\" }\n").unwrap();
+    std::fs::write(
+        &profile,
+        "[link]\nbonded = { channels = 3, rate = \"24 kbit/s\", delay = \"100 ms\", jitter = \"normal 30 ms\", drop_every = \"3 s\", redial = [\"2 s\", \"2 s\"], queue = \"8 KB\" }\n",
+    )
+    .unwrap();
     let client = format!("{} workload bulk --server $AEROLINK_SERVER --bytes 100000", bin());
     let serve = format!("{} workload serve", bin());
-    let o = aerolink(&["run", "-q", "--topology", "ifc", "--space", profile.to_str().unwrap(), "--seed", "3", "--pep", "quic-tunnel", "--tunnel-cc", "rate", "--tunnel-rate", "link", "--ready-port", "5201", "--server", &serve, "--client", &client]);
+    let o = aerolink(&[
+        "run",
+        "-q",
+        "--topology",
+        "ifc",
+        "--space",
+        profile.to_str().unwrap(),
+        "--seed",
+        "3",
+        "--pep",
+        "quic-tunnel",
+        "--tunnel-cc",
+        "rate",
+        "--tunnel-rate",
+        "link",
+        "--ready-port",
+        "5201",
+        "--server",
+        &serve,
+        "--client",
+        &client,
+    ]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out} {err}");
     let v: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
