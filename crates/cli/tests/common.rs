@@ -94,6 +94,11 @@ pub fn leftover_namespaces() -> Vec<String> {
     aerolink_net::lab::orphan_namespaces()
 }
 
+/// Every namespace aerolink created that exists now, live or left behind.
+pub fn aerolink_namespaces() -> Vec<String> {
+    aerolink_net::lab::leftover_namespaces(None)
+}
+
 /// Processes whose command line matches `pattern` (`pgrep -f`) and that
 /// have no running aerolink among their ancestors: left behind by a run
 /// that ended, not part of one still running beside this test.

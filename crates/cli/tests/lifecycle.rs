@@ -75,7 +75,7 @@ fn interrupted_run_leaves_nothing(signal: i32, marker: &str) {
             .unwrap(),
     );
     wait_until("the client to start", || processes_matching(&format!("{marker}2")) > 0);
-    assert!(!leftover_namespaces().is_empty());
+    assert!(!aerolink_namespaces().is_empty(), "the run's lab is up");
     // SAFETY: signalling our own child.
     unsafe {
         libc::kill(child.0.id() as i32, signal);
