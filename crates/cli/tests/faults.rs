@@ -83,7 +83,7 @@ fn wait_for<T>(what: &str, within: Duration, mut f: impl FnMut() -> Option<T>) -
 /// short-lived `ip` and `sysctl` processes pass through its namespaces too,
 /// and a fault aimed at one of them would hit nothing.
 fn host_pids(host: &str) -> Option<(String, Vec<i32>)> {
-    let ns = leftover_namespaces().into_iter().find(|n| n.ends_with(&format!("-{host}")))?;
+    let ns = aerolink_namespaces().into_iter().find(|n| n.ends_with(&format!("-{host}")))?;
     let is_workload = |p: &i32| std::fs::read(format!("/proc/{p}/cmdline")).map(|c| c.split(|b| *b == 0).any(|a| a == b"workload")).unwrap_or(false);
     let pids: Vec<i32> = aerolink_net::lab::namespace_pids(&ns).into_iter().filter(is_workload).collect();
     (!pids.is_empty()).then_some((ns, pids))

@@ -187,7 +187,7 @@ fn up_exec_down() {
     assert_eq!(o.status.code(), Some(2), "a second lab with the same name must be refused");
     let o = aerolink(&["down", "tlab"]);
     assert!(o.status.success());
-    assert!(leftover_namespaces().iter().all(|n| !n.starts_with("al-tlab-")));
+    assert!(aerolink_namespaces().iter().all(|n| !n.starts_with("al-tlab-")));
 }
 
 #[test]

@@ -91,7 +91,7 @@ fn runs(db: &Path) -> (i64, i64, i64) {
 fn inject(kind: usize, rng: &mut impl Rng) -> Option<String> {
     let hosts = ["client", "server", "client", "airgw"];
     let host = hosts[kind % hosts.len()];
-    let mut labs: Vec<String> = leftover_namespaces().into_iter().filter(|n| n.ends_with(&format!("-{host}"))).collect();
+    let mut labs: Vec<String> = aerolink_namespaces().into_iter().filter(|n| n.ends_with(&format!("-{host}"))).collect();
     labs.sort();
     if labs.is_empty() {
         return None;
@@ -153,7 +153,7 @@ fn soak() {
             let (n, distinct, failed) = runs(&db);
             let s = json!({
                 "t_s": now.as_secs_f64(), "process": lifetime, "rss_kb": status_kb(pid, "VmRSS:"), "threads": status_kb(pid, "Threads:"), "fds": fds(pid),
-                "namespaces": leftover_namespaces().len(), "lab_dirs": lab_dirs(), "runs": n, "distinct_runs": distinct, "failed_runs": failed,
+                "namespaces": aerolink_namespaces().len(), "lab_dirs": lab_dirs(), "runs": n, "distinct_runs": distinct, "failed_runs": failed,
             });
             eprintln!("soak: {s}");
             samples.push(s);
@@ -176,7 +176,7 @@ fn soak() {
     let st = child.wait().unwrap();
     let (n, distinct, failed) = runs(&db);
     let integrity: String = rusqlite::Connection::open(&db).unwrap().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
-    let (ns_left, dirs_left) = (leftover_namespaces(), lab_dirs());
+    let (ns_left, dirs_left) = (aerolink_namespaces(), lab_dirs());
 
     // Flat: per process lifetime, the last quarter of the samples against
     // the second (the first is warm-up).
