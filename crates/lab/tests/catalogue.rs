@@ -152,3 +152,36 @@ fn the_whole_catalogue_gets_a_verdict_each_and_a_score() {
     let page = aerolink_lab::reproductions::markdown(&judged, "aerolink experiment check", "2026-11-26", "abc1234");
     assert!(page.contains("| `iridium-ping-ir-pots-mean` |") && page.contains("**holds**") && page.contains("abc1234"));
 }
+
+#[test]
+fn every_mapping_selects_runs_its_experiment_plans() {
+    // A selection naming a series or setting the plan never makes would
+    // leave its entry "not run" for ever: each side of each case must match
+    // at least one planned run (as the store will name it).
+    for f in std::fs::read_dir(root().join("experiments")).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "toml")) {
+        let e = Experiment::load(&f.to_string_lossy()).unwrap();
+        let rows: Vec<RunRow> = e
+            .plan()
+            .iter()
+            .map(|p| {
+                let c = &e.cases[p.case];
+                RunRow {
+                    profile: e.profiles[p.profile].name.clone(),
+                    protocol: c.workload.protocol(),
+                    params: c.workload.params_label(),
+                    knobs_json: serde_json::to_string(&c.knobs).unwrap(),
+                    ok: true,
+                    ..Default::default()
+                }
+            })
+            .collect();
+        for m in &e.judges {
+            for c in &m.cases {
+                for s in std::iter::once(&c.of).chain(c.vs.as_ref()) {
+                    let n = rows.iter().filter(|r| s.matches(r)).count();
+                    assert!(n >= e.repetitions as usize, "{}: judge {}: {} matches {n} planned runs", f.display(), m.id, s.text());
+                }
+            }
+        }
+    }
+}
