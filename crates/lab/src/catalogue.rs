@@ -332,6 +332,15 @@ pub fn verdict(kind: Kind, paper: Paper, lo: f64, hi: f64) -> Verdict {
     }
 }
 
+/// Three significant figures.
+pub fn sig3(x: f64) -> String {
+    if x == 0.0 || !x.is_finite() {
+        return fmt_num(x);
+    }
+    let digits = (2 - x.abs().log10().floor() as i32).max(0) as usize;
+    fmt_num(format!("{x:.digits$}").parse().unwrap_or(x))
+}
+
 /// The band an entry is judged by, as a reader reads it.
 pub fn band_text(kind: Kind, paper: Paper) -> String {
     let (a, b) = match paper {
@@ -341,14 +350,14 @@ pub fn band_text(kind: Kind, paper: Paper) -> String {
     match kind {
         Kind::Ratio => {
             let (p, q) = (a.powf(0.5).min(a.powi(2)), b.powf(0.5).max(b.powi(2)));
-            format!("{} side of 1, within {}–{}", if paper.centre() > 1.0 { "above" } else { "below" }, fmt_num(p.min(q)), fmt_num(p.max(q)))
+            format!("{} 1, within {}–{}", if paper.centre() > 1.0 { "above" } else { "below" }, sig3(p.min(q)), sig3(p.max(q)))
         }
         Kind::Difference => {
             let (p, q) = ((a / 2.0).min(a * 2.0), (b / 2.0).max(b * 2.0));
-            format!("{} 0, within {}–{}", if paper.centre() > 0.0 { "above" } else { "below" }, fmt_num(p.min(q)), fmt_num(p.max(q)))
+            format!("{} 0, within {}–{}", if paper.centre() > 0.0 { "above" } else { "below" }, sig3(p.min(q)), sig3(p.max(q)))
         }
         Kind::Value => match paper {
-            Paper::One(x) => format!("{}–{}", fmt_num((x * 0.75).min(x * 1.25)), fmt_num((x * 0.75).max(x * 1.25))),
+            Paper::One(x) => format!("{}–{}", sig3((x * 0.75).min(x * 1.25)), sig3((x * 0.75).max(x * 1.25))),
             Paper::Range(a, b) => format!("{}–{}", fmt_num(a), fmt_num(b)),
         },
         Kind::Equal => "0.9–1.1".into(),

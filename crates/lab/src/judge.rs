@@ -427,7 +427,7 @@ pub fn judge(entry: &Entry, map: &Mapping, experiment: &str, runs: &[RunRow]) ->
     out.verdict = crate::catalogue::verdict(entry.kind, entry.paper.expect("scored"), lo, hi);
     out.why = match out.verdict {
         Verdict::DoesNotHold => Some(format!("the interval lies outside {}", crate::catalogue::band_text(entry.kind, entry.paper.expect("scored")))),
-        Verdict::DirectionOnly => Some(format!("the right side of {}, but not inside {}", fmt_pivot(form), crate::catalogue::band_text(entry.kind, entry.paper.expect("scored")))),
+        Verdict::DirectionOnly => Some(format!("on the paper's side of {}, but outside its band ({})", fmt_pivot(form), crate::catalogue::band_text(entry.kind, entry.paper.expect("scored")))),
         Verdict::Inconclusive => Some(format!("the interval straddles the band ({}): more repetitions would tell", crate::catalogue::band_text(entry.kind, entry.paper.expect("scored")))),
         _ => None,
     };

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use crate::catalogue::{band_text, fmt_num, Verdict};
+use crate::catalogue::{band_text, Verdict};
 use crate::judge::{scores, Judged};
 
 fn ours(j: &Judged) -> String {
@@ -17,11 +17,7 @@ fn ours(j: &Judged) -> String {
 
 /// Three significant figures, as the catalogue's numbers read.
 pub fn fmt3(x: f64) -> String {
-    if x == 0.0 || !x.is_finite() {
-        return fmt_num(x);
-    }
-    let digits = (2 - x.abs().log10().floor() as i32).max(0) as usize;
-    fmt_num(format!("{x:.digits$}").parse().unwrap_or(x))
+    crate::catalogue::sig3(x)
 }
 
 /// One line per entry, grouped by study, each study headed by its score.
