@@ -263,6 +263,25 @@ pub const MIN_REPS: usize = 10;
 /// Bootstrap resamples (rule 1).
 pub const RESAMPLES: usize = 10_000;
 
+/// The interval an entry's magnitude must lie in: half to double the
+/// effect for a ratio (in log terms) or a difference, ± 25 % for a value
+/// (or the paper's range), 0.9–1.1 for equal, the number itself for a
+/// count or a bound.
+pub fn band(kind: Kind, paper: Paper) -> (f64, f64) {
+    let (a, b) = match paper {
+        Paper::One(x) => (x, x),
+        Paper::Range(a, b) => (a, b),
+    };
+    let (p, q) = match (kind, paper) {
+        (Kind::Ratio, _) => (a.powf(0.5).min(a.powi(2)), b.powf(0.5).max(b.powi(2))),
+        (Kind::Difference, _) => ((a / 2.0).min(a * 2.0), (b / 2.0).max(b * 2.0)),
+        (Kind::Value, Paper::One(x)) => (x * 0.75, x * 1.25),
+        (Kind::Equal, _) => (0.9, 1.1),
+        _ => (a, b),
+    };
+    (p.min(q), p.max(q))
+}
+
 /// The verdict an interval `[lo, hi]` earns for an entry of `kind` with
 /// the paper's number `paper` (the bands of findings/README.md).
 pub fn verdict(kind: Kind, paper: Paper, lo: f64, hi: f64) -> Verdict {
@@ -279,14 +298,7 @@ pub fn verdict(kind: Kind, paper: Paper, lo: f64, hi: f64) -> Verdict {
             let up = v > pivot;
             let direction = if up { lo > pivot } else { hi < pivot };
             let wrong = if up { hi < pivot } else { lo > pivot };
-            // Half to double the effect (in log terms for a ratio).
-            let (blo, bhi) = if kind == Kind::Ratio {
-                let (p, q) = (a.powf(0.5).min(a.powi(2)), b.powf(0.5).max(b.powi(2)));
-                (p.min(q), p.max(q))
-            } else {
-                let (p, q) = ((a / 2.0).min(a * 2.0), (b / 2.0).max(b * 2.0));
-                (p.min(q), p.max(q))
-            };
+            let (blo, bhi) = band(kind, paper);
             if direction && inside(blo, bhi) {
                 Verdict::Holds
             } else if direction {
@@ -298,11 +310,7 @@ pub fn verdict(kind: Kind, paper: Paper, lo: f64, hi: f64) -> Verdict {
             }
         }
         Kind::Value | Kind::Equal | Kind::Count => {
-            let (blo, bhi) = match (kind, paper) {
-                (Kind::Equal, _) => (0.9, 1.1),
-                (Kind::Value, Paper::One(x)) => ((x * 0.75).min(x * 1.25), (x * 0.75).max(x * 1.25)),
-                _ => (a, b),
-            };
+            let (blo, bhi) = band(kind, paper);
             if inside(blo, bhi) {
                 Verdict::Holds
             } else if outside(blo, bhi) {
@@ -348,18 +356,15 @@ pub fn band_text(kind: Kind, paper: Paper) -> String {
         Paper::Range(a, b) => (a, b),
     };
     match kind {
-        Kind::Ratio => {
-            let (p, q) = (a.powf(0.5).min(a.powi(2)), b.powf(0.5).max(b.powi(2)));
-            format!("{} 1, within {}–{}", if paper.centre() > 1.0 { "above" } else { "below" }, sig3(p.min(q)), sig3(p.max(q)))
+        Kind::Ratio | Kind::Difference => {
+            let (p, q) = band(kind, paper);
+            let pivot = if kind == Kind::Ratio { 1.0 } else { 0.0 };
+            format!("{} {}, within {}–{}", if paper.centre() > pivot { "above" } else { "below" }, fmt_num(pivot), sig3(p), sig3(q))
         }
-        Kind::Difference => {
-            let (p, q) = ((a / 2.0).min(a * 2.0), (b / 2.0).max(b * 2.0));
-            format!("{} 0, within {}–{}", if paper.centre() > 0.0 { "above" } else { "below" }, sig3(p.min(q)), sig3(p.max(q)))
+        Kind::Value => {
+            let (p, q) = band(kind, paper);
+            format!("{}–{}", sig3(p), sig3(q))
         }
-        Kind::Value => match paper {
-            Paper::One(x) => format!("{}–{}", sig3((x * 0.75).min(x * 1.25)), sig3((x * 0.75).max(x * 1.25))),
-            Paper::Range(a, b) => format!("{}–{}", fmt_num(a), fmt_num(b)),
-        },
         Kind::Equal => "0.9–1.1".into(),
         Kind::Count => paper.text(),
         Kind::AtLeast => format!("> {}", fmt_num(b)),
