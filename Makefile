@@ -48,11 +48,11 @@ demo: build
 
 # Lint, unit tests (simulated time) and end-to-end tests (real namespaces,
 # real traffic), grouped by scripts/test.sh: the tests that judge timing or
-# look at the whole host run alone, the other end-to-end tests in two lanes
-# side by side; then the fuzz smoke run.
+# look at the whole host run alone, the other end-to-end tests in five
+# lanes side by side (the fuzz targets build meanwhile); then the fuzz
+# smoke run.
 test: build fuzz-deps
-	$(SUDO) ./scripts/test.sh lint libraries alone together
-	./scripts/fuzz.sh $(FUZZ_SMOKE_SECONDS)
+	$(SUDO) env FUZZ_SMOKE_SECONDS=$(FUZZ_SMOKE_SECONDS) ./scripts/test.sh
 
 # An hour of one experiment with faults injected all along (crates/cli/
 # tests/soak.rs): memory, descriptors and leftovers checked, figures in

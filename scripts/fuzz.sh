@@ -6,6 +6,8 @@
 #   scripts/fuzz.sh SECONDS [TARGET...]   explore for SECONDS each, random
 #   scripts/fuzz.sh runs:N [TARGET...]    N inputs each from seed 1: the same
 #                                         inputs on every machine (make test)
+#   scripts/fuzz.sh build                 only build the targets (make test
+#                                         does it beside its slow tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:?seconds per target}; shift
@@ -15,6 +17,7 @@ targets=("$@")
 # libFuzzer catches), overflow checks on.
 flags=(+nightly fuzz run --sanitizer none --debug-assertions)
 cargo +nightly fuzz build --sanitizer none --debug-assertions
+[ "$secs" = build ] && exit 0
 for t in "${targets[@]}"; do
   mkdir -p "fuzz/regressions/$t" "target/fuzz-corpus/$t"
   if compgen -G "fuzz/regressions/$t/*" >/dev/null; then

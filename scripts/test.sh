@@ -7,14 +7,15 @@
 #   2. build     every test binary, once (cargo test --no-run)
 #   3. libraries simulated time, parsers, stores: each binary with all cores
 #   4. alone     tests that judge timing (accuracy, also as an ordinary
-#                user, nobody, in a user namespace of its own) or kill
-#                aerolink itself and count what is left on the host
-#                (lifecycle, faults, rootless, experiments, one browser
-#                test), one binary at a time, one test at a time
-#   5. together  the other end-to-end binaries in three lanes side by side
-#                (they mostly wait on emulated round trips, not on the
-#                CPU), one test at a time in each; their leftover checks
-#                count only what no running aerolink owns (tests/common.rs)
+#                user, nobody, in a user namespace of its own) or that
+#                look at the whole host (they SIGKILL aerolink and count
+#                what it leaves, or run `down --all`), one at a time
+#   5. together  every other end-to-end test, in five lanes side by side
+#                (they mostly wait on emulated round trips: the lanes keep
+#                about a tenth of the CPU busy), one test at a time in
+#                each; their leftover checks count only what no running
+#                aerolink owns (tests/common.rs), their faults hit only
+#                their own labs. The fuzz targets build meanwhile, niced.
 #   6. fuzz      100 000 inputs of each fuzz target (scripts/fuzz.sh)
 # Each phase prints its start time; a failure stops the run with the
 # phase, the binary and its log's last lines.
@@ -66,32 +67,69 @@ if want libraries; then
   done <target/test-binaries.tsv
 fi
 
-# Binaries (and single tests, BINARY::TEST) that run alone.
-ALONE=(accuracy lifecycle faults rootless experiments browser::interrupting_a_load_leaves_no_browser_behind)
-# The rest, in lanes balanced by their time on a 2-core machine (seconds
-# alone, docs/measurements.md 2026-11-26: guide 468, flight 220, pep 133,
-# workloads 118, browser 34, cluster 15, errors 1).
-LANES=("guide" "flight cluster errors" "pep workloads browser")
+# Binaries and single tests (BINARY::TEST) that run alone: they judge
+# timing, or they SIGKILL aerolink (its leftovers would be any other
+# lane's to see) or run `down --all` (it would take other lanes' labs), or
+# count iperf3 clients host-wide.
+ALONE=(accuracy
+  faults::sigkill_at_random_moments_then_resume_loses_and_repeats_nothing
+  lifecycle::after_sigkill_down_all_removes_the_leftovers
+  lifecycle::down_all_leaves_a_run_under_way_alone
+  lifecycle::an_interrupted_benchmark_removes_its_lab_at_once
+  rootless::an_ordinary_users_interrupted_run_leaves_nothing
+  browser::interrupting_a_load_leaves_no_browser_behind)
+# As nobody, the accuracy tests of the namespace, TUN and pump path; the
+# link models' own timing (LEO steps, on-demand grants) is the same code
+# whoever runs it, judged once above.
+NOBODY_SKIP=(starlink_pings_show_the_15_second_steps on_demand_return_links_make_an_idle_terminal_wait)
+# The rest (BINARY or BINARY::TEST), in lanes balanced by their time alone
+# on a 2-core machine (docs/measurements.md, 2026-11-27): flight 221 s,
+# the guide's three parts 143/173/151, pep 127, workloads 117, faults 85,
+# browser 28, cluster 24, experiments 24, rootless 13, lifecycle 9.
+LANES=("flight"
+  "guide::the_guide_s_browser_and_quic_examples_run_as_written experiments cluster"
+  "guide::the_guide_s_other_examples_run_as_written browser lifecycle rootless errors"
+  "guide::the_guide_s_workload_examples_run_as_written faults"
+  "pep workloads")
+# What a lane skips of a binary it runs whole: the tests that run alone.
+skips() {
+  local a
+  for a in "${ALONE[@]}"; do [[ $a == "$1::"* ]] && printf -- '--skip\n%s\n' "${a#*::}"; done
+  return 0
+}
+
+# one TEST: BINARY or BINARY::TEST, its log in target/test-logs.
+one() {
+  local t=$1; shift
+  case "$t" in
+    *::*) run "$logs/${t%%::*}-${t##*::}.log" "$cli" "$(e2e "${t%%::*}")" --exact "${t##*::}" --test-threads=1 "$@" ;;
+    *) run "$logs/$t.log" "$cli" "$(e2e "$t")" --test-threads=1 "$@" ;;
+  esac
+}
 
 if want alone; then
   phase "alone: timing and whole-host tests, one at a time"
-  for t in "${ALONE[@]}"; do
-    case "$t" in
-      *::*) run "$logs/${t%%::*}-${t##*::}.log" "$cli" "$(e2e "${t%%::*}")" --exact "${t##*::}" --test-threads=1 ;;
-      *) run "$logs/$t.log" "$cli" "$(e2e "$t")" --test-threads=1 ;;
-    esac
-  done
+  for t in "${ALONE[@]}"; do one "$t"; done
   echo "   the accuracy tests again, aerolink as an ordinary user (nobody) in a user namespace of its own:"
-  (export AEROLINK_TEST_AS=65534; run "$logs/accuracy-as-nobody.log" "$cli" "$(e2e accuracy)" --test-threads=1)
+  nobody_skip=()
+  for n in "${NOBODY_SKIP[@]}"; do nobody_skip+=(--skip "$n"); done
+  (export AEROLINK_TEST_AS=65534; run "$logs/accuracy-as-nobody.log" "$cli" "$(e2e accuracy)" --test-threads=1 "${nobody_skip[@]}")
 fi
 
+fuzz_build=
 if want together; then
+  if want fuzz; then
+    # The fuzz targets' build (minutes of compiling) while the lanes wait
+    # on their links.
+    fuzz_build=$logs/fuzz-build.log
+    nice -n 19 ./scripts/fuzz.sh build >"$fuzz_build" 2>&1 &
+    fuzz_pid=$!
+  fi
   phase "together: the other end-to-end tests, ${#LANES[@]} lanes side by side"
   lane() {
     for t in "$@"; do
-      local skip=()
-      [ "$t" = browser ] && skip=(--skip interrupting_a_load_leaves_no_browser_behind)
-      run "$logs/$t.log" "$cli" "$(e2e "$t")" --test-threads=1 "${skip[@]}" || return 1
+      mapfile -t skip < <(skips "$t")
+      one "$t" "${skip[@]}" || return 1
     done
   }
   pids=()
@@ -106,6 +144,9 @@ if want together; then
 fi
 
 if want fuzz; then
+  if [ -n "$fuzz_build" ]; then
+    wait "$fuzz_pid" || { tail -30 "$fuzz_build" >&2; echo "fuzz: building the targets failed: $fuzz_build" >&2; exit 1; }
+  fi
   phase "fuzz: 100 000 inputs of each target"
   ./scripts/fuzz.sh "${FUZZ_SMOKE_SECONDS:-runs:100000}"
 fi

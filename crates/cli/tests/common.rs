@@ -99,28 +99,42 @@ pub fn aerolink_namespaces() -> Vec<String> {
     aerolink_net::lab::leftover_namespaces(None)
 }
 
+/// The parent of process `pid`, from /proc.
+pub fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 2..].split(' ').nth(1)?.parse().ok()
+}
+
+/// Whether `ancestor` is `pid`'s parent, or its parent's parent, and so on.
+pub fn descends_from(pid: u32, ancestor: u32) -> bool {
+    let mut p = parent_of(pid);
+    while let Some(q) = p.filter(|&q| q > 1) {
+        if q == ancestor {
+            return true;
+        }
+        p = parent_of(q);
+    }
+    false
+}
+
 /// Processes whose command line matches `pattern` (`pgrep -f`) and that
 /// have no running aerolink among their ancestors: left behind by a run
 /// that ended, not part of one still running beside this test.
 pub fn orphan_processes(pattern: &str) -> Vec<String> {
     let o = std::process::Command::new("pgrep").args(["-f", pattern]).output().unwrap();
     let me = std::process::id();
-    let ppid = |pid: u32| -> Option<u32> {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        stat[stat.rfind(')')? + 2..].split(' ').nth(1)?.parse().ok()
-    };
     let is_aerolink = |pid: u32| std::fs::read_link(format!("/proc/{pid}/exe")).is_ok_and(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with("aerolink")));
     String::from_utf8_lossy(&o.stdout)
         .lines()
         .filter_map(|l| l.trim().parse::<u32>().ok())
         .filter(|&pid| pid != me)
         .filter(|&pid| {
-            let mut p = ppid(pid);
+            let mut p = parent_of(pid);
             while let Some(q) = p.filter(|&q| q > 1) {
                 if is_aerolink(q) {
                     return false;
                 }
-                p = ppid(q);
+                p = parent_of(q);
             }
             // Gone meanwhile: not a leftover either.
             std::path::Path::new(&format!("/proc/{pid}")).exists()

@@ -78,15 +78,18 @@ fn wait_for<T>(what: &str, within: Duration, mut f: impl FnMut() -> Option<T>) -
     }
 }
 
-/// The namespace of a lab's `host` and its workload processes (`aerolink
-/// workload …`), once there are any. Only those: while a lab is set up,
-/// short-lived `ip` and `sysctl` processes pass through its namespaces too,
-/// and a fault aimed at one of them would hit nothing.
-fn host_pids(host: &str) -> Option<(String, Vec<i32>)> {
-    let ns = aerolink_namespaces().into_iter().find(|n| n.ends_with(&format!("-{host}")))?;
+/// The namespace of `host` in a lab of the aerolink process `of` (other
+/// tests' labs may run beside this one: `make test` runs lanes side by
+/// side) and its workload processes (`aerolink workload …`), once there
+/// are any. Only those: while a lab is set up, short-lived `ip` and
+/// `sysctl` processes pass through its namespaces too, and a fault aimed
+/// at one of them would hit nothing.
+fn host_pids(of: u32, host: &str) -> Option<(String, Vec<i32>)> {
     let is_workload = |p: &i32| std::fs::read(format!("/proc/{p}/cmdline")).map(|c| c.split(|b| *b == 0).any(|a| a == b"workload")).unwrap_or(false);
-    let pids: Vec<i32> = aerolink_net::lab::namespace_pids(&ns).into_iter().filter(is_workload).collect();
-    (!pids.is_empty()).then_some((ns, pids))
+    aerolink_namespaces().into_iter().filter(|n| n.ends_with(&format!("-{host}"))).find_map(|ns| {
+        let pids: Vec<i32> = aerolink_net::lab::namespace_pids(&ns).into_iter().filter(|&p| descends_from(p as u32, of)).filter(is_workload).collect();
+        (!pids.is_empty()).then_some((ns, pids))
+    })
 }
 
 fn signal(pids: &[i32], sig: i32) {
@@ -113,29 +116,26 @@ fn integrity(db: &Path) -> String {
     c.query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap()
 }
 
-/// Nothing of aerolink's left: namespaces, labs' directories, processes.
+/// Nothing of aerolink's left: namespaces and labs' directories that no
+/// running aerolink owns (tests beside this one have their own).
 fn assert_nothing_left() {
     assert!(leftover_namespaces().is_empty(), "namespaces left: {:?}", leftover_namespaces());
-    let dirs: Vec<PathBuf> = std::fs::read_dir(std::env::temp_dir())
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| p.file_name().unwrap().to_string_lossy().ends_with("-tmp") && p.file_name().unwrap().to_string_lossy().starts_with("aerolink-"))
-        .collect();
-    assert!(dirs.is_empty(), "lab directories left: {dirs:?}");
+    let files = aerolink_net::lab::leftover_files();
+    assert!(files.is_empty(), "lab directories or monitor files left: {files:?}");
 }
 
 /// Runs one experiment of two repetitions, doing `fault` to the first run
 /// once its client runs (given the client's namespace and processes);
 /// returns the stored runs (failed first) and the experiment's standard
 /// error.
-fn with_fault(name: &str, timeout: &str, size: &str, fault: impl FnOnce(&str, &[i32])) -> (Vec<(bool, Option<String>)>, String) {
+fn with_fault(name: &str, timeout: &str, size: &str, fault: impl FnOnce(u32, &str, &[i32])) -> (Vec<(bool, Option<String>)>, String) {
     let d = tempdir(name);
     let (s, db, err) = (d.join("exp.toml"), d.join("r.db"), d.join("err"));
     std::fs::write(&s, spec_sized(name, 2, timeout, size)).unwrap();
     let mut child = start(&s, &db, &err);
-    let (ns, pids) = wait_for("the first client", Duration::from_secs(60), || host_pids("client"));
-    fault(&ns, &pids);
+    let of = child.0.id();
+    let (ns, pids) = wait_for("the first client", Duration::from_secs(60), || host_pids(of, "client"));
+    fault(of, &ns, &pids);
     assert_eq!(wait_exit(&mut child, Duration::from_secs(180)), 0, "{}", std::fs::read_to_string(&err).unwrap());
     let (held, rows) = runs(&db);
     assert_eq!(rows, 2, "each run stored once: {held:?}");
@@ -148,7 +148,7 @@ fn with_fault(name: &str, timeout: &str, size: &str, fault: impl FnOnce(&str, &[
 #[test]
 fn a_killed_client_fails_its_run_and_the_experiment_goes_on() {
     require_root();
-    let (v, _) = with_fault("fault-kill", "120s", "2MB", |_, client| signal(client, libc::SIGKILL));
+    let (v, _) = with_fault("fault-kill", "120s", "2MB", |_, _, client| signal(client, libc::SIGKILL));
     let (ok, e) = &v[0];
     assert!(!ok);
     let e = e.as_deref().unwrap_or("");
@@ -161,9 +161,9 @@ fn a_silent_server_times_the_run_out_with_the_reason() {
     require_root();
     // The server stops (SIGSTOP) with the client connected: the kernel
     // keeps its sockets, nothing answers.
-    let (v, _) = with_fault("fault-silent", "10s", "1MB", |_, _| {
+    let (v, _) = with_fault("fault-silent", "10s", "1MB", |of, _, _| {
         // The server listens before the client starts.
-        let (_, pids) = host_pids("server").expect("the server runs while its client does");
+        let (_, pids) = host_pids(of, "server").expect("the server runs while its client does");
         signal(&pids, libc::SIGSTOP);
     });
     let e = v[0].1.as_deref().unwrap_or("");
@@ -174,7 +174,7 @@ fn a_silent_server_times_the_run_out_with_the_reason() {
 #[test]
 fn a_tun_device_removed_under_the_pump_fails_the_run_with_the_reason() {
     require_root();
-    let (v, _) = with_fault("fault-tun", "120s", "2MB", |ns, _| {
+    let (v, _) = with_fault("fault-tun", "120s", "2MB", |_, ns, _| {
         let st = Command::new("ip").args(["-n", ns, "link", "del", "to-server"]).status().unwrap();
         assert!(st.success());
     });

@@ -68,7 +68,7 @@ fn interrupted_run_leaves_nothing(signal: i32, marker: &str) {
     require_root();
     let mut child = KillOnDrop(
         Command::new(bin())
-            .args(["run", "-q", "--rtt", "10ms", "--server", &format!("sleep {marker}1"), "--client", &format!("sleep {marker}2")])
+            .args(["run", "-q", "--ready-timeout", "0s", "--rtt", "10ms", "--server", &format!("sleep {marker}1"), "--client", &format!("sleep {marker}2")])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -128,7 +128,7 @@ fn sigint_removes_everything() {
 #[test]
 fn after_sigkill_down_all_removes_the_leftovers() {
     require_root();
-    let mut child = Command::new(bin()).args(["run", "-q", "--server", "sleep 41.41", "--client", "sleep 42.42"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let mut child = Command::new(bin()).args(["run", "-q", "--ready-timeout", "0s", "--server", "sleep 41.41", "--client", "sleep 42.42"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     wait_until("the client to start", || processes_matching("42.42") > 0);
     child.kill().unwrap();
     child.wait().unwrap();
@@ -249,7 +249,7 @@ fn the_servers_output_does_not_mix_into_the_clients() {
     let mark = d.join("printed");
     let server = format!("echo from-the-server; touch {}; sleep 30", mark.display());
     let client = format!("while [ ! -e {} ]; do sleep 0.05; done; echo from-the-client", mark.display());
-    let o = aerolink(&["run", "-q", "--profile", "terrestrial", "--server", &server, "--client", &client]);
+    let o = aerolink(&["run", "-q", "--ready-timeout", "0s", "--profile", "terrestrial", "--server", &server, "--client", &client]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
     assert_eq!(out, "from-the-client\n", "stdout: {out:?}, stderr: {err}");

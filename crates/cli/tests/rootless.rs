@@ -90,7 +90,11 @@ pep = ["none", "split-tcp", "quic-tunnel", "vpn"]
 fn an_ordinary_users_interrupted_run_leaves_nothing() {
     for (signal, marker) in [(libc::SIGTERM, "13.1313"), (libc::SIGKILL, "14.1414")] {
         let mut child = KillOnDrop(
-            as_nobody(&["run", "-q", "--rtt", "10ms", "--server", &format!("sleep {marker}1"), "--client", &format!("sleep {marker}2")]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap(),
+            as_nobody(&["run", "-q", "--ready-timeout", "0s", "--rtt", "10ms", "--server", &format!("sleep {marker}1"), "--client", &format!("sleep {marker}2")])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
         );
         wait_until("the client to start", || processes_matching(&format!("{marker}2")) > 0);
         let pid = child.0.id();
