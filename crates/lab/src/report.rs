@@ -110,6 +110,7 @@ fn metric_title(m: &str) -> &str {
         "delivered_bps_down" => "delivered rate (down)",
         "latency_ms_mean_up" => "mean message latency (up)",
         "latency_ms_mean_down" => "mean message latency (down)",
+        "latency_ms_mean_both" => "mean message latency (both ways)",
         "connections" => "connections",
         "latency_ms_mean" => "mean update latency",
         "latency_rtt_mean" => "mean update latency in RTTs",
@@ -415,6 +416,8 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
         Workload::Messages { direction, .. } => {
             if *direction == aerolink_work::messages::Direction::Down {
                 vec!["latency_ms_mean_down", "latency_ms_p50_down"]
+            } else if *direction == aerolink_work::messages::Direction::Both {
+                vec!["delivered_bps_down", "latency_ms_mean_up", "latency_ms_mean_down", "latency_ms_mean_both"]
             } else {
                 vec!["latency_ms_mean_up", "latency_ms_p50_up"]
             }

@@ -395,8 +395,11 @@ impl Workload {
             }
             Workload::Messages { .. } => {
                 let dur = f("duration_s").unwrap_or(1.0);
+                let mut every: Vec<f64> = Vec::new();
+                let mut dirs = 0;
                 for dir in ["up", "down"] {
                     if let Some(r) = v.get(dir).filter(|r| !r.is_null()) {
+                        dirs += 1;
                         let bytes = r.get("bytes").and_then(|x| x.as_f64()).unwrap_or(0.0);
                         put(&format!("delivered_bps_{dir}"), Some(bytes * 8.0 / dur));
                         let mut lat: Vec<f64> = r.get("latencies_ms").and_then(|l| l.as_array()).map(|a| a.iter().filter_map(|x| x.as_f64()).collect()).unwrap_or_default();
@@ -404,8 +407,14 @@ impl Workload {
                             lat.sort_by(f64::total_cmp);
                             put(&format!("latency_ms_mean_{dir}"), Some(lat.iter().sum::<f64>() / lat.len() as f64));
                             put(&format!("latency_ms_p50_{dir}"), Some(lat[lat.len() / 2]));
+                            every.extend(lat);
                         }
                     }
+                }
+                // Both ways at once (seed 004's two-way tests): the mean
+                // over every message either way.
+                if dirs == 2 && !every.is_empty() {
+                    put("latency_ms_mean_both", Some(every.iter().sum::<f64>() / every.len() as f64));
                 }
             }
         }
@@ -461,4 +470,31 @@ pub fn human_bytes(b: u64) -> String {
 fn trim(x: f64) -> String {
     let s = format!("{x:.3}");
     s.trim_end_matches('0').trim_end_matches('.').to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both ways at once, each direction keeps its own figures and the
+    /// two-way mean weighs every message once (seed 004's two-way tests
+    /// report one latency for both nodes).
+    #[test]
+    fn two_way_messages_give_each_direction_and_their_common_mean() {
+        let w = Workload::Messages { transport: Transport::Tcp, direction: MessagesDirection::Both, size: 64, rate_bps: 2048.0, duration_s: 10.0 };
+        let v = serde_json::json!({
+            "duration_s": 10.0,
+            "up": { "bytes": 1000, "latencies_ms": [1000.0, 3000.0] },
+            "down": { "bytes": 2000, "latencies_ms": [6000.0, 6000.0, 6000.0, 6000.0] }
+        });
+        let m = w.metrics(&v);
+        assert_eq!(m["delivered_bps_up"], 800.0);
+        assert_eq!(m["delivered_bps_down"], 1600.0);
+        assert_eq!(m["latency_ms_mean_up"], 2000.0);
+        assert_eq!(m["latency_ms_mean_down"], 6000.0);
+        assert!((m["latency_ms_mean_both"] - 28000.0 / 6.0).abs() < 1e-9, "{m:?}");
+        // One way only: no two-way mean.
+        let up = Workload::Messages { transport: Transport::Tcp, direction: MessagesDirection::Up, size: 64, rate_bps: 2048.0, duration_s: 10.0 };
+        assert!(!up.metrics(&serde_json::json!({"duration_s": 10.0, "up": {"bytes": 1, "latencies_ms": [1.0]}})).contains_key("latency_ms_mean_both"));
+    }
 }
