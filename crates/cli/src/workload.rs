@@ -5,7 +5,9 @@
 
 use std::net::SocketAddr;
 
-use aerolink_work::cli::{BrowserArgs, BrowserParams, BulkArgs, ConnsArgs, MessagesArgs, ObjectsArgs, ObjectsParams, RealtimeArgs, RealtimeParams, ServeArgs, WebArgs, WebParams, WorkloadCmd};
+use aerolink_work::cli::{
+    BrowserArgs, BrowserParams, BulkArgs, ConnsArgs, MessagesArgs, ObjectsArgs, ObjectsParams, PingArgs, RealtimeArgs, RealtimeParams, ServeArgs, WebArgs, WebParams, WorkloadCmd,
+};
 use aerolink_work::web::ObjectsMode;
 use aerolink_work::{browser, bulk, messages, page, server, web, Transport};
 
@@ -69,6 +71,10 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                 })?;
                 let o = browser::LoadOpts { protocol, resolve_to: Some(addr(&server)?.ip()), timeout: std::time::Duration::from_nanos(timeout.0), har, screenshot, warm, bodies: false };
                 print(&browser::load(&page, &url, &o).await?.result)
+            }
+            WorkloadCmd::Ping(PingArgs { server, count, interval, size, wait }) => {
+                let ip = addr(&server)?.ip();
+                print(&aerolink_work::ping::run(ip, count, std::time::Duration::from_nanos(interval.0), size, std::time::Duration::from_nanos(wait.0)).await?)
             }
             WorkloadCmd::Messages(MessagesArgs { server, params, rate, nagle, quic }) => {
                 let a = with_port(addr(&server)?, server::MESSAGES_PORT);

@@ -493,7 +493,8 @@ fn expand_workload(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
         "messages" => &["transport", "transports", "direction", "directions", "size", "sizes", "rate", "rates", "duration"],
         "realtime" => &["mechanism", "mechanisms", "scenario", "scenarios", "count", "interval_ms", "size"],
         "browser" => &["protocol", "protocols", "page", "pages", "warm"],
-        other => return Err(("type".into(), format!("{other:?}: expected web, bulk, objects, messages, realtime or browser"))),
+        "ping" => &["count", "interval", "size", "sizes"],
+        other => return Err(("type".into(), format!("{other:?}: expected web, bulk, objects, messages, realtime, ping or browser"))),
     };
     for k in t.keys() {
         if k != "type" && !allowed.contains(&k.as_str()) && !KNOB_KEYS.contains(&k.as_str()) {
@@ -563,6 +564,20 @@ fn expand_workload(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
                 for scenario in picks(t, &["scenarios", "scenario"], Some(Scenario::ALL.to_vec()))? {
                     out.push(Workload::Realtime { mechanism, scenario, count: count as u32, interval_ms: interval_ms as u64, size: size as u32 });
                 }
+            }
+        }
+        "ping" => {
+            let count = match t.get("count") {
+                None => 100,
+                Some(toml::Value::Integer(i)) if *i > 0 => *i,
+                _ => return Err(("count".into(), "expected a positive whole number".into())),
+            };
+            let interval_ms = match t.get("interval") {
+                None => 1000,
+                Some(v) => aerolink_link::units::parse_duration(v.as_str().unwrap_or("")).map_err(|m| ("interval".to_string(), format!("expected {m}")))?.as_millis_f64().round() as u64,
+            };
+            for size in ints(&["sizes", "size"], 56)? {
+                out.push(Workload::Ping { count: count.clamp(0, u32::MAX as i64) as u32, interval_ms, size: size.clamp(0, u32::MAX as i64) as u32 });
             }
         }
         _ => {

@@ -111,6 +111,11 @@ fn metric_title(m: &str) -> &str {
         "latency_ms_mean_up" => "mean message latency (up)",
         "latency_ms_mean_down" => "mean message latency (down)",
         "latency_ms_mean_both" => "mean message latency (both ways)",
+        "rtt_ms_mean" => "mean ping RTT",
+        "rtt_ms_sd" => "ping RTT standard deviation",
+        "rtt_ms_min" => "least ping RTT",
+        "rtt_ms_max" => "largest ping RTT",
+        "ping_loss_pct" => "pings unanswered",
         "connections" => "connections",
         "latency_ms_mean" => "mean update latency",
         "latency_rtt_mean" => "mean update latency in RTTs",
@@ -413,6 +418,7 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
         Workload::Objects { .. } => vec!["connections", "client_retransmits", "link_drops_down", "link_drops_up"],
         Workload::Bulk { .. } => vec!["goodput_bps", "sender_retransmits", "sender_srtt_ms_max", "link_drops_down", "link_drops_up"],
         Workload::Realtime { .. } => vec!["latency_passes_mean", "latency_ms_mean_s2c", "latency_ms_mean_c2s", "connections"],
+        Workload::Ping { .. } => vec!["rtt_ms_sd", "rtt_ms_min", "rtt_ms_max", "ping_loss_pct"],
         Workload::Messages { direction, .. } => {
             if *direction == aerolink_work::messages::Direction::Down {
                 vec!["latency_ms_mean_down", "latency_ms_p50_down"]

@@ -9,7 +9,7 @@ use aerolink_link::Duration;
 use aerolink_work::browser::BrowserProtocol;
 use aerolink_work::bulk::Direction as BulkDirection;
 use aerolink_work::cli::{
-    BrowserArgs, BrowserParams, BulkArgs, MessagesArgs, MessagesParams, ObjectsArgs, ObjectsParams, RealtimeArgs, RealtimeParams, ServeArgs, TcpClientArgs, WebArgs, WebParams, WorkloadCmd,
+    BrowserArgs, BrowserParams, BulkArgs, MessagesArgs, MessagesParams, ObjectsArgs, ObjectsParams, PingArgs, RealtimeArgs, RealtimeParams, ServeArgs, TcpClientArgs, WebArgs, WebParams, WorkloadCmd,
 };
 use aerolink_work::messages::Direction as MessagesDirection;
 use aerolink_work::quic::{QuicArgs, QuicKnobs};
@@ -36,6 +36,8 @@ pub enum WorkloadError {
     MessagesRate,
     #[error("page {0:?}: expected a corpus page ({1}), a synthetic page like 10x100KB, or an http:// or https:// URL")]
     BrowserPage(String, String),
+    #[error("count must be at least 1, the interval at least 200 ms (ping's limit for an ordinary user) and the size at most 65507 bytes")]
+    Ping,
 }
 
 /// What a run executes, typed. Its JSON form is stored with every result
@@ -69,6 +71,12 @@ pub enum Workload {
     Realtime {
         mechanism: Mechanism,
         scenario: Scenario,
+        count: u32,
+        interval_ms: u64,
+        size: u32,
+    },
+    /// Echo requests by Debian's ping, each reply's round-trip time.
+    Ping {
         count: u32,
         interval_ms: u64,
         size: u32,
@@ -202,7 +210,7 @@ impl Workload {
             Workload::Objects { set, .. } => aerolink_work::page::object_set(set).map(|v| v.iter().sum()).unwrap_or(0),
             Workload::Bulk { bytes, .. } => *bytes,
             Workload::Browser { page, .. } => aerolink_work::corpus::shape(page).map(|s| s.kilobytes() as u64 * 1000).unwrap_or(0),
-            Workload::Messages { .. } | Workload::Realtime { .. } => 0,
+            Workload::Messages { .. } | Workload::Realtime { .. } | Workload::Ping { .. } => 0,
         }
     }
 
@@ -211,7 +219,7 @@ impl Workload {
     pub fn paced_seconds(&self) -> f64 {
         match self {
             Workload::Messages { duration_s, .. } => *duration_s,
-            Workload::Realtime { count, interval_ms, .. } => *count as f64 * *interval_ms as f64 / 1e3,
+            Workload::Realtime { count, interval_ms, .. } | Workload::Ping { count, interval_ms, .. } => *count as f64 * *interval_ms as f64 / 1e3,
             _ => 0.0,
         }
     }
@@ -243,6 +251,11 @@ impl Workload {
                     return Err(WorkloadError::MessagesRate);
                 }
             }
+            Workload::Ping { count, interval_ms, size } => {
+                if *count == 0 || *interval_ms < 200 || *size > aerolink_work::ping::MAX_SIZE {
+                    return Err(WorkloadError::Ping);
+                }
+            }
             Workload::Browser { page, .. } => {
                 if aerolink_work::browser::page_url(page).is_none() {
                     return Err(WorkloadError::BrowserPage(page.clone(), aerolink_work::corpus::names().join(", ")));
@@ -258,6 +271,7 @@ impl Workload {
             Workload::Bulk { .. } => "bulk",
             Workload::Objects { .. } => "objects",
             Workload::Messages { .. } => "messages",
+            Workload::Ping { .. } => "ping",
             Workload::Realtime { .. } => "realtime",
             Workload::Browser { .. } => "browser",
         }
@@ -269,6 +283,7 @@ impl Workload {
             Workload::Web { protocol, .. } | Workload::Objects { protocol, .. } => protocol.to_string(),
             Workload::Bulk { transport, .. } | Workload::Messages { transport, .. } => transport.to_string(),
             Workload::Realtime { mechanism, .. } => mechanism.to_string(),
+            Workload::Ping { .. } => "icmp".to_string(),
             Workload::Browser { protocol, .. } => format!("browser {protocol}"),
         }
     }
@@ -287,6 +302,7 @@ impl Workload {
             Workload::Objects { set, parallel, .. } => format!("{set} {}", if *parallel { "par" } else { "seq" }),
             Workload::Messages { direction, size, rate_bps, .. } => format!("{size} B at {} bit/s {direction}", rate_bps),
             Workload::Realtime { scenario, count, .. } => format!("{scenario} ×{count}"),
+            Workload::Ping { count, interval_ms, size } => format!("{size} B every {interval_ms} ms ×{count}"),
             Workload::Browser { page, warm, .. } => {
                 if *warm {
                     format!("{page} warm")
@@ -318,6 +334,15 @@ impl Workload {
                 let params = RealtimeParams { mechanism: *mechanism, scenario: *scenario, count: *count, interval_ms: *interval_ms, size: *size, no_nagle: !knobs.nagle };
                 WorkloadCmd::Realtime(RealtimeArgs { server, params })
             }
+            Workload::Ping { count, interval_ms, size } => WorkloadCmd::Ping(PingArgs {
+                server,
+                count: *count,
+                interval: Duration::from_millis(*interval_ms),
+                size: *size,
+                // Long enough for a reply queued behind a minute of
+                // Iridium backlog.
+                wait: Duration::from_secs(60),
+            }),
             Workload::Browser { protocol, page, warm, har, screenshot } => {
                 let params = BrowserParams { protocol: *protocol, page: page.clone(), warm: *warm };
                 WorkloadCmd::Browser(BrowserArgs { server, params, har: har.clone(), screenshot: screenshot.clone(), timeout: Duration::from_secs(600) })
@@ -417,6 +442,26 @@ impl Workload {
                     put("latency_ms_mean_both", Some(every.iter().sum::<f64>() / every.len() as f64));
                 }
             }
+            Workload::Ping { .. } => {
+                let sent = f("sent").unwrap_or(0.0);
+                let mut rtt: Vec<f64> = v.get("rtts_ms").and_then(|l| l.as_array()).map(|a| a.iter().filter_map(|x| x.as_f64()).collect()).unwrap_or_default();
+                if sent > 0.0 {
+                    put("ping_loss_pct", Some(100.0 * (1.0 - rtt.len() as f64 / sent)));
+                }
+                if !rtt.is_empty() {
+                    rtt.sort_by(f64::total_cmp);
+                    let n = rtt.len() as f64;
+                    let mean = rtt.iter().sum::<f64>() / n;
+                    put("rtt_ms_mean", Some(mean));
+                    put("rtt_ms_min", Some(rtt[0]));
+                    put("rtt_ms_p50", Some(rtt[rtt.len() / 2]));
+                    put("rtt_ms_max", Some(rtt[rtt.len() - 1]));
+                    // The sample standard deviation of this run's replies.
+                    if rtt.len() > 1 {
+                        put("rtt_ms_sd", Some((rtt.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()));
+                    }
+                }
+            }
         }
         m
     }
@@ -428,6 +473,7 @@ impl Workload {
             Workload::Objects { .. } => ("total_ms", true),
             Workload::Bulk { .. } => ("completion_ms", true),
             Workload::Realtime { .. } => ("latency_ms_mean", true),
+            Workload::Ping { .. } => ("rtt_ms_mean", true),
             Workload::Messages { direction, .. } => {
                 if *direction == MessagesDirection::Down {
                     ("delivered_bps_down", false)

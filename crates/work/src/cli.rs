@@ -63,6 +63,10 @@ pub enum WorkloadCmd {
     Realtime(RealtimeArgs),
     /// Seed 004's message generator over TCP or QUIC.
     Messages(MessagesArgs),
+    /// Debian's ping to the server: COUNT echo requests of SIZE bytes
+    /// every INTERVAL, each reply's round-trip time (seed 004's channel
+    /// pings, seed 002's RTT per segment size, seed 000's flight pings).
+    Ping(PingArgs),
     /// Load a page in a real browser (headless Chromium over the DevTools
     /// protocol): paint and load timings, connections, protocols, HAR.
     Browser(BrowserArgs),
@@ -307,6 +311,24 @@ pub struct MessagesArgs {
     pub quic: QuicArgs,
 }
 
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct PingArgs {
+    #[arg(long)]
+    pub server: String,
+    /// Echo requests to send.
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
+    pub count: u32,
+    /// Gap between requests (ping's -i; under 200 ms needs root).
+    #[arg(long, default_value = "1s", value_parser = duration_arg)]
+    pub interval: Duration,
+    /// ICMP payload, bytes (ping's -s; at most 65507).
+    #[arg(long, default_value_t = 56, value_parser = clap::value_parser!(u32).range(0..=crate::ping::MAX_SIZE as i64))]
+    pub size: u32,
+    /// How long to wait for the last replies after the last request.
+    #[arg(long, default_value = "30s", value_parser = duration_arg)]
+    pub wait: Duration,
+}
+
 /// For parsing a workload command line on its own.
 #[derive(Parser, Debug)]
 #[command(name = "workload", no_binary_name = true)]
@@ -339,6 +361,7 @@ impl WorkloadCmd {
             WorkloadCmd::Objects(_) => "objects",
             WorkloadCmd::Realtime(_) => "realtime",
             WorkloadCmd::Messages(_) => "messages",
+            WorkloadCmd::Ping(_) => "ping",
             WorkloadCmd::Browser(_) => "browser",
         }
     }
@@ -408,6 +431,13 @@ impl WorkloadCmd {
                 flag(&mut a, "rate", rate_text(m.rate));
                 switch(&mut a, "nagle", m.nagle);
                 a.extend(m.quic.to_args());
+            }
+            WorkloadCmd::Ping(p) => {
+                flag(&mut a, "server", &p.server);
+                flag(&mut a, "count", p.count);
+                flag(&mut a, "interval", duration_text(p.interval));
+                flag(&mut a, "size", p.size);
+                flag(&mut a, "wait", duration_text(p.wait));
             }
             WorkloadCmd::Browser(b) => {
                 flag(&mut a, "server", &b.server);
@@ -499,6 +529,7 @@ mod tests {
                 v.push(WorkloadCmd::Realtime(RealtimeArgs { server: "2001:2::2".into(), params }));
             }
         }
+        v.push(WorkloadCmd::Ping(PingArgs { server: server.clone(), count: 3, interval: Duration::from_millis(1500), size: 1024, wait: Duration::from_secs(5) }));
         for (i, protocol) in BrowserProtocol::ALL.iter().enumerate() {
             let params = BrowserParams { protocol: *protocol, page: if i == 0 { "news".into() } else { "https://www.a.test/x?y=1".into() }, warm: i == 1 };
             v.push(WorkloadCmd::Browser(BrowserArgs {

@@ -98,6 +98,9 @@ pub enum WorkError {
     /// Setting the route's initial window failed.
     #[error("initial window: {0}")]
     Route(String),
+    /// A program the workload runs (Debian's `ping`) failed.
+    #[error("{program}: {why}")]
+    Program { program: &'static str, why: String },
 }
 
 /// A workload's result.

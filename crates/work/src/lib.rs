@@ -23,6 +23,7 @@ pub mod error;
 pub mod har;
 pub mod messages;
 pub mod page;
+pub mod ping;
 pub mod probe;
 pub mod quic;
 pub mod realtime;
