@@ -356,7 +356,7 @@ async fn ping(target: IpAddr, timeout: Duration, w: Log) {
     let m = match out {
         Ok(o) => {
             let text = String::from_utf8_lossy(&o.stdout);
-            match text.split("time=").nth(1).and_then(|r| r.split_whitespace().next()).and_then(|v| v.parse::<f64>().ok()) {
+            match text.lines().find_map(crate::ping::reply).map(|(_, ms)| ms) {
                 Some(ms) => Measurement::Ping { rtt_ms: Some(ms), error: None },
                 None => Measurement::Ping { rtt_ms: None, error: Some("no reply".into()) },
             }
