@@ -3,7 +3,9 @@
 # binary once, then runs them in groups, so that the whole suite fits in
 # 15 minutes on a fresh 2-core machine while the tests that judge timing
 # run on an otherwise idle machine:
-#   1. lint      rustfmt's check (rustfmt.toml)
+#   1. lint      rustfmt's check (rustfmt.toml), the size limits
+#                (scripts/sizes.sh); clippy with -D warnings runs during
+#                "together" (niced), or here when that phase is not asked
 #   2. build     every test binary, once (cargo test --no-run)
 #   3. libraries simulated time, parsers, stores: each binary with all cores
 #   4. alone     tests that judge timing (accuracy, also as an ordinary
@@ -35,6 +37,16 @@ mkdir -p "$logs"
 if want lint; then
   phase "lint: cargo fmt --check"
   cargo fmt --check >/dev/null || { cargo fmt --check | head -40; echo "lint: run cargo fmt (rustfmt.toml sets the style)" >&2; exit 1; }
+  phase "lint: scripts/sizes.sh"
+  ./scripts/sizes.sh
+fi
+# Clippy over every crate and target, warnings refused (lints and their
+# exceptions: Cargo.toml's [workspace.lints]). --release reuses the build
+# scripts' outputs (SQLite's C) of the build below.
+clippy() { cargo clippy --release --locked --workspace --all-targets --quiet -- -D warnings; }
+if want lint && ! want together; then
+  phase "lint: cargo clippy"
+  clippy
 fi
 
 phase "build: every test binary"
@@ -116,7 +128,7 @@ if want alone; then
   (export AEROLINK_TEST_AS=65534; run "$logs/accuracy-as-nobody.log" "$cli" "$(e2e accuracy)" --test-threads=1 "${nobody_skip[@]}")
 fi
 
-fuzz_build=
+fuzz_build= clippy_pid=
 if want together; then
   if want fuzz; then
     # The fuzz targets' build (minutes of compiling) while the lanes wait
@@ -124,6 +136,10 @@ if want together; then
     fuzz_build=$logs/fuzz-build.log
     nice -n 19 ./scripts/fuzz.sh build >"$fuzz_build" 2>&1 &
     fuzz_pid=$!
+  fi
+  if want lint; then
+    nice -n 19 bash -c "$(declare -f clippy); clippy" >"$logs/clippy.log" 2>&1 &
+    clippy_pid=$!
   fi
   phase "together: the other end-to-end tests, ${#LANES[@]} lanes side by side"
   lane() {
@@ -141,6 +157,10 @@ if want together; then
   st=0
   for p in "${pids[@]}"; do wait "$p" || st=1; done
   [ $st = 0 ] || exit 1
+  if [ -n "$clippy_pid" ]; then
+    wait "$clippy_pid" || { cat "$logs/clippy.log" >&2; echo "lint: cargo clippy refused warnings: $logs/clippy.log" >&2; exit 1; }
+    echo "   ok   clippy"
+  fi
 fi
 
 if want fuzz; then

@@ -131,6 +131,7 @@ enum ResultsCmd {
 }
 
 #[derive(Subcommand, Debug)]
+#[allow(clippy::large_enum_variant)] // parsed once per process
 enum ProfilesCmd {
     /// One line per built-in profile.
     List {

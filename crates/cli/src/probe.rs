@@ -12,6 +12,7 @@ use clap::{Args, Subcommand};
 use crate::error::user;
 
 #[derive(Subcommand, Debug)]
+#[allow(clippy::large_enum_variant)] // parsed once per process
 pub enum ProbeCmd {
     /// The ground reflector: answers UDP probes (port 2112), DNS questions
     /// (port 53) and serves pages (h1/h2 on 443/tcp, h3 on 443/udp) and

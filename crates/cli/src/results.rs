@@ -1,7 +1,7 @@
 //! `aerolink results export` and `aerolink report`.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use aerolink_lab::report::series_name;
 use aerolink_lab::store::Store;
@@ -58,7 +58,7 @@ pub struct ReportArgs {
     pub json: bool,
 }
 
-fn open(db: &PathBuf) -> anyhow::Result<Store> {
+fn open(db: &Path) -> anyhow::Result<Store> {
     open_as(db, "--db")
 }
 
@@ -218,7 +218,7 @@ pub fn report(a: ReportArgs) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-fn compare(a: &ReportArgs, da: &PathBuf, db: &PathBuf) -> anyhow::Result<i32> {
+fn compare(a: &ReportArgs, da: &Path, db: &Path) -> anyhow::Result<i32> {
     let (sa, sb) = (open_as(da, "--compare")?, open_as(db, "--compare")?);
     let exp = a.experiment.as_deref();
     let (ra, rb) = (sa.runs(exp)?, sb.runs(exp)?);

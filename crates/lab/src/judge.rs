@@ -462,7 +462,7 @@ pub fn judge_catalogue(entries: &[Entry], sources: &[Source<'_>]) -> Vec<Judged>
                     let j = judge(e, m, s.experiment, s.runs);
                     let better = match &best {
                         None => true,
-                        Some(b) => (j.verdict != Verdict::NotRun && b.verdict == Verdict::NotRun) || (j.verdict != Verdict::NotRun && j.reps > b.reps),
+                        Some(b) => j.verdict != Verdict::NotRun && (b.verdict == Verdict::NotRun || j.reps > b.reps),
                     };
                     if better {
                         best = Some(j);

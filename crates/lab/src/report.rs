@@ -373,13 +373,8 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
         }
     }
     let values = |p: &str, s: &str, m: &str| -> Vec<f64> { rs.iter().filter(|r| r.ok && r.profile == p && series_name(r) == s).filter_map(|r| r.metrics.get(m).copied()).collect() };
-    let scale = if unit_s {
-        1e-3
-    } else if metric.contains("bps") {
-        1e-3
-    } else {
-        1.0
-    };
+    // ms shown in s, bit/s in kbit/s.
+    let scale = if unit_s || metric.contains("bps") { 1e-3 } else { 1.0 };
     let y_label = if unit_s {
         format!("{} (s)", metric_title(metric))
     } else if metric.contains("_ms") {

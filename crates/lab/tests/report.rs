@@ -3,7 +3,7 @@
 //! and rendered into one self-contained HTML page whose content is checked.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::{Duration, SystemTime};
 
 use aerolink_lab::experiment::Experiment;
@@ -46,7 +46,7 @@ fn db(name: &str) -> common::Scratch {
 
 /// Stores the fixture: h1 loads take 10, 11, 12 s; h2 loads 30, 33 s and
 /// one failure.
-fn fixture(path: &PathBuf) -> Experiment {
+fn fixture(path: &Path) -> Experiment {
     let e = Experiment::parse(SPEC, "fixture.toml").unwrap();
     let mut store = Store::open(path).unwrap();
     store.record_experiment(&e.name, &e.file, &e.description, e.baseline.as_deref(), &e.source, "2026-11-22T00:00:00Z").unwrap();

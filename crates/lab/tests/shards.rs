@@ -4,7 +4,7 @@
 //! a run), merged, merged again, and checked against the unsharded plan.
 
 use std::collections::BTreeSet;
-use std::path::PathBuf;
+use std::path::Path;
 use std::time::SystemTime;
 
 use aerolink_lab::experiment::Experiment;
@@ -29,7 +29,7 @@ fn db(name: &str) -> common::Scratch {
     common::db("shards", name)
 }
 
-fn store_of(e: &Experiment, path: &PathBuf, runs: &[aerolink_lab::experiment::PlannedRun], host: &str, ok: bool) {
+fn store_of(e: &Experiment, path: &Path, runs: &[aerolink_lab::experiment::PlannedRun], host: &str, ok: bool) {
     let mut s = Store::open(path).unwrap();
     s.record_experiment(&e.name, &e.file, &e.description, e.baseline.as_deref(), &e.source, "2026-11-22T00:00:00Z").unwrap();
     for p in runs {
@@ -38,7 +38,7 @@ fn store_of(e: &Experiment, path: &PathBuf, runs: &[aerolink_lab::experiment::Pl
     }
 }
 
-fn keys(path: &PathBuf) -> BTreeSet<String> {
+fn keys(path: &Path) -> BTreeSet<String> {
     Store::open(path).unwrap().runs(None).unwrap().into_iter().map(|r| r.run_key).collect()
 }
 

@@ -14,8 +14,7 @@ fn probe(p: &mut Pipeline<()>, times_ms: &[u64]) -> Vec<(u64, f64)> {
     let mut out = Vec::new();
     for &t in times_ms {
         p.enqueue(Instant(t * MS), 64, ());
-        loop {
-            let Some(w) = p.next_wakeup() else { break };
+        while let Some(w) = p.next_wakeup() {
             match p.dequeue(w) {
                 Some(pkt) => out.push((t, (pkt.meta.due.0 - pkt.meta.arrived.0) as f64 / 1e6)),
                 None => continue,

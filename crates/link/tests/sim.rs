@@ -21,7 +21,10 @@ fn profile(toml: &str) -> Profile {
 
 /// Feeds `(arrival, len)` packets and runs the clock to the end. Returns
 /// departures `(id, due)` and drops `(id, reason)`.
-fn drive(p: &mut Pipeline<()>, arrivals: &[(u64, u32)]) -> (Vec<(u64, Instant)>, Vec<(u64, DropReason)>) {
+type Departures = Vec<(u64, Instant)>;
+type Drops = Vec<(u64, DropReason)>;
+
+fn drive(p: &mut Pipeline<()>, arrivals: &[(u64, u32)]) -> (Departures, Drops) {
     let (out, drops) = common::drive(p, arrivals);
     (out.iter().map(|m| (m.id, m.due)).collect(), drops.iter().map(|d| (d.meta.id, d.reason)).collect())
 }
@@ -129,8 +132,8 @@ fn jitter_preserves_order_unless_reordering_is_asked_for() {
     assert!((mean - 50e6).abs() < half_width, "mean delay {mean} ns");
 }
 
-/// Wilson score interval for a binomial proportion (z = 2.576 for 99 %).
-
+/// Which of `n` 100-byte packets, one a millisecond, the profile's up
+/// direction loses.
 fn losses(prof: &Profile, seed: u64, n: usize) -> Vec<bool> {
     let mut p = Pipeline::new(&prof.up, prof.base_rtt(), seed, 0);
     let arrivals: Vec<(u64, u32)> = (0..n as u64).map(|i| (i * MS, 100)).collect();

@@ -321,7 +321,7 @@ mod tests {
         let payload: Vec<u8> = (0..250u32).map(|i| i as u8).collect();
         let total = (20 + 20 + payload.len()) as u16;
         ip[2..4].copy_from_slice(&total.to_be_bytes());
-        let full_tcp = (20 + payload.len());
+        let full_tcp = 20 + payload.len();
         let mut probe = ip.clone();
         probe.extend_from_slice(&tcp);
         let partial = fold(pseudo_header_sum(&probe, false, IPPROTO_TCP, full_tcp));

@@ -235,7 +235,7 @@ mod tests {
         std::fs::write(&p, "{\"format\": \"har\"}").unwrap();
         let e = Archive::load(&p).unwrap_err().to_string();
         assert!(e.starts_with(&p.display().to_string()) && e.contains("not an aerolink archive"), "{e}");
-        std::fs::write(&p, "{\"format\":\"x\",\"url\":\"u\",\"source\":\"s\",\"entries\":[]}".to_string()).unwrap();
+        std::fs::write(&p, "{\"format\":\"x\",\"url\":\"u\",\"source\":\"s\",\"entries\":[]}").unwrap();
         assert!(Archive::load(&p).unwrap_err().to_string().contains("expected \"aerolink-archive/1\""));
         std::fs::remove_dir_all(&dir).unwrap();
     }

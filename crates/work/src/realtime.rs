@@ -211,6 +211,8 @@ async fn server_updates(sessions: &Sessions, id: &str, p: &Params) {
 
 async fn serve_ws_conn(tcp: TcpStream) -> Result<()> {
     let mut params = None;
+    // The callback's type is tungstenite's (its error is a whole HTTP response).
+    #[allow(clippy::result_large_err)]
     let cb = |req: &tokio_tungstenite::tungstenite::handshake::server::Request, resp| {
         params = req.uri().query().and_then(Params::from_query);
         Ok(resp)

@@ -258,11 +258,8 @@ impl Bonded {
         let marginal_loss = self.spec.marginal.map(|m| m.2).unwrap_or(0.0);
         let marginal = self.spec.marginal;
         for i in 0..self.ch.len() {
-            loop {
-                let tx = match self.ch[i].queue.front() {
-                    Some(m) => self.tx_time(m.len),
-                    None => break,
-                };
+            while let Some(len) = self.ch[i].queue.front().map(|m| m.len) {
+                let tx = self.tx_time(len);
                 let c = &self.ch[i];
                 let start = c.free_at.max(c.queue.front().map(|m| m.due).unwrap_or(Instant::ZERO));
                 if start > t || c.down_until.is_some() {

@@ -215,6 +215,9 @@ pub fn read_dir_or_file(path: &Path) -> std::io::Result<(Vec<Record>, usize)> {
     Ok((out, bad))
 }
 
+/// Where a [`Writer`] also hands each record (the SQLite copy).
+pub type Sink = Box<dyn FnMut(&Record) + Send>;
+
 /// Appends records to the log in a directory, rotating by size.
 pub struct Writer {
     dir: PathBuf,
@@ -223,7 +226,7 @@ pub struct Writer {
     rotate_bytes: u64,
     next_n: u64,
     /// Everything written, for the caller (the SQLite copy).
-    pub sink: Option<Box<dyn FnMut(&Record) + Send>>,
+    pub sink: Option<Sink>,
 }
 
 impl Writer {

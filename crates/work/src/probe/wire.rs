@@ -27,6 +27,8 @@ const REP_MAGIC: &[u8; 4] = b"ALR1";
 /// Requests are padded to this length so that a reply is never larger.
 pub const REQUEST_LEN: usize = 80;
 const REPLY_LEN: usize = 4 + 8 * 6 + 1 + 16 + 2 + 8;
+// A reply is never larger than its request: the reflector amplifies nothing.
+const _: () = assert!(REPLY_LEN <= REQUEST_LEN);
 const TRAIN_REQ_MAGIC: &[u8; 4] = b"ALD1";
 const TRAIN_DOWN_MAGIC: &[u8; 4] = b"ALE1";
 const TRAIN_UP_MAGIC: &[u8; 4] = b"ALT1";
@@ -333,7 +335,6 @@ mod tests {
     fn requests_and_replies_round_trip_and_a_reply_is_never_larger() {
         let r = Request { session: 7, seq: 1 << 40, sent_ns: 123_456_789 };
         assert_eq!(Request::decode(&r.encode()), Some(r));
-        assert!(REPLY_LEN <= REQUEST_LEN);
         for from in ["198.18.0.1:40000", "[2001:2::1]:9"] {
             let rep = Reply { session: 1, seq: 2, sent_ns: 3, recv_ns: 4, rx_max: 5, rx_bitmap: 6, synced: true, from: from.parse().unwrap(), token: 7 };
             assert_eq!(Reply::decode(&rep.encode()), Some(rep));
