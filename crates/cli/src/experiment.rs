@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use aerolink_lab::experiment::{Experiment, PlannedRun};
-use aerolink_lab::report::fmt_metric;
 use aerolink_lab::store::Store;
 use clap::{Args, Subcommand};
 
@@ -338,11 +337,11 @@ fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
         if !d.outcome.ok {
             failed += 1;
         }
-        let (m, _) = c.workload.headline();
+        let m = c.workload.headline();
         let knobs = c.knobs.label();
         let what = format!("{} {}{} {} seed {}", p.name, c.workload.protocol(), if knobs.is_empty() { String::new() } else { format!(" [{knobs}]") }, c.workload.params_label(), d.planned.seed);
-        let result = match (d.outcome.ok, rec.metrics.get(m)) {
-            (true, Some(v)) => format!("{m} {}", fmt_metric(m, *v)),
+        let result = match (d.outcome.ok, rec.metrics.get(&m)) {
+            (true, Some(v)) => format!("{m} {}", m.fmt(*v)),
             (true, None) => "ok".into(),
             (false, _) => format!("FAILED: {}", d.outcome.error.clone().unwrap_or_default()),
         };

@@ -1,5 +1,6 @@
 //! `aerolink results export` and `aerolink report`.
 
+use aerolink_lab::metric::Metric;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -83,11 +84,11 @@ pub fn export(a: ExportArgs) -> anyhow::Result<i32> {
     let text = if a.objects {
         objects_text(&runs, a.json)?
     } else if a.csv || !a.json {
-        let metrics: BTreeSet<String> = runs.iter().flat_map(|r| r.metrics.keys().cloned()).collect();
+        let metrics: BTreeSet<Metric> = runs.iter().flat_map(|r| r.metrics.keys().copied()).collect();
         let mut out = String::from("run_key,experiment,profile,profile_hash,workload,protocol,series,params,knobs,seed,rep,aerolink_version,host,machine,started_at,duration_s,ok,error,setup_ms,teardown_ms,wire_bytes_down,wire_bytes_up");
         for m in &metrics {
             out.push(',');
-            out.push_str(m);
+            out.push_str(m.name());
         }
         out.push('\n');
         for r in &runs {

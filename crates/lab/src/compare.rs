@@ -10,7 +10,8 @@ use std::fmt::Write as _;
 
 use serde::Serialize;
 
-use crate::report::{fmt_metric, series_name};
+use crate::metric::{Better, Metric};
+use crate::report::series_name;
 use crate::store::{ExperimentRow, RunRow};
 use crate::svg::esc;
 use crate::workload::Workload;
@@ -23,7 +24,7 @@ pub struct CompareRow {
     pub setting: String,
     pub profile: String,
     pub series: String,
-    pub metric: String,
+    pub metric: Metric,
     pub lower_is_better: bool,
     pub a_median: f64,
     pub a_runs: usize,
@@ -85,14 +86,14 @@ fn provenance(runs: &[RunRow]) -> Provenance {
 
 type Key = (String, String, String, String);
 
-fn grouped(runs: &[RunRow]) -> BTreeMap<Key, (String, bool, Vec<f64>)> {
-    let mut out: BTreeMap<Key, (String, bool, Vec<f64>)> = BTreeMap::new();
+fn grouped(runs: &[RunRow]) -> BTreeMap<Key, (Metric, Vec<f64>)> {
+    let mut out: BTreeMap<Key, (Metric, Vec<f64>)> = BTreeMap::new();
     for r in runs.iter().filter(|r| r.ok) {
         let Ok(w) = serde_json::from_str::<Workload>(&r.workload_json) else { continue };
-        let (metric, lower) = w.headline();
-        let Some(v) = r.metrics.get(metric).copied().filter(|v| v.is_finite()) else { continue };
+        let metric = w.headline();
+        let Some(v) = r.metrics.get(&metric).copied().filter(|v| v.is_finite()) else { continue };
         let key = (r.experiment.clone(), format!("{} {}", r.workload, r.params), r.profile.clone(), series_name(r));
-        out.entry(key).or_insert_with(|| (metric.to_string(), lower, Vec::new())).2.push(v);
+        out.entry(key).or_insert_with(|| (metric, Vec::new())).1.push(v);
     }
     out
 }
@@ -101,14 +102,15 @@ fn grouped(runs: &[RunRow]) -> BTreeMap<Key, (String, bool, Vec<f64>)> {
 pub fn compare(a: &[RunRow], b: &[RunRow]) -> Vec<CompareRow> {
     let (ga, gb) = (grouped(a), grouped(b));
     let mut rows = Vec::new();
-    for (key, (metric, lower, va)) in &ga {
-        let Some((_, _, vb)) = gb.get(key) else { continue };
+    for (key, (metric, va)) in &ga {
+        let Some((_, vb)) = gb.get(key) else { continue };
+        let lower = metric.better() == Better::Lower;
         let seed = key.0.bytes().chain(key.1.bytes()).chain(key.2.bytes()).chain(key.3.bytes()).fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3));
         let (ratio, lo, hi) = crate::stats::bootstrap(vb, va, |x, y| x / y, seed);
         let enough = va.len() >= crate::stats::MIN_RUNS && vb.len() >= crate::stats::MIN_RUNS;
         let verdict = if !enough || (lo <= 1.0 && hi >= 1.0) {
             Change::Same
-        } else if (hi < 1.0) == *lower {
+        } else if (hi < 1.0) == lower {
             Change::Better
         } else {
             Change::Worse
@@ -119,8 +121,8 @@ pub fn compare(a: &[RunRow], b: &[RunRow]) -> Vec<CompareRow> {
             setting: key.1.clone(),
             profile: key.2.clone(),
             series: key.3.clone(),
-            metric: metric.clone(),
-            lower_is_better: *lower,
+            metric: *metric,
+            lower_is_better: lower,
             a_median: med(va),
             a_runs: va.len(),
             b_median: med(vb),
@@ -184,8 +186,8 @@ pub fn render(a_label: &str, b_label: &str, a_runs: &[RunRow], b_runs: &[RunRow]
             esc(&r.setting),
             esc(&r.profile),
             esc(&r.series),
-            fmt_metric(&r.metric, r.a_median),
-            fmt_metric(&r.metric, r.b_median),
+            r.metric.fmt(r.a_median),
+            r.metric.fmt(r.b_median),
             r.ratio,
             r.ratio_lo,
             r.ratio_hi,
@@ -218,7 +220,7 @@ mod tests {
             host: host.into(),
             aerolink_version: "0.1.0".into(),
             ok: true,
-            metrics: [("plt_ms".to_string(), plt)].into_iter().collect(),
+            metrics: [(Metric::PltMs, plt)].into_iter().collect(),
             ..Default::default()
         }
     }

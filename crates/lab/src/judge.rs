@@ -29,6 +29,7 @@
 //! side of each case resampled on its own, seeded by the entry's id; with
 //! fewer than 10 repetitions a side the verdict is inconclusive.
 
+use crate::metric::{Metric, UnknownMetric};
 use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
@@ -156,7 +157,7 @@ pub struct Case {
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Mapping {
     pub id: String,
-    pub metric: String,
+    pub metric: Metric,
     pub cases: Vec<Case>,
     pub over: Over,
     pub statistic: Statistic,
@@ -244,7 +245,7 @@ fn parse_one(index: usize, v: &toml::Value) -> Result<Mapping, JudgeError> {
     };
     Ok(Mapping {
         id: text("id")?,
-        metric: text("metric")?,
+        metric: text("metric")?.parse().map_err(|e: UnknownMetric| err("metric", e.to_string()))?,
         cases,
         over,
         statistic,
@@ -283,7 +284,7 @@ pub struct Judged {
     pub entry: Entry,
     /// The experiment whose runs judged it.
     pub experiment: Option<String>,
-    pub metric: Option<String>,
+    pub metric: Option<Metric>,
     pub form: Option<Form>,
     /// Ours (the point estimate) and its 95 % interval, in the entry's unit.
     pub value: Option<f64>,
@@ -312,7 +313,7 @@ fn seed_of(id: &str) -> u64 {
 pub fn judge(entry: &Entry, map: &Mapping, experiment: &str, runs: &[RunRow]) -> Judged {
     let mut out = Judged::unjudged(entry, Verdict::NotRun, "");
     out.experiment = Some(experiment.to_string());
-    out.metric = Some(map.metric.clone());
+    out.metric = Some(map.metric);
     out.setup = map.setup.clone();
     if entry.kind == Kind::Qualitative {
         out.verdict = Verdict::Qualitative;

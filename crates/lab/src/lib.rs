@@ -1,6 +1,7 @@
 //! aerolink-lab: experiments over the emulated links.
 //!
-//! It owns what a run is ([`workload`]), how one is executed in its own
+//! It owns what a run is ([`workload`]) and the figures it yields, a closed
+//! set with units ([`metric`]), how one is executed in its own
 //! namespaces ([`runner`]), experiment files and their expansion into runs
 //! ([`experiment`]), profiles and topology files found by name or path
 //! ([`profiles`], [`topology`]), the gateway chain's PEP modes
@@ -15,6 +16,7 @@ pub mod fit;
 pub mod flight;
 pub mod gateways;
 pub mod judge;
+pub mod metric;
 pub mod pool;
 pub mod profiles;
 pub mod record;

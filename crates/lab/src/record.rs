@@ -5,6 +5,7 @@
 use std::time::SystemTime;
 
 use crate::experiment::{profile_hash, Experiment};
+use crate::metric::Metric;
 use crate::pool::Finished;
 use crate::store::RunRecord;
 use crate::workload::add_rtt_metrics;
@@ -23,12 +24,12 @@ pub fn record(e: &Experiment, f: &Finished, host: &str) -> RunRecord {
     if f.outcome.ok {
         // What the link itself dropped, beside what the protocols report
         // as retransmitted or lost.
-        metrics.insert("link_drops_down".into(), f.outcome.link_drops_down as f64);
-        metrics.insert("link_drops_up".into(), f.outcome.link_drops_up as f64);
+        metrics.insert(Metric::LinkDropsDown, f.outcome.link_drops_down as f64);
+        metrics.insert(Metric::LinkDropsUp, f.outcome.link_drops_up as f64);
     }
     let refused = f.outcome.emulator_refused();
     if refused > 0 {
-        metrics.insert("emulator_refused".into(), refused as f64);
+        metrics.insert(Metric::EmulatorRefused, refused as f64);
     }
     RunRecord {
         run_key: f.planned.key.clone(),

@@ -13,6 +13,7 @@ use std::fmt::Write;
 use aerolink_link::Profile;
 use serde_json::{json, Value};
 
+use crate::metric::{bit_rate, Better, Metric, Unit};
 use crate::stats::{summarize, Summary};
 use crate::store::{ExperimentRow, RunRow};
 use crate::svg::{self, esc, Bar};
@@ -62,78 +63,6 @@ fn baseline_of(baseline: &str, s: &str) -> String {
 /// A label for the knobs that differ from the defaults.
 pub fn knob_label(knobs_json: &str) -> String {
     serde_json::from_str::<Knobs>(knobs_json).map(|k| k.label()).unwrap_or_default()
-}
-
-/// A metric's value as people read it, by its name: `…_ms` as ms (or s
-/// from 1000 ms), `…_rtt…` in round trips, `…bps…` as bit rates, counts
-/// as whole numbers. The one formatter of reports, benches and progress
-/// lines.
-pub fn fmt_metric(metric: &str, v: f64) -> String {
-    if !v.is_finite() {
-        return "–".into();
-    }
-    if metric.ends_with("_ms") || metric.contains("_ms_") {
-        if v >= 1000.0 {
-            format!("{:.2} s", v / 1e3)
-        } else if v >= 100.0 {
-            format!("{v:.0} ms")
-        } else {
-            format!("{v:.1} ms")
-        }
-    } else if metric.contains("_rtt") {
-        format!("{v:.2} RTT")
-    } else if metric.contains("_passes") {
-        format!("{v:.2} passes")
-    } else if metric.contains("bps") {
-        if v >= 1e9 {
-            format!("{:.2} Gbit/s", v / 1e9)
-        } else if v >= 1e6 {
-            format!("{:.2} Mbit/s", v / 1e6)
-        } else {
-            format!("{:.2} kbit/s", v / 1e3)
-        }
-    } else if v.fract() == 0.0 {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.2}")
-    }
-}
-
-fn metric_title(m: &str) -> &str {
-    match m {
-        "plt_ms" => "page load time",
-        "ttfb_ms" => "time to first byte",
-        "total_ms" => "time to fetch the set",
-        "completion_ms" => "completion time",
-        "goodput_bps" => "goodput",
-        "delivered_bps_up" => "delivered rate (up)",
-        "delivered_bps_down" => "delivered rate (down)",
-        "latency_ms_mean_up" => "mean message latency (up)",
-        "latency_ms_mean_down" => "mean message latency (down)",
-        "latency_ms_mean_both" => "mean message latency (both ways)",
-        "rtt_ms_mean" => "mean ping RTT",
-        "rtt_ms_sd" => "ping RTT standard deviation",
-        "rtt_ms_min" => "least ping RTT",
-        "rtt_ms_max" => "largest ping RTT",
-        "ping_loss_pct" => "pings unanswered",
-        "connections" => "connections",
-        "latency_ms_mean" => "mean update latency",
-        "latency_rtt_mean" => "mean update latency in RTTs",
-        "latency_passes_mean" => "mean update latency in passes over the link (one-way delays; seed 001's \"RTTs\")",
-        "latency_passes_mean_s2c" => "server → client latency in passes over the link",
-        "latency_passes_mean_c2s" => "client → server latency in passes over the link",
-        "latency_ms_mean_s2c" => "server → client latency",
-        "latency_ms_mean_c2s" => "client → server latency",
-        "client_retransmits" => "client retransmits (TCP) / lost packets (QUIC)",
-        "link_drops_down" => "link drops ↓",
-        "link_drops_up" => "link drops ↑",
-        "emulator_refused" => "frames the emulator lost (refused by the kernel; an aerolink bug)",
-        "sender_retransmits" => "sender retransmits",
-        "sender_srtt_ms_max" => "largest smoothed RTT (sender)",
-        "latency_ms_p50_up" => "median message latency (up)",
-        "latency_ms_p50_down" => "median message latency (down)",
-        _ => m,
-    }
 }
 
 pub const CSS: &str = "body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:24px auto;padding:0 16px;color:#222}
@@ -243,7 +172,7 @@ fn experiment_section(h: &mut String, e: &ExperimentRow, runs: &[&RunRow]) {
     }
     h.push_str("<table><tr><th>profile</th><th>what</th><th>down</th><th>up</th><th>RTT</th><th>loss per direction</th><th>source</th></tr>");
     for (name, p) in &profiles {
-        let rate = |k: &str| p[k].as_f64().map(|b| fmt_metric("bps", b)).unwrap_or_else(|| "unlimited".into());
+        let rate = |k: &str| p[k].as_f64().map(bit_rate).unwrap_or_else(|| "unlimited".into());
         let _ = write!(h, "<tr><td>{}</td><td style=\"text-align:left;white-space:normal\">{}</td><td>{}</td><td>{}</td><td>{:.0} ms</td><td>{:.2}% / {:.2}%</td><td style=\"text-align:left;white-space:normal\" class=\"note\">{}</td></tr>",
             esc(name), esc(p["description"].as_str().unwrap_or("")), rate("down_bps"), rate("up_bps"), p["rtt_ms"].as_f64().unwrap_or(0.0),
             p["down_loss"].as_f64().unwrap_or(0.0) * 100.0, p["up_loss"].as_f64().unwrap_or(0.0) * 100.0, esc(p["source"].as_str().unwrap_or("")));
@@ -276,7 +205,7 @@ fn experiment_section(h: &mut String, e: &ExperimentRow, runs: &[&RunRow]) {
     }
     // Frames the emulator itself lost are in the link's drops: their runs'
     // figures are not the link model's, and the reader must see which.
-    let spoiled: Vec<(&&RunRow, f64)> = runs.iter().filter(|r| r.ok).filter_map(|r| r.metrics.get("emulator_refused").map(|n| (r, *n))).collect();
+    let spoiled: Vec<(&&RunRow, f64)> = runs.iter().filter(|r| r.ok).filter_map(|r| r.metrics.get(&Metric::EmulatorRefused).map(|n| (r, *n))).collect();
     if !spoiled.is_empty() {
         let _ = write!(h, "<h3>Runs with frames the emulator lost ({})</h3><p class=\"note\">The kernel refused frames a pump handed on: they are counted in the link's drops, but no link model dropped them, so these runs' figures are not the link's. This is an aerolink bug: please report it with the run's seed.</p><table><tr><th>profile</th><th>protocol</th><th>setting</th><th>seed</th><th>frames refused</th></tr>", spoiled.len());
         for (r, n) in spoiled.iter().take(50) {
@@ -318,10 +247,11 @@ fn at_a_glance(h: &mut String, e: &ExperimentRow, settings: &BTreeMap<(String, u
     h.push_str("</tr>");
     for ((workload, _, params), rs) in settings {
         let Some(w) = rs.first().and_then(|r| serde_json::from_str::<Workload>(&r.workload_json).ok()) else { continue };
-        let (metric, lower_better) = w.headline();
+        let metric = w.headline();
+        let lower_better = metric.better() == Better::Lower;
         let profiles: BTreeSet<&str> = rs.iter().map(|r| r.profile.as_str()).collect();
         for p in profiles {
-            let med = |s: &str| summarize(&rs.iter().filter(|r| r.ok && r.profile == p && series_name(r) == s).filter_map(|r| r.metrics.get(metric).copied()).collect::<Vec<_>>()).map(|x| x.median);
+            let med = |s: &str| summarize(&rs.iter().filter(|r| r.ok && r.profile == p && series_name(r) == s).filter_map(|r| r.metrics.get(&metric).copied()).collect::<Vec<_>>()).map(|x| x.median);
             let _ = write!(h, "<tr><td>{workload} {}</td><td>{}</td>", esc(params), esc(p));
             for s in &series {
                 let base_s = baseline_of(&baseline, s);
@@ -335,7 +265,7 @@ fn at_a_glance(h: &mut String, e: &ExperimentRow, settings: &BTreeMap<(String, u
                             Some(r) if s != baseline && (r - 1.0).abs() > 0.05 => "worse",
                             _ => "",
                         };
-                        let _ = write!(h, "<td class=\"{cls}\">{}{}</td>", fmt_metric(metric, v), ratio.filter(|_| s != baseline).map(|r| format!(" ({r:.2}×)")).unwrap_or_default());
+                        let _ = write!(h, "<td class=\"{cls}\">{}{}</td>", metric.fmt(v), ratio.filter(|_| s != baseline).map(|r| format!(" ({r:.2}×)")).unwrap_or_default());
                     }
                     None => h.push_str("<td>–</td>"),
                 }
@@ -357,11 +287,40 @@ pub fn series_name(r: &RunRow) -> String {
     }
 }
 
+/// One setting's runs as its section shows them: the headline metric, the
+/// links and series in order, and how the charts scale the metric.
+struct Setting<'a> {
+    rs: &'a [&'a RunRow],
+    w: Workload,
+    metric: Metric,
+    profile_names: Vec<String>,
+    series: Vec<String>,
+    /// From the metric's unit to the charts' (ms to s, bit/s to kbit/s).
+    scale: f64,
+    y_label: String,
+}
+
+impl<'a> Setting<'a> {
+    fn runs<'b>(&'b self, p: &'b str, s: &'b str) -> impl Iterator<Item = &'a RunRow> + 'b {
+        self.rs.iter().copied().filter(move |r| r.ok && r.profile == p && series_name(r) == s)
+    }
+
+    fn values(&self, p: &str, s: &str, m: Metric) -> Vec<f64> {
+        self.runs(p, s).filter_map(|r| r.metrics.get(&m).copied()).collect()
+    }
+
+    /// The run of `p` and `s` with the median value of the metric.
+    fn median_run(&self, p: &str, s: &str) -> Option<&'a RunRow> {
+        let mut runs: Vec<&'a RunRow> = self.runs(p, s).filter(|r| r.metrics.contains_key(&self.metric)).collect();
+        runs.sort_by(|a, b| a.metrics[&self.metric].total_cmp(&b.metrics[&self.metric]));
+        runs.get(runs.len() / 2).copied()
+    }
+}
+
 fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &str, rs: &[&RunRow], profiles: &BTreeMap<String, Value>) {
     let w: Option<Workload> = rs.first().and_then(|r| serde_json::from_str(&r.workload_json).ok());
     let Some(w) = w else { return };
-    let (metric, lower_better) = w.headline();
-    let unit_s = metric.ends_with("_ms");
+    let metric = w.headline();
     let _ = write!(h, "<h3>{workload} — {}</h3>", esc(params));
     let profile_names: Vec<String> = profiles.keys().filter(|p| rs.iter().any(|r| &&r.profile == p)).cloned().collect();
     let mut series: Vec<String> = rs.iter().map(|r| series_name(r)).collect::<BTreeSet<_>>().into_iter().collect();
@@ -372,68 +331,73 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
             series.insert(0, s);
         }
     }
-    let values = |p: &str, s: &str, m: &str| -> Vec<f64> { rs.iter().filter(|r| r.ok && r.profile == p && series_name(r) == s).filter_map(|r| r.metrics.get(m).copied()).collect() };
-    // ms shown in s, bit/s in kbit/s.
-    let scale = if unit_s || metric.contains("bps") { 1e-3 } else { 1.0 };
-    let y_label = if unit_s {
-        format!("{} (s)", metric_title(metric))
-    } else if metric.contains("_ms") {
-        format!("{} (ms)", metric_title(metric))
-    } else if metric.contains("bps") {
-        format!("{} (kbit/s)", metric_title(metric))
-    } else {
-        metric_title(metric).to_string()
+    // Times of a second or more charted in s, rates in kbit/s.
+    let largest = rs.iter().filter(|r| r.ok).filter_map(|r| r.metrics.get(&metric)).fold(0.0, |a: f64, b| a.max(*b));
+    let (scale, unit) = match metric.unit() {
+        Unit::Ms if largest >= 1000.0 => (1e-3, " (s)"),
+        Unit::Ms => (1.0, " (ms)"),
+        Unit::BitRate => (1e-3, " (kbit/s)"),
+        _ => (1.0, ""),
     };
+    let st = Setting { rs, w, metric, profile_names, series, scale, y_label: format!("{}{unit}", metric.title()) };
+    let sums = bar_chart(h, &st, params, profiles);
+    setting_table(h, &st, e, &sums);
+    h.push_str("<div class=\"charts\">");
+    cdfs(h, &st);
+    if let Workload::Bulk { .. } = st.w {
+        bulk_charts(h, &st);
+    }
+    h.push_str("</div>");
+    if matches!(st.w, Workload::Web { .. } | Workload::Objects { .. }) {
+        waterfalls(h, &st);
+    }
+}
+
+/// Medians with p5–p95 bars by link and series, the physical floor on page
+/// loads; returns the summaries by (link, series).
+fn bar_chart(h: &mut String, st: &Setting, params: &str, profiles: &BTreeMap<String, Value>) -> BTreeMap<(String, String), Summary> {
     let mut bars = Vec::new();
     let mut marks = Vec::new();
     let mut sums: BTreeMap<(String, String), Summary> = BTreeMap::new();
-    for p in &profile_names {
+    let scale = st.scale;
+    for p in &st.profile_names {
         let mut row = Vec::new();
-        for s in &series {
-            let sm = summarize(&values(p, s, metric));
+        for s in &st.series {
+            let sm = summarize(&st.values(p, s, st.metric));
             row.push(sm.as_ref().map(|x| Bar { value: x.median * scale, lo: x.p5 * scale, hi: x.p95 * scale }));
             if let Some(x) = sm {
                 sums.insert((p.clone(), s.clone()), x);
             }
         }
         bars.push(row);
-        marks.push(match &w {
+        marks.push(match &st.w {
             Workload::Web { page, depth, .. } => aerolink_work::page::Page::parse(page, *depth).ok().and_then(|pg| page_floor_ms(&profiles[p], pg.total_bytes(), *depth)).map(|f| f * scale),
             _ => None,
         });
     }
-    h.push_str(&svg::bars(&format!("{} — {}", metric_title(metric), params), &y_label, &profile_names, &series, &bars, &marks, "physical floor"));
-    // The table.
-    let baseline = e.baseline.clone().filter(|b| series.contains(b) || b == PEP_BASELINE).unwrap_or_else(|| series[0].clone());
+    h.push_str(&svg::bars(&format!("{} — {}", st.metric.title(), params), &st.y_label, &st.profile_names, &st.series, &bars, &marks, "physical floor"));
+    sums
+}
+
+/// Every figure of the setting: per link and series the headline's median,
+/// p5, p95 and ratio to the baseline, the workload's other metrics.
+fn setting_table(h: &mut String, st: &Setting, e: &ExperimentRow, sums: &BTreeMap<(String, String), Summary>) {
+    let metric = st.metric;
+    let lower_better = metric.better() == Better::Lower;
+    let baseline = e.baseline.clone().filter(|b| st.series.contains(b) || b == PEP_BASELINE).unwrap_or_else(|| st.series[0].clone());
     let against = if baseline == PEP_BASELINE { "no PEP".to_string() } else { esc(&baseline) };
     let _ = write!(h, "<table><tr><th>profile</th><th>protocol</th><th>runs</th><th>median</th><th>p5</th><th>p95</th><th>× {against}</th>");
-    let extra: Vec<&str> = match &w {
-        Workload::Web { .. } => vec!["ttfb_ms", "connections", "client_retransmits", "link_drops_down", "link_drops_up"],
-        Workload::Browser { .. } => vec!["fcp_ms", "lcp_ms", "connections", "link_drops_down", "link_drops_up"],
-        Workload::Objects { .. } => vec!["connections", "client_retransmits", "link_drops_down", "link_drops_up"],
-        Workload::Bulk { .. } => vec!["goodput_bps", "sender_retransmits", "sender_srtt_ms_max", "link_drops_down", "link_drops_up"],
-        Workload::Realtime { .. } => vec!["latency_passes_mean", "latency_ms_mean_s2c", "latency_ms_mean_c2s", "connections"],
-        Workload::Ping { .. } => vec!["rtt_ms_sd", "rtt_ms_min", "rtt_ms_max", "ping_loss_pct"],
-        Workload::Messages { direction, .. } => {
-            if *direction == aerolink_work::messages::Direction::Down {
-                vec!["latency_ms_mean_down", "latency_ms_p50_down"]
-            } else if *direction == aerolink_work::messages::Direction::Both {
-                vec!["delivered_bps_down", "latency_ms_mean_up", "latency_ms_mean_down", "latency_ms_mean_both"]
-            } else {
-                vec!["latency_ms_mean_up", "latency_ms_p50_up"]
-            }
-        }
-    };
+    let extra = st.w.table_metrics();
     for x in &extra {
-        let _ = write!(h, "<th>{} (median)</th>", metric_title(x));
+        let _ = write!(h, "<th>{} (median)</th>", x.title());
     }
     h.push_str("<th>failed</th></tr>");
-    for p in &profile_names {
-        for s in &series {
+    for p in &st.profile_names {
+        for s in &st.series {
             let base_s = baseline_of(&baseline, s);
             let base = sums.get(&(p.clone(), base_s.clone())).map(|s| s.median);
             let baseline = &base_s;
-            let failed = rs.iter().filter(|r| !r.ok && &r.profile == p && &series_name(r) == s).count();
+            let failed = st.rs.iter().filter(|r| !r.ok && &r.profile == p && &series_name(r) == s).count();
             let Some(sm) = sums.get(&(p.clone(), s.clone())) else {
                 let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>0</td><td colspan=\"{}\">no successful run</td><td class=\"fail\">{failed}</td></tr>", esc(p), esc(s), 4 + extra.len());
                 continue;
@@ -450,27 +414,30 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
                 esc(p),
                 esc(s),
                 sm.n,
-                fmt_metric(metric, sm.median),
-                fmt_metric(metric, sm.p5),
-                fmt_metric(metric, sm.p95),
+                metric.fmt(sm.median),
+                metric.fmt(sm.p5),
+                metric.fmt(sm.p95),
                 ratio.map(|r| format!("{r:.2}")).unwrap_or("–".into())
             );
             for x in &extra {
-                let v = summarize(&values(p, s, x)).map(|q| q.median).unwrap_or(f64::NAN);
-                let _ = write!(h, "<td>{}</td>", fmt_metric(x, v));
+                let v = summarize(&st.values(p, s, *x)).map(|q| q.median).unwrap_or(f64::NAN);
+                let _ = write!(h, "<td>{}</td>", x.fmt(v));
             }
             let _ = write!(h, "<td class=\"{}\">{failed}</td></tr>", if failed > 0 { "fail" } else { "" });
         }
     }
-    h.push_str("</table><div class=\"charts\">");
-    // CDFs, one chart per profile, all on one x scale so links compare;
-    // with fewer than CDF_MIN_RUNS runs a series shows its runs as points.
-    let x_max = profile_names.iter().flat_map(|p| series.iter().flat_map(move |s| values(p, s, metric))).fold(0.0, f64::max) * scale;
-    for p in &profile_names {
+    h.push_str("</table>");
+}
+
+/// CDFs, one chart per link, all on one x scale so links compare; with
+/// fewer than CDF_MIN_RUNS runs a series shows its runs as points.
+fn cdfs(h: &mut String, st: &Setting) {
+    let x_max = st.profile_names.iter().flat_map(|p| st.series.iter().flat_map(move |s| st.values(p, s, st.metric))).fold(0.0, f64::max) * st.scale;
+    for p in &st.profile_names {
         let mut lines = Vec::new();
         let mut fewest = usize::MAX;
-        for s in &series {
-            let mut v: Vec<f64> = values(p, s, metric).into_iter().map(|x| x * scale).collect();
+        for s in &st.series {
+            let mut v: Vec<f64> = st.values(p, s, st.metric).into_iter().map(|x| x * st.scale).collect();
             v.sort_by(f64::total_cmp);
             let n = v.len() as f64;
             fewest = fewest.min(v.len());
@@ -478,82 +445,71 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
         }
         let few = fewest < CDF_MIN_RUNS;
         let title = if few { format!("runs on {p} (CDF points)") } else { format!("CDF on {p}") };
-        h.push_str(&svg::lines_with(&title, &y_label, "fraction of runs", &lines, true, Some(x_max), few));
+        h.push_str(&svg::lines_with(&title, &st.y_label, "fraction of runs", &lines, true, Some(x_max), few));
     }
-    // Goodput over time for bulk transfers: the median run of each series.
-    if let Workload::Bulk { .. } = w {
-        for p in &profile_names {
-            let mut lines = Vec::new();
-            for s in &series {
-                let mut runs: Vec<&&RunRow> = rs.iter().filter(|r| r.ok && &r.profile == p && &series_name(r) == s).collect();
-                runs.sort_by(|a, b| a.metrics.get(metric).unwrap_or(&0.0).total_cmp(b.metrics.get(metric).unwrap_or(&0.0)));
-                if let Some(r) = runs.get(runs.len() / 2) {
-                    let v: Value = serde_json::from_str(&r.result_json).unwrap_or(Value::Null);
-                    let bins: Vec<f64> = v["bins_bytes"].as_array().map(|a| a.iter().filter_map(|x| x.as_f64()).collect()).unwrap_or_default();
-                    let step = aerolink_work::bulk::BIN_MS as f64 / 1e3;
-                    lines.push((s.clone(), bins.iter().enumerate().map(|(i, b)| (i as f64 * step, b * 8.0 / step / 1e6)).collect()));
-                }
+}
+
+/// Bulk transfers: goodput over time of each series' median run, and
+/// throughput against delay, one point per run, as Pantheon draws it (the
+/// sender's largest smoothed RTT, the queue it built, and its goodput).
+fn bulk_charts(h: &mut String, st: &Setting) {
+    for p in &st.profile_names {
+        let mut lines = Vec::new();
+        for s in &st.series {
+            if let Some(r) = st.median_run(p, s) {
+                let v: Value = serde_json::from_str(&r.result_json).unwrap_or(Value::Null);
+                let bins: Vec<f64> = v["bins_bytes"].as_array().map(|a| a.iter().filter_map(|x| x.as_f64()).collect()).unwrap_or_default();
+                let step = aerolink_work::bulk::BIN_MS as f64 / 1e3;
+                lines.push((s.clone(), bins.iter().enumerate().map(|(i, b)| (i as f64 * step, b * 8.0 / step / 1e6)).collect()));
             }
-            h.push_str(&svg::lines(&format!("goodput on {p}, median run"), "time (s)", "Mbit/s per 100 ms", &lines, true));
         }
-        // Throughput against delay, one point per run, as Pantheon draws
-        // it: the sender's largest smoothed RTT (the queue it built) and
-        // the goodput it got.
-        for p in &profile_names {
-            let pts: Vec<(String, Vec<(f64, f64)>)> = series
+        h.push_str(&svg::lines(&format!("goodput on {p}, median run"), "time (s)", "Mbit/s per 100 ms", &lines, true));
+    }
+    for p in &st.profile_names {
+        let pts: Vec<(String, Vec<(f64, f64)>)> = st
+            .series
+            .iter()
+            .map(|s| (s.clone(), st.runs(p, s).filter_map(|r| Some((*r.metrics.get(&Metric::SenderSrttMsMax).filter(|x| **x > 0.0)?, r.metrics.get(&Metric::GoodputBps)? / 1e6))).collect()))
+            .collect();
+        if pts.iter().any(|(_, v)| !v.is_empty()) {
+            h.push_str(&svg::lines_with(&format!("goodput against delay on {p}"), "largest smoothed RTT of the sender (ms)", "goodput (Mbit/s)", &pts, false, None, true));
+        }
+    }
+}
+
+/// Page loads: the median run of each series per link, on one time scale.
+fn waterfalls(h: &mut String, st: &Setting) {
+    let mut charts = Vec::new();
+    for p in &st.profile_names {
+        for s in &st.series {
+            let Some(r) = st.median_run(p, s) else { continue };
+            let v: Value = serde_json::from_str(&r.result_json).unwrap_or(Value::Null);
+            let Some(objects) = v["objects"].as_array() else { continue };
+            // A page of more objects than rows shows every k-th, so the
+            // chart still spans the whole load.
+            let every = objects.len().div_ceil(WATERFALL_ROWS).max(1);
+            let spans: Vec<svg::Span> = objects
                 .iter()
-                .map(|s| {
-                    let v = rs
-                        .iter()
-                        .filter(|r| r.ok && &r.profile == p && &series_name(r) == s)
-                        .filter_map(|r| Some((*r.metrics.get("sender_srtt_ms_max").filter(|x| **x > 0.0)?, r.metrics.get("goodput_bps")? / 1e6)))
-                        .collect();
-                    (s.clone(), v)
+                .step_by(every)
+                .map(|o| svg::Span {
+                    label: o["path"].as_str().unwrap_or("").to_string(),
+                    start: o["start_ms"].as_f64().unwrap_or(0.0) / 1e3,
+                    first_byte: o["first_byte_ms"].as_f64().unwrap_or(0.0) / 1e3,
+                    end: o["end_ms"].as_f64().unwrap_or(0.0) / 1e3,
+                    conn: o["conn"].as_u64().unwrap_or(0) as usize,
+                    pushed: o["pushed"].as_bool().unwrap_or(false),
                 })
                 .collect();
-            if pts.iter().any(|(_, v)| !v.is_empty()) {
-                h.push_str(&svg::lines_with(&format!("goodput against delay on {p}"), "largest smoothed RTT of the sender (ms)", "goodput (Mbit/s)", &pts, false, None, true));
-            }
+            let sub = format!("median run (seed {}), {}", r.seed, if every > 1 { format!("every {every}th of {} objects", objects.len()) } else { format!("{} objects", objects.len()) });
+            charts.push((format!("{s} on {p}"), sub, spans));
         }
     }
-    h.push_str("</div>");
-    // Waterfalls for page loads: the median run of each series, per link,
-    // on one time scale.
-    if matches!(w, Workload::Web { .. } | Workload::Objects { .. }) {
-        let mut charts = Vec::new();
-        for p in &profile_names {
-            for s in &series {
-                let mut runs: Vec<&&RunRow> = rs.iter().filter(|r| r.ok && &r.profile == p && &series_name(r) == s && r.metrics.contains_key(metric)).collect();
-                runs.sort_by(|a, b| a.metrics[metric].total_cmp(&b.metrics[metric]));
-                let Some(r) = runs.get(runs.len() / 2) else { continue };
-                let v: Value = serde_json::from_str(&r.result_json).unwrap_or(Value::Null);
-                let Some(objects) = v["objects"].as_array() else { continue };
-                // A page of more objects than rows shows every k-th, so the
-                // chart still spans the whole load.
-                let every = objects.len().div_ceil(WATERFALL_ROWS).max(1);
-                let spans: Vec<svg::Span> = objects
-                    .iter()
-                    .step_by(every)
-                    .map(|o| svg::Span {
-                        label: o["path"].as_str().unwrap_or("").to_string(),
-                        start: o["start_ms"].as_f64().unwrap_or(0.0) / 1e3,
-                        first_byte: o["first_byte_ms"].as_f64().unwrap_or(0.0) / 1e3,
-                        end: o["end_ms"].as_f64().unwrap_or(0.0) / 1e3,
-                        conn: o["conn"].as_u64().unwrap_or(0) as usize,
-                        pushed: o["pushed"].as_bool().unwrap_or(false),
-                    })
-                    .collect();
-                let sub = format!("median run (seed {}), {}", r.seed, if every > 1 { format!("every {every}th of {} objects", objects.len()) } else { format!("{} objects", objects.len()) });
-                charts.push((format!("{s} on {p}"), sub, spans));
-            }
+    let x_max = charts.iter().flat_map(|(_, _, sp)| sp.iter().map(|x| x.end)).fold(0.0, f64::max);
+    if !charts.is_empty() {
+        h.push_str("<h4>Waterfalls</h4><div class=\"charts\">");
+        for (title, sub, spans) in &charts {
+            h.push_str(&svg::waterfall(title, sub, spans, x_max));
         }
-        let x_max = charts.iter().flat_map(|(_, _, sp)| sp.iter().map(|x| x.end)).fold(0.0, f64::max);
-        if !charts.is_empty() {
-            h.push_str("<h4>Waterfalls</h4><div class=\"charts\">");
-            for (title, sub, spans) in &charts {
-                h.push_str(&svg::waterfall(title, sub, spans, x_max));
-            }
-            h.push_str("</div>");
-        }
+        h.push_str("</div>");
     }
 }

@@ -24,6 +24,8 @@ use std::path::Path;
 use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
+use crate::metric::{Metric, Metrics};
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     /// The file is not a database, or SQLite failed.
@@ -89,7 +91,7 @@ pub struct RunRow {
     pub teardown_ms: f64,
     pub wire_bytes_down: i64,
     pub wire_bytes_up: i64,
-    pub metrics: BTreeMap<String, f64>,
+    pub metrics: Metrics,
     #[serde(skip)]
     pub result_json: String,
     #[serde(skip)]
@@ -150,7 +152,7 @@ pub struct RunRecord {
     pub started_at: String,
     pub duration_s: f64,
     pub outcome: crate::runner::RunOutcome,
-    pub metrics: BTreeMap<String, f64>,
+    pub metrics: Metrics,
 }
 
 impl Store {
@@ -260,7 +262,7 @@ impl Store {
         let id = tx.last_insert_rowid();
         for (k, v) in &r.metrics {
             if v.is_finite() {
-                tx.execute("INSERT INTO metrics(run_id, name, value) VALUES (?1, ?2, ?3)", params![id, k, v]).map_err(|e| StoreError::Sqlite { path: self.path.clone(), source: e })?;
+                tx.execute("INSERT INTO metrics(run_id, name, value) VALUES (?1, ?2, ?3)", params![id, k.name(), v]).map_err(|e| StoreError::Sqlite { path: self.path.clone(), source: e })?;
             }
         }
         tx.commit().map_err(|e| StoreError::Sqlite { path: self.path.clone(), source: e })?;
@@ -317,7 +319,7 @@ impl Store {
                     profile_json: r.get(22)?,
                     workload_json: r.get(23)?,
                     machine: r.get(24)?,
-                    metrics: BTreeMap::new(),
+                    metrics: Metrics::new(),
                 })
             })
             .map_err(|e| self.wrap(e))?
@@ -328,7 +330,12 @@ impl Store {
             let kv = m.query_map(params![row.id], |r| Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?))).map_err(|e| self.wrap(e))?;
             for x in kv {
                 let (k, v) = x.map_err(|e| self.wrap(e))?;
-                row.metrics.insert(k, v);
+                // A name outside the set (a browser protocol other than
+                // h1/h2/h3 stored by its own name before the set was
+                // closed) is not read.
+                if let Ok(k) = k.parse::<Metric>() {
+                    row.metrics.insert(k, v);
+                }
             }
         }
         drop(m);

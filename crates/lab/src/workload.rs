@@ -2,8 +2,6 @@
 //! the stacks — typed once, turned into the command lines of the server
 //! and client programs.
 
-use std::collections::BTreeMap;
-
 use aerolink_link::units::Rate;
 use aerolink_link::Duration;
 use aerolink_work::browser::BrowserProtocol;
@@ -18,6 +16,9 @@ use aerolink_work::sock::TcpCc;
 use aerolink_work::web::{ObjectsMode, Protocol};
 use aerolink_work::Transport;
 use serde::{Deserialize, Serialize};
+
+use crate::metric::Metric::{self, *};
+use crate::metric::Metrics;
 
 /// A workload whose values cannot run. Always the user's to fix.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -357,130 +358,147 @@ impl Workload {
 
     /// The figures a result of this workload is judged by, from the
     /// client's JSON.
-    pub fn metrics(&self, v: &serde_json::Value) -> BTreeMap<String, f64> {
-        let mut m = BTreeMap::new();
-        let mut put = |k: &str, x: Option<f64>| {
-            if let Some(x) = x {
-                m.insert(k.to_string(), x);
+    pub fn metrics(&self, v: &serde_json::Value) -> Metrics {
+        let mut m = Metrics::new();
+        let f = |k: &str| v.get(k).and_then(|x| x.as_f64());
+        let copy = |m: &mut Metrics, keys: &[Metric]| {
+            for k in keys {
+                if let Some(x) = f(k.name()) {
+                    m.insert(*k, x);
+                }
             }
         };
-        let f = |k: &str| v.get(k).and_then(|x| x.as_f64());
         match self {
-            Workload::Web { .. } => {
-                for k in ["plt_ms", "ttfb_ms", "connections", "requests", "body_bytes", "client_retransmits"] {
-                    put(k, f(k));
-                }
-            }
-            Workload::Objects { .. } => {
-                for k in ["total_ms", "connections", "client_retransmits"] {
-                    put(k, f(k));
-                }
-            }
-            Workload::Browser { .. } => {
-                for k in ["plt_ms", "onload_ms", "dcl_ms", "fp_ms", "fcp_ms", "lcp_ms", "last_byte_ms", "requests", "failed_requests", "bytes", "origins", "connections", "conns_per_origin"] {
-                    put(k, f(k));
-                }
-                // Which protocol the requests really went over.
-                if let Some(p) = v.get("protocols").and_then(|p| p.as_object()) {
-                    for (name, n) in p {
-                        let key = match name.as_str() {
-                            "http/1.1" => "h1",
-                            other => other,
-                        };
-                        put(&format!("requests_{key}"), n.as_f64());
-                    }
-                }
-            }
-            Workload::Bulk { .. } => {
-                for k in ["completion_ms", "goodput_bps", "sender_retransmits", "sender_srtt_ms_max"] {
-                    put(k, f(k));
-                }
-            }
+            Workload::Web { .. } => copy(&mut m, &[PltMs, TtfbMs, Connections, Requests, BodyBytes, ClientRetransmits]),
+            Workload::Objects { .. } => copy(&mut m, &[TotalMs, Connections, ClientRetransmits]),
+            Workload::Browser { .. } => browser_metrics(&mut m, v, copy),
+            Workload::Bulk { .. } => copy(&mut m, &[CompletionMs, GoodputBps, SenderRetransmits, SenderSrttMsMax]),
             Workload::Realtime { .. } => {
-                for (key, dir) in [("server_to_client_ms", "s2c"), ("client_to_server_ms", "c2s")] {
-                    let mut lat: Vec<f64> = v.get(key).and_then(|l| l.as_array()).map(|a| a.iter().filter_map(|x| x.as_f64()).collect()).unwrap_or_default();
-                    if !lat.is_empty() {
-                        lat.sort_by(f64::total_cmp);
-                        put(&format!("latency_ms_mean_{dir}"), Some(lat.iter().sum::<f64>() / lat.len() as f64));
-                        put(&format!("latency_ms_p50_{dir}"), Some(lat[lat.len() / 2]));
-                        put(&format!("messages_{dir}"), Some(lat.len() as f64));
-                    }
-                }
-                put("connections", f("connections"));
-                // The figure the study reports: the update's latency.
-                let s2c = m.get("latency_ms_mean_s2c").copied();
-                let c2s = m.get("latency_ms_mean_c2s").copied();
-                let headline = match (s2c, c2s) {
-                    (Some(a), Some(b)) => Some((a + b) / 2.0),
-                    (a, b) => a.or(b),
-                };
-                if let Some(x) = headline {
-                    m.insert("latency_ms_mean".into(), x);
-                }
+                realtime_metrics(&mut m, v);
+                copy(&mut m, &[Connections]);
             }
-            Workload::Messages { .. } => {
-                let dur = f("duration_s").unwrap_or(1.0);
-                let mut every: Vec<f64> = Vec::new();
-                let mut dirs = 0;
-                for dir in ["up", "down"] {
-                    if let Some(r) = v.get(dir).filter(|r| !r.is_null()) {
-                        dirs += 1;
-                        let bytes = r.get("bytes").and_then(|x| x.as_f64()).unwrap_or(0.0);
-                        put(&format!("delivered_bps_{dir}"), Some(bytes * 8.0 / dur));
-                        let mut lat: Vec<f64> = r.get("latencies_ms").and_then(|l| l.as_array()).map(|a| a.iter().filter_map(|x| x.as_f64()).collect()).unwrap_or_default();
-                        if !lat.is_empty() {
-                            lat.sort_by(f64::total_cmp);
-                            put(&format!("latency_ms_mean_{dir}"), Some(lat.iter().sum::<f64>() / lat.len() as f64));
-                            put(&format!("latency_ms_p50_{dir}"), Some(lat[lat.len() / 2]));
-                            every.extend(lat);
-                        }
-                    }
-                }
-                // Both ways at once (seed 004's two-way tests): the mean
-                // over every message either way.
-                if dirs == 2 && !every.is_empty() {
-                    put("latency_ms_mean_both", Some(every.iter().sum::<f64>() / every.len() as f64));
-                }
-            }
-            Workload::Ping { .. } => {
-                let sent = f("sent").unwrap_or(0.0);
-                let mut rtt: Vec<f64> = v.get("rtts_ms").and_then(|l| l.as_array()).map(|a| a.iter().filter_map(|x| x.as_f64()).collect()).unwrap_or_default();
-                if sent > 0.0 {
-                    put("ping_loss_pct", Some(100.0 * (1.0 - rtt.len() as f64 / sent)));
-                }
-                if !rtt.is_empty() {
-                    rtt.sort_by(f64::total_cmp);
-                    let n = rtt.len() as f64;
-                    let mean = rtt.iter().sum::<f64>() / n;
-                    put("rtt_ms_mean", Some(mean));
-                    put("rtt_ms_min", Some(rtt[0]));
-                    put("rtt_ms_p50", Some(rtt[rtt.len() / 2]));
-                    put("rtt_ms_max", Some(rtt[rtt.len() - 1]));
-                    // The sample standard deviation of this run's replies.
-                    if rtt.len() > 1 {
-                        put("rtt_ms_sd", Some((rtt.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()));
-                    }
-                }
-            }
+            Workload::Messages { .. } => messages_metrics(&mut m, v),
+            Workload::Ping { .. } => ping_metrics(&mut m, v),
         }
         m
     }
 
-    /// The metric a report leads with, and whether lower is better.
-    pub fn headline(&self) -> (&'static str, bool) {
+    /// The metrics the report's table shows beside the headline.
+    pub fn table_metrics(&self) -> Vec<Metric> {
         match self {
-            Workload::Web { .. } | Workload::Browser { .. } => ("plt_ms", true),
-            Workload::Objects { .. } => ("total_ms", true),
-            Workload::Bulk { .. } => ("completion_ms", true),
-            Workload::Realtime { .. } => ("latency_ms_mean", true),
-            Workload::Ping { .. } => ("rtt_ms_mean", true),
-            Workload::Messages { direction, .. } => {
-                if *direction == MessagesDirection::Down {
-                    ("delivered_bps_down", false)
-                } else {
-                    ("delivered_bps_up", false)
-                }
+            Workload::Web { .. } => vec![TtfbMs, Connections, ClientRetransmits, LinkDropsDown, LinkDropsUp],
+            Workload::Browser { .. } => vec![FcpMs, LcpMs, Connections, LinkDropsDown, LinkDropsUp],
+            Workload::Objects { .. } => vec![Connections, ClientRetransmits, LinkDropsDown, LinkDropsUp],
+            Workload::Bulk { .. } => vec![GoodputBps, SenderRetransmits, SenderSrttMsMax, LinkDropsDown, LinkDropsUp],
+            Workload::Realtime { .. } => vec![LatencyPassesMean, LatencyMsMeanS2c, LatencyMsMeanC2s, Connections],
+            Workload::Ping { .. } => vec![RttMsSd, RttMsMin, RttMsMax, PingLossPct],
+            Workload::Messages { direction: MessagesDirection::Down, .. } => vec![LatencyMsMeanDown, LatencyMsP50Down],
+            Workload::Messages { direction: MessagesDirection::Both, .. } => vec![DeliveredBpsDown, LatencyMsMeanUp, LatencyMsMeanDown, LatencyMsMeanBoth],
+            Workload::Messages { .. } => vec![LatencyMsMeanUp, LatencyMsP50Up],
+        }
+    }
+
+    /// The metric a report leads with (its [`Metric::better`] says which
+    /// way is better).
+    pub fn headline(&self) -> Metric {
+        match self {
+            Workload::Web { .. } | Workload::Browser { .. } => PltMs,
+            Workload::Objects { .. } => TotalMs,
+            Workload::Bulk { .. } => CompletionMs,
+            Workload::Realtime { .. } => LatencyMsMean,
+            Workload::Ping { .. } => RttMsMean,
+            Workload::Messages { direction: MessagesDirection::Down, .. } => DeliveredBpsDown,
+            Workload::Messages { .. } => DeliveredBpsUp,
+        }
+    }
+}
+
+/// The numbers of the array `key` of `v`, sorted.
+fn sorted(v: &serde_json::Value, key: &str) -> Vec<f64> {
+    let mut x: Vec<f64> = v.get(key).and_then(|l| l.as_array()).map(|a| a.iter().filter_map(|x| x.as_f64()).collect()).unwrap_or_default();
+    x.sort_by(f64::total_cmp);
+    x
+}
+
+fn mean(x: &[f64]) -> f64 {
+    x.iter().sum::<f64>() / x.len() as f64
+}
+
+fn browser_metrics(m: &mut Metrics, v: &serde_json::Value, mut copy: impl FnMut(&mut Metrics, &[Metric])) {
+    copy(m, &[PltMs, OnloadMs, DclMs, FpMs, FcpMs, LcpMs, LastByteMs, Requests, FailedRequests, Bytes, Origins, Connections, ConnsPerOrigin]);
+    // Which protocol the requests really went over.
+    if let Some(p) = v.get("protocols").and_then(|p| p.as_object()) {
+        for (name, n) in p {
+            let key = match name.as_str() {
+                "http/1.1" => RequestsH1,
+                "h2" => RequestsH2,
+                "h3" => RequestsH3,
+                _ => RequestsOther,
+            };
+            *m.entry(key).or_default() += n.as_f64().unwrap_or(0.0);
+        }
+    }
+}
+
+fn realtime_metrics(m: &mut Metrics, v: &serde_json::Value) {
+    for (key, mean_k, p50_k, n_k) in [("server_to_client_ms", LatencyMsMeanS2c, LatencyMsP50S2c, MessagesS2c), ("client_to_server_ms", LatencyMsMeanC2s, LatencyMsP50C2s, MessagesC2s)] {
+        let lat = sorted(v, key);
+        if !lat.is_empty() {
+            m.insert(mean_k, mean(&lat));
+            m.insert(p50_k, lat[lat.len() / 2]);
+            m.insert(n_k, lat.len() as f64);
+        }
+    }
+    // The figure the study reports: the update's latency.
+    let headline = match (m.get(&LatencyMsMeanS2c), m.get(&LatencyMsMeanC2s)) {
+        (Some(a), Some(b)) => Some((a + b) / 2.0),
+        (a, b) => a.or(b).copied(),
+    };
+    if let Some(x) = headline {
+        m.insert(LatencyMsMean, x);
+    }
+}
+
+fn messages_metrics(m: &mut Metrics, v: &serde_json::Value) {
+    let dur = v.get("duration_s").and_then(|x| x.as_f64()).unwrap_or(1.0);
+    let mut every: Vec<f64> = Vec::new();
+    let mut dirs = 0;
+    for (dir, rate, mean_k, p50_k) in [("up", DeliveredBpsUp, LatencyMsMeanUp, LatencyMsP50Up), ("down", DeliveredBpsDown, LatencyMsMeanDown, LatencyMsP50Down)] {
+        if let Some(r) = v.get(dir).filter(|r| !r.is_null()) {
+            dirs += 1;
+            let bytes = r.get("bytes").and_then(|x| x.as_f64()).unwrap_or(0.0);
+            m.insert(rate, bytes * 8.0 / dur);
+            let lat = sorted(r, "latencies_ms");
+            if !lat.is_empty() {
+                m.insert(mean_k, mean(&lat));
+                m.insert(p50_k, lat[lat.len() / 2]);
+                every.extend(lat);
             }
+        }
+    }
+    // Both ways at once (seed 004's two-way tests): the mean over every
+    // message either way.
+    if dirs == 2 && !every.is_empty() {
+        m.insert(LatencyMsMeanBoth, mean(&every));
+    }
+}
+
+fn ping_metrics(m: &mut Metrics, v: &serde_json::Value) {
+    let sent = v.get("sent").and_then(|x| x.as_f64()).unwrap_or(0.0);
+    let rtt = sorted(v, "rtts_ms");
+    if sent > 0.0 {
+        m.insert(PingLossPct, 100.0 * (1.0 - rtt.len() as f64 / sent));
+    }
+    if !rtt.is_empty() {
+        let n = rtt.len() as f64;
+        let mu = mean(&rtt);
+        m.insert(RttMsMean, mu);
+        m.insert(RttMsMin, rtt[0]);
+        m.insert(RttMsP50, rtt[rtt.len() / 2]);
+        m.insert(RttMsMax, rtt[rtt.len() - 1]);
+        // The sample standard deviation of this run's replies.
+        if rtt.len() > 1 {
+            m.insert(RttMsSd, (rtt.iter().map(|x| (x - mu).powi(2)).sum::<f64>() / (n - 1.0)).sqrt());
         }
     }
 }
@@ -491,15 +509,11 @@ impl Workload {
 /// 600 ms on each pass, and it calls that an RTT ("WebSocket completes an
 /// update in one RTT, SSE in two, long polling in at least two, about
 /// 1.2 s").
-pub fn add_rtt_metrics(m: &mut BTreeMap<String, f64>, rtt_ms: f64) {
+pub fn add_rtt_metrics(m: &mut Metrics, rtt_ms: f64) {
     if rtt_ms <= 0.0 {
         return;
     }
-    let mut extra = Vec::new();
-    for (k, v) in m.iter().filter(|(k, _)| k.starts_with("latency_ms_mean")) {
-        extra.push((k.replacen("latency_ms", "latency_rtt", 1), v / rtt_ms));
-        extra.push((k.replacen("latency_ms", "latency_passes", 1), v / (rtt_ms / 2.0)));
-    }
+    let extra: Vec<(Metric, f64)> = m.iter().filter_map(|(k, v)| k.in_rtts().map(|(r, p)| [(r, v / rtt_ms), (p, v / (rtt_ms / 2.0))])).flatten().collect();
     m.extend(extra);
 }
 
@@ -534,13 +548,13 @@ mod tests {
             "down": { "bytes": 2000, "latencies_ms": [6000.0, 6000.0, 6000.0, 6000.0] }
         });
         let m = w.metrics(&v);
-        assert_eq!(m["delivered_bps_up"], 800.0);
-        assert_eq!(m["delivered_bps_down"], 1600.0);
-        assert_eq!(m["latency_ms_mean_up"], 2000.0);
-        assert_eq!(m["latency_ms_mean_down"], 6000.0);
-        assert!((m["latency_ms_mean_both"] - 28000.0 / 6.0).abs() < 1e-9, "{m:?}");
+        assert_eq!(m[&DeliveredBpsUp], 800.0);
+        assert_eq!(m[&DeliveredBpsDown], 1600.0);
+        assert_eq!(m[&LatencyMsMeanUp], 2000.0);
+        assert_eq!(m[&LatencyMsMeanDown], 6000.0);
+        assert!((m[&LatencyMsMeanBoth] - 28000.0 / 6.0).abs() < 1e-9, "{m:?}");
         // One way only: no two-way mean.
         let up = Workload::Messages { transport: Transport::Tcp, direction: MessagesDirection::Up, size: 64, rate_bps: 2048.0, duration_s: 10.0 };
-        assert!(!up.metrics(&serde_json::json!({"duration_s": 10.0, "up": {"bytes": 1, "latencies_ms": [1.0]}})).contains_key("latency_ms_mean_both"));
+        assert!(!up.metrics(&serde_json::json!({"duration_s": 10.0, "up": {"bytes": 1, "latencies_ms": [1.0]}})).contains_key(&LatencyMsMeanBoth));
     }
 }

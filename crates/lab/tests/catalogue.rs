@@ -67,7 +67,9 @@ fn entry(id: &str, kind: Kind, paper: f64) -> Entry {
 
 /// `n` successful runs of `profile` whose `metric` is `f(i)`.
 fn runs(profile: &str, n: usize, f: impl Fn(usize) -> f64) -> Vec<RunRow> {
-    (0..n).map(|i| RunRow { profile: profile.into(), protocol: "h1".into(), params: "p".into(), ok: true, metrics: BTreeMap::from([("plt_ms".to_string(), f(i))]), ..Default::default() }).collect()
+    (0..n)
+        .map(|i| RunRow { profile: profile.into(), protocol: "h1".into(), params: "p".into(), ok: true, metrics: BTreeMap::from([(aerolink_lab::metric::Metric::PltMs, f(i))]), ..Default::default() })
+        .collect()
 }
 
 fn mapping(toml: &str) -> Vec<judge::Mapping> {

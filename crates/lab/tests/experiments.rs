@@ -112,6 +112,10 @@ fn bad_files_name_the_file_the_key_and_what_is_allowed() {
             "name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"bulk\"\nsizes = [\"1MB\"]\nquic_preset = \"sat\"\nquic_rate = \"quick\"\n",
             "workload[1].quic_rate: \"quick\": expected the path's rate",
         ),
+        (
+            "name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\n[[judge]]\nid = \"000-x\"\nmetric = \"plt\"\nof = { profile = \"mss\" }\n",
+            "judge[1].metric: no metric \"plt\": expected one of plt_ms, ttfb_ms,",
+        ),
     ];
     for (i, (text, want)) in cases.iter().enumerate() {
         let f = write(&d, &format!("bad{i}.toml"), text);

@@ -2,6 +2,7 @@
 //! file from fabricated outcomes (the report's input, not a run), read back,
 //! and rendered into one self-contained HTML page whose content is checked.
 
+use aerolink_lab::metric::Metric;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
@@ -68,15 +69,15 @@ fn records_round_trip_through_the_store() {
     let runs = store.runs(Some(&e.name)).unwrap();
     assert_eq!(runs.len(), 6);
     assert_eq!(runs.iter().filter(|r| !r.ok).count(), 1);
-    let h1: Vec<f64> = runs.iter().filter(|r| r.protocol == "h1").map(|r| r.metrics["plt_ms"]).collect();
+    let h1: Vec<f64> = runs.iter().filter(|r| r.protocol == "h1").map(|r| r.metrics[&Metric::PltMs]).collect();
     assert_eq!(h1.len(), 3);
     let r = runs.iter().find(|r| r.ok).unwrap();
     assert_eq!((r.profile.as_str(), r.workload.as_str(), r.params.as_str(), r.host.as_str()), ("mss", "web", "10x100KB", "testhost"));
     assert_eq!(r.started_at, "2026-11-18T11:06:40Z");
     // Latencies in round trips are added from the profile's RTT.
-    assert!(r.metrics.contains_key("requests"));
+    assert!(r.metrics.contains_key(&Metric::Requests));
     // The link's own drops per direction are stored with the run.
-    assert_eq!((r.metrics["link_drops_down"], r.metrics["link_drops_up"]), (57.0, 4.0));
+    assert_eq!((r.metrics[&Metric::LinkDropsDown], r.metrics[&Metric::LinkDropsUp]), (57.0, 4.0));
     let failed = runs.iter().find(|r| !r.ok).unwrap();
     assert_eq!(failed.error.as_deref(), Some("the client timed out"));
     assert!(failed.metrics.is_empty());
@@ -142,14 +143,15 @@ fn runs_whose_frames_the_emulator_lost_are_named_in_the_report() {
     let seed = p.seed;
     store.insert_run(&record(&e, &Finished { planned: p, outcome: o, started: SystemTime::UNIX_EPOCH, seconds: 1.0 }, "testhost")).unwrap();
     let runs = store.runs(None).unwrap();
-    assert_eq!(runs.iter().filter(|r| r.metrics.contains_key("emulator_refused")).map(|r| (r.seed, r.metrics["emulator_refused"])).collect::<Vec<_>>(), vec![(seed as i64, 7.0)]);
+    assert_eq!(runs.iter().filter(|r| r.metrics.contains_key(&Metric::EmulatorRefused)).map(|r| (r.seed, r.metrics[&Metric::EmulatorRefused])).collect::<Vec<_>>(), vec![(seed as i64, 7.0)]);
     let h = html(&store);
     assert!(h.contains("Runs with frames the emulator lost (1)") && h.contains(&format!("<td>{seed}</td><td class=\"fail\">7</td>")), "the spoiled run is listed with its seed and count");
 }
 
 #[test]
 fn one_formatter_for_every_metric() {
-    use aerolink_lab::report::fmt_metric;
+    // By the stored name, as the report, benches and progress lines read it.
+    let fmt_metric = |name: &str, v: f64| name.parse::<Metric>().unwrap().fmt(v);
     assert_eq!(fmt_metric("plt_ms", 12_345.0), "12.35 s");
     assert_eq!(fmt_metric("ttfb_ms", 250.4), "250 ms");
     assert_eq!(fmt_metric("latency_ms_mean_up", 7.25), "7.2 ms");

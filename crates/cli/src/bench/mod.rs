@@ -55,7 +55,6 @@ use serde_json::Value;
 
 use crate::error::user;
 use crate::run::run_id;
-use aerolink_lab::report::fmt_metric;
 use aerolink_link::units::Rate;
 use aerolink_pep::cli::PepMode;
 use aerolink_work::bulk::Direction as BulkDirection;
@@ -264,7 +263,8 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
     }
     let exe = std::env::current_exe()?;
     let mut all = Vec::new();
-    let (headline, _) = workload.headline();
+    let headline = workload.headline();
+    let mut v: Vec<f64> = Vec::new();
     for rep in 0..c.repeat {
         let seed = c.link.seed + rep as u64;
         let workload = per_seed(&workload, seed, c.repeat);
@@ -295,12 +295,13 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
         aerolink_lab::workload::add_rtt_metrics(&mut metrics, profile.base_rtt().as_millis_f64());
         if !c.json {
             if o.ok {
-                let m: Vec<String> = metrics.iter().map(|(k, v)| format!("{k} {}", fmt_metric(k, *v))).collect();
+                let m: Vec<String> = metrics.iter().map(|(k, v)| format!("{k} {}", k.fmt(*v))).collect();
                 eprintln!("run {}/{} (seed {seed}): {}; link carried {:.1} KB down, {:.1} KB up", rep + 1, c.repeat, m.join(", "), o.wire_bytes_down as f64 / 1e3, o.wire_bytes_up as f64 / 1e3);
             } else {
                 eprintln!("run {}/{} (seed {seed}) failed: {}", rep + 1, c.repeat, o.error.clone().unwrap_or_default());
             }
         }
+        v.extend(metrics.get(&headline).filter(|x| x.is_finite()));
         all.push(serde_json::json!({
             "workload": workload, "protocol": workload.protocol(), "profile": profile.name, "seed": seed,
             "knobs": knobs, "metrics": metrics, "outcome": o,
@@ -311,30 +312,28 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
     }
     if c.json {
         println!("{}", serde_json::to_string_pretty(&all)?);
-    } else {
-        let mut v: Vec<f64> = all.iter().filter_map(|r| r["metrics"][headline].as_f64()).collect();
-        v.sort_by(f64::total_cmp);
-        if !v.is_empty() {
-            // "web h2", "bulk tcp", but "browser h3" (its protocol names it).
-            let what = match workload.protocol() {
-                p if p.starts_with(workload.name()) => p,
-                p => format!("{} {p}", workload.name()),
-            };
-            println!(
-                "{what} on {}: {headline} median {} over {} run(s) (min {}, max {})",
-                match &knobs.pep {
-                    Some(p) => format!("ifc around {} via {}", profile.name, p.label()),
-                    None => profile.name.clone(),
-                },
-                fmt_metric(headline, v[v.len() / 2]),
-                v.len(),
-                fmt_metric(headline, v[0]),
-                fmt_metric(headline, v[v.len() - 1])
-            );
-        }
+    } else if !v.is_empty() {
+        let link = match &knobs.pep {
+            Some(p) => format!("ifc around {} via {}", profile.name, p.label()),
+            None => profile.name.clone(),
+        };
+        println!("{}", summary_line(&workload, &link, &mut v));
     }
     let failed = all.iter().filter(|r| r["outcome"]["ok"] != true).count();
     Ok(if failed > 0 { 1 } else { 0 })
+}
+
+/// "web h2 on mss: plt_ms median 1.23 s over 5 run(s) (min …, max …)".
+fn summary_line(workload: &aerolink_lab::workload::Workload, link: &str, v: &mut [f64]) -> String {
+    v.sort_by(f64::total_cmp);
+    let headline = workload.headline();
+    // "web h2", "bulk tcp", but "browser h3" (its protocol names it).
+    let what = match workload.protocol() {
+        p if p.starts_with(workload.name()) => p,
+        p => format!("{} {p}", workload.name()),
+    };
+    let (lo, med, hi) = (headline.fmt(v[0]), headline.fmt(v[v.len() / 2]), headline.fmt(v[v.len() - 1]));
+    format!("{what} on {link}: {headline} median {med} over {} run(s) (min {lo}, max {hi})", v.len())
 }
 
 /// With several repetitions, each browser load writes its own files.

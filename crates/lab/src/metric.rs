@@ -1,0 +1,271 @@
+//! The figures a run is judged by: a closed set. Each metric carries its
+//! stored name (the store's `metrics.name`, the `[[judge]] metric` key, the
+//! CSV and JSON columns), a title for people, its unit and which way is
+//! better. A name is parsed once, at the edge ([`Metric::from_str`]); a
+//! typo in an experiment file is refused there with the names allowed.
+//!
+//! Adding a figure: one line in the table below, and the workload that
+//! measures it puts it into its [`Metrics`] (`workload.rs` `metrics`).
+
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+/// What a metric counts in; it decides how a value is shown.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// Milliseconds: shown in ms, or in s from 1 000 ms.
+    Ms,
+    /// Round trips of the link's base RTT.
+    Rtts,
+    /// Passes over the link: one-way delays, half an RTT (seed 001's "RTTs").
+    Passes,
+    /// Bits per second.
+    BitRate,
+    /// A count, bytes, a percentage or a ratio: shown as the number.
+    Number,
+}
+
+/// Which way a metric is better.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Better {
+    Lower,
+    Higher,
+    /// A description of the run (requests, bytes, connections), neither.
+    Neither,
+}
+
+macro_rules! metrics {
+    ($($variant:ident = $name:literal, $title:literal, $unit:ident, $better:ident;)*) => {
+        /// One figure of a run (the module's comment says what it carries).
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+        pub enum Metric { $($variant,)* }
+
+        impl Metric {
+            /// Every metric, in the table's order.
+            pub const ALL: &'static [Metric] = &[$(Metric::$variant,)*];
+
+            /// Its stored name (`plt_ms`).
+            pub fn name(self) -> &'static str {
+                match self { $(Metric::$variant => $name,)* }
+            }
+
+            /// What it is, for people (`page load time`).
+            pub fn title(self) -> &'static str {
+                match self { $(Metric::$variant => $title,)* }
+            }
+
+            pub fn unit(self) -> Unit {
+                match self { $(Metric::$variant => Unit::$unit,)* }
+            }
+
+            pub fn better(self) -> Better {
+                match self { $(Metric::$variant => Better::$better,)* }
+            }
+        }
+    };
+}
+
+metrics! {
+    // Page loads (web, browser) and object sets.
+    PltMs = "plt_ms", "page load time", Ms, Lower;
+    TtfbMs = "ttfb_ms", "time to first byte", Ms, Lower;
+    TotalMs = "total_ms", "time to fetch the set", Ms, Lower;
+    OnloadMs = "onload_ms", "onload event", Ms, Lower;
+    DclMs = "dcl_ms", "DOMContentLoaded", Ms, Lower;
+    FpMs = "fp_ms", "first paint", Ms, Lower;
+    FcpMs = "fcp_ms", "first contentful paint", Ms, Lower;
+    LcpMs = "lcp_ms", "largest contentful paint", Ms, Lower;
+    LastByteMs = "last_byte_ms", "last byte", Ms, Lower;
+    Connections = "connections", "connections", Number, Neither;
+    ConnsPerOrigin = "conns_per_origin", "connections per origin", Number, Neither;
+    Origins = "origins", "origins", Number, Neither;
+    Requests = "requests", "requests", Number, Neither;
+    FailedRequests = "failed_requests", "failed requests", Number, Lower;
+    RequestsH1 = "requests_h1", "requests over HTTP/1.1", Number, Neither;
+    RequestsH2 = "requests_h2", "requests over HTTP/2", Number, Neither;
+    RequestsH3 = "requests_h3", "requests over HTTP/3", Number, Neither;
+    RequestsOther = "requests_other", "requests over another protocol (or none: a cache, data: URLs)", Number, Neither;
+    BodyBytes = "body_bytes", "body bytes", Number, Neither;
+    Bytes = "bytes", "bytes", Number, Neither;
+    ClientRetransmits = "client_retransmits", "client retransmits (TCP) / lost packets (QUIC)", Number, Lower;
+    // Bulk transfers.
+    CompletionMs = "completion_ms", "completion time", Ms, Lower;
+    GoodputBps = "goodput_bps", "goodput", BitRate, Higher;
+    SenderRetransmits = "sender_retransmits", "sender retransmits", Number, Lower;
+    SenderSrttMsMax = "sender_srtt_ms_max", "largest smoothed RTT (sender)", Ms, Lower;
+    // Messages (seed 004), each way and both.
+    DeliveredBpsUp = "delivered_bps_up", "delivered rate (up)", BitRate, Higher;
+    DeliveredBpsDown = "delivered_bps_down", "delivered rate (down)", BitRate, Higher;
+    LatencyMsMeanUp = "latency_ms_mean_up", "mean message latency (up)", Ms, Lower;
+    LatencyMsMeanDown = "latency_ms_mean_down", "mean message latency (down)", Ms, Lower;
+    LatencyMsMeanBoth = "latency_ms_mean_both", "mean message latency (both ways)", Ms, Lower;
+    LatencyMsP50Up = "latency_ms_p50_up", "median message latency (up)", Ms, Lower;
+    LatencyMsP50Down = "latency_ms_p50_down", "median message latency (down)", Ms, Lower;
+    // Real-time updates (seed 001 §8).
+    LatencyMsMean = "latency_ms_mean", "mean update latency", Ms, Lower;
+    LatencyMsMeanS2c = "latency_ms_mean_s2c", "server → client latency", Ms, Lower;
+    LatencyMsMeanC2s = "latency_ms_mean_c2s", "client → server latency", Ms, Lower;
+    LatencyMsP50S2c = "latency_ms_p50_s2c", "median server → client latency", Ms, Lower;
+    LatencyMsP50C2s = "latency_ms_p50_c2s", "median client → server latency", Ms, Lower;
+    MessagesS2c = "messages_s2c", "updates received (server → client)", Number, Neither;
+    MessagesC2s = "messages_c2s", "updates received (client → server)", Number, Neither;
+    // Every mean latency again in round trips and in passes ([`Metric::in_rtts`]).
+    LatencyRttMean = "latency_rtt_mean", "mean update latency in RTTs", Rtts, Lower;
+    LatencyRttMeanS2c = "latency_rtt_mean_s2c", "server → client latency in RTTs", Rtts, Lower;
+    LatencyRttMeanC2s = "latency_rtt_mean_c2s", "client → server latency in RTTs", Rtts, Lower;
+    LatencyRttMeanUp = "latency_rtt_mean_up", "mean message latency (up) in RTTs", Rtts, Lower;
+    LatencyRttMeanDown = "latency_rtt_mean_down", "mean message latency (down) in RTTs", Rtts, Lower;
+    LatencyRttMeanBoth = "latency_rtt_mean_both", "mean message latency (both ways) in RTTs", Rtts, Lower;
+    LatencyPassesMean = "latency_passes_mean", "mean update latency in passes over the link (one-way delays; seed 001's \"RTTs\")", Passes, Lower;
+    LatencyPassesMeanS2c = "latency_passes_mean_s2c", "server → client latency in passes over the link", Passes, Lower;
+    LatencyPassesMeanC2s = "latency_passes_mean_c2s", "client → server latency in passes over the link", Passes, Lower;
+    LatencyPassesMeanUp = "latency_passes_mean_up", "mean message latency (up) in passes over the link", Passes, Lower;
+    LatencyPassesMeanDown = "latency_passes_mean_down", "mean message latency (down) in passes over the link", Passes, Lower;
+    LatencyPassesMeanBoth = "latency_passes_mean_both", "mean message latency (both ways) in passes over the link", Passes, Lower;
+    // Pings (seed 004 Table 2, seed 000's RTTs).
+    RttMsMean = "rtt_ms_mean", "mean ping RTT", Ms, Lower;
+    RttMsMin = "rtt_ms_min", "least ping RTT", Ms, Lower;
+    RttMsP50 = "rtt_ms_p50", "median ping RTT", Ms, Lower;
+    RttMsMax = "rtt_ms_max", "largest ping RTT", Ms, Lower;
+    RttMsSd = "rtt_ms_sd", "ping RTT standard deviation", Ms, Lower;
+    PingLossPct = "ping_loss_pct", "pings unanswered", Number, Lower;
+    // What the emulator saw (every run).
+    LinkDropsDown = "link_drops_down", "link drops ↓", Number, Neither;
+    LinkDropsUp = "link_drops_up", "link drops ↑", Number, Neither;
+    EmulatorRefused = "emulator_refused", "frames the emulator lost (refused by the kernel; an aerolink bug)", Number, Lower;
+}
+
+impl Metric {
+    /// A mean latency in ms again in round trips and in passes over the
+    /// link (`add_rtt_metrics`); `None` for any other metric.
+    pub fn in_rtts(self) -> Option<(Metric, Metric)> {
+        use Metric::*;
+        Some(match self {
+            LatencyMsMean => (LatencyRttMean, LatencyPassesMean),
+            LatencyMsMeanS2c => (LatencyRttMeanS2c, LatencyPassesMeanS2c),
+            LatencyMsMeanC2s => (LatencyRttMeanC2s, LatencyPassesMeanC2s),
+            LatencyMsMeanUp => (LatencyRttMeanUp, LatencyPassesMeanUp),
+            LatencyMsMeanDown => (LatencyRttMeanDown, LatencyPassesMeanDown),
+            LatencyMsMeanBoth => (LatencyRttMeanBoth, LatencyPassesMeanBoth),
+            _ => return None,
+        })
+    }
+
+    /// A value as people read it: ms (or s from 1 000 ms), round trips,
+    /// passes, bit rates, whole numbers. The one formatter of reports,
+    /// benches and progress lines.
+    pub fn fmt(self, v: f64) -> String {
+        if !v.is_finite() {
+            return "–".into();
+        }
+        match self.unit() {
+            Unit::Ms if v >= 1000.0 => format!("{:.2} s", v / 1e3),
+            Unit::Ms if v >= 100.0 => format!("{v:.0} ms"),
+            Unit::Ms => format!("{v:.1} ms"),
+            Unit::Rtts => format!("{v:.2} RTT"),
+            Unit::Passes => format!("{v:.2} passes"),
+            Unit::BitRate => bit_rate(v),
+            Unit::Number if v.fract() == 0.0 => format!("{v:.0}"),
+            Unit::Number => format!("{v:.2}"),
+        }
+    }
+}
+
+/// A rate in bit/s as people read it: kbit/s, Mbit/s or Gbit/s.
+pub fn bit_rate(v: f64) -> String {
+    if v >= 1e9 {
+        format!("{:.2} Gbit/s", v / 1e9)
+    } else if v >= 1e6 {
+        format!("{:.2} Mbit/s", v / 1e6)
+    } else {
+        format!("{:.2} kbit/s", v / 1e3)
+    }
+}
+
+/// Ordered by name, as the store, CSV columns and progress lines list them.
+impl Ord for Metric {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.name().cmp(other.name())
+    }
+}
+
+impl PartialOrd for Metric {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl fmt::Display for Metric {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A name that is no metric; its message lists the names allowed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("no metric {0:?}: expected one of {names}", names = Metric::ALL.iter().map(|m| m.name()).collect::<Vec<_>>().join(", "))]
+pub struct UnknownMetric(pub String);
+
+impl FromStr for Metric {
+    type Err = UnknownMetric;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Metric::ALL.iter().copied().find(|m| m.name() == s).ok_or_else(|| UnknownMetric(s.to_string()))
+    }
+}
+
+impl serde::Serialize for Metric {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> serde::Deserialize<'de> for Metric {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        s.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// A run's figures.
+pub type Metrics = BTreeMap<Metric, f64>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_unique_and_parse_back() {
+        let mut seen = std::collections::BTreeSet::new();
+        for m in Metric::ALL {
+            assert!(seen.insert(m.name()), "{} twice", m.name());
+            assert_eq!(m.name().parse::<Metric>(), Ok(*m));
+        }
+        let e = "plt".parse::<Metric>().unwrap_err().to_string();
+        assert!(e.starts_with("no metric \"plt\": expected one of plt_ms, "), "{e}");
+    }
+
+    #[test]
+    fn values_are_shown_in_their_unit() {
+        assert_eq!(Metric::PltMs.fmt(1234.0), "1.23 s");
+        assert_eq!(Metric::RttMsSd.fmt(377.4), "377 ms");
+        assert_eq!(Metric::TtfbMs.fmt(12.34), "12.3 ms");
+        assert_eq!(Metric::GoodputBps.fmt(2.5e6), "2.50 Mbit/s");
+        assert_eq!(Metric::DeliveredBpsUp.fmt(2400.0), "2.40 kbit/s");
+        assert_eq!(Metric::LatencyRttMean.fmt(1.5), "1.50 RTT");
+        assert_eq!(Metric::LatencyPassesMean.fmt(2.0), "2.00 passes");
+        assert_eq!(Metric::Connections.fmt(6.0), "6");
+        assert_eq!(Metric::ConnsPerOrigin.fmt(1.5), "1.50");
+        assert_eq!(Metric::PltMs.fmt(f64::NAN), "–");
+    }
+
+    #[test]
+    fn every_mean_latency_has_its_round_trip_and_pass_forms() {
+        for m in Metric::ALL.iter().filter(|m| m.name().starts_with("latency_ms_mean")) {
+            let (r, p) = m.in_rtts().unwrap_or_else(|| panic!("{m} has no RTT form"));
+            assert_eq!(r.name(), m.name().replacen("latency_ms", "latency_rtt", 1));
+            assert_eq!(p.name(), m.name().replacen("latency_ms", "latency_passes", 1));
+        }
+    }
+}
