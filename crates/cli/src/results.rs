@@ -4,7 +4,6 @@ use aerolink_lab::metric::Metric;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use aerolink_lab::report::series_name;
 use aerolink_lab::store::Store;
 use clap::Args;
 
@@ -99,7 +98,7 @@ pub fn export(a: ExportArgs) -> anyhow::Result<i32> {
                 r.profile_hash.clone(),
                 r.workload.clone(),
                 r.protocol.clone(),
-                series_name(r),
+                r.series.name.clone(),
                 r.params.clone(),
                 r.knobs_json.clone(),
                 r.seed.to_string(),
@@ -147,7 +146,7 @@ fn objects_text(runs: &[aerolink_lab::store::RunRow], json: bool) -> anyhow::Res
         let Some(objects) = v["objects"].as_array() else { continue };
         for o in objects {
             rows.push(serde_json::json!({
-                "run_key": r.run_key, "experiment": r.experiment, "profile": r.profile, "series": series_name(r), "seed": r.seed, "rep": r.rep,
+                "run_key": r.run_key, "experiment": r.experiment, "profile": r.profile, "series": r.series.name.clone(), "seed": r.seed, "rep": r.rep,
                 "path": o["path"], "bytes": o["bytes"], "start_ms": o["start_ms"], "first_byte_ms": o["first_byte_ms"], "end_ms": o["end_ms"],
                 "conn": o["conn"], "pushed": o["pushed"].as_bool().unwrap_or(false),
             }));
@@ -180,7 +179,7 @@ fn json_run(r: &aerolink_lab::store::RunRow) -> anyhow::Result<serde_json::Value
     o.remove("knobs_json");
     o.remove("workload_json");
     let parse = |t: &str| serde_json::from_str::<serde_json::Value>(t).unwrap_or_else(|_| serde_json::Value::String(t.to_string()));
-    o.insert("series".into(), series_name(r).into());
+    o.insert("series".into(), r.series.name.clone().into());
     o.insert("knobs".into(), parse(&r.knobs_json));
     o.insert("workload_spec".into(), parse(&r.workload_json));
     Ok(v)

@@ -11,7 +11,6 @@ use std::fmt::Write as _;
 use serde::Serialize;
 
 use crate::metric::{Better, Metric};
-use crate::report::series_name;
 use crate::store::{ExperimentRow, RunRow};
 use crate::svg::esc;
 use crate::workload::Workload;
@@ -92,7 +91,7 @@ fn grouped(runs: &[RunRow]) -> BTreeMap<Key, (Metric, Vec<f64>)> {
         let Ok(w) = serde_json::from_str::<Workload>(&r.workload_json) else { continue };
         let metric = w.headline();
         let Some(v) = r.metrics.get(&metric).copied().filter(|v| v.is_finite()) else { continue };
-        let key = (r.experiment.clone(), format!("{} {}", r.workload, r.params), r.profile.clone(), series_name(r));
+        let key = (r.experiment.clone(), format!("{} {}", r.workload, r.params), r.profile.clone(), r.series.name.clone());
         out.entry(key).or_insert_with(|| (metric, Vec::new())).1.push(v);
     }
     out
@@ -223,6 +222,7 @@ mod tests {
             metrics: [(Metric::PltMs, plt)].into_iter().collect(),
             ..Default::default()
         }
+        .with_series()
     }
 
     #[test]

@@ -64,7 +64,7 @@ impl Select {
         Ok(Select { profile: get("profile")?, series: get("series")?, params: get("params")? })
     }
     pub fn matches(&self, r: &RunRow) -> bool {
-        self.profile.as_ref().is_none_or(|p| *p == r.profile) && self.series.as_ref().is_none_or(|s| *s == crate::report::series_name(r)) && self.params.as_ref().is_none_or(|p| *p == r.params)
+        self.profile.as_ref().is_none_or(|p| *p == r.profile) && self.series.as_ref().is_none_or(|s| *s == r.series.name) && self.params.as_ref().is_none_or(|p| *p == r.params)
     }
     pub fn text(&self) -> String {
         let parts: Vec<String> = [("profile", &self.profile), ("series", &self.series), ("params", &self.params)].iter().filter_map(|(k, v)| v.as_ref().map(|v| format!("{k} {v}"))).collect();

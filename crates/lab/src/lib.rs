@@ -23,6 +23,7 @@ pub mod record;
 pub mod report;
 pub mod reproductions;
 pub mod runner;
+pub mod series;
 pub mod stats;
 pub mod store;
 pub mod svg;

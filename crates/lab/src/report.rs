@@ -17,7 +17,7 @@ use crate::metric::{bit_rate, Better, Metric, Unit};
 use crate::stats::{summarize, Summary};
 use crate::store::{ExperimentRow, RunRow};
 use crate::svg::{self, esc, Bar};
-use crate::workload::{Knobs, Workload};
+use crate::workload::Workload;
 
 /// What the report needs to know about a profile (stored with each run).
 pub fn profile_summary(p: &Profile) -> Value {
@@ -42,27 +42,17 @@ pub fn page_floor_ms(profile: &Value, page_bytes: u64, depth: u32) -> Option<f64
     Some((2.0 + depth as f64) * rtt + transfer)
 }
 
-/// Marks the PEP part of a series name (`h2 via quic-tunnel/bbr`).
-pub(crate) const PEP_MARK: &str = "via ";
 /// The baseline that compares each series with itself without a PEP.
 pub const PEP_BASELINE: &str = "pep:none";
 
 /// The series `s` is compared with: the experiment's baseline, or with
 /// `baseline = "pep:none"`, the same series without its PEP.
-fn baseline_of(baseline: &str, s: &str) -> String {
+fn baseline_of(baseline: &str, s: &str, rs: &[&RunRow]) -> String {
     if baseline == PEP_BASELINE {
-        match s.find(PEP_MARK) {
-            Some(i) => s[..i].trim_end().to_string(),
-            None => s.to_string(),
-        }
+        rs.iter().find(|r| r.series.name == s).map_or_else(|| s.to_string(), |r| r.series.without_pep.clone())
     } else {
         baseline.to_string()
     }
-}
-
-/// A label for the knobs that differ from the defaults.
-pub fn knob_label(knobs_json: &str) -> String {
-    serde_json::from_str::<Knobs>(knobs_json).map(|k| k.label()).unwrap_or_default()
 }
 
 pub const CSS: &str = "body{font:15px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:24px auto;padding:0 16px;color:#222}
@@ -228,7 +218,7 @@ fn setting_size(r: &RunRow) -> u64 {
 /// One table up front: each setting × link, every series' median and its
 /// ratio to the baseline.
 fn at_a_glance(h: &mut String, e: &ExperimentRow, settings: &BTreeMap<(String, u64, String), Vec<&RunRow>>) {
-    let mut series: Vec<String> = settings.values().flatten().map(|r| series_name(r)).collect::<BTreeSet<_>>().into_iter().collect();
+    let mut series: Vec<String> = settings.values().flatten().map(|r| r.series.name.clone()).collect::<BTreeSet<_>>().into_iter().collect();
     if let Some(b) = &e.baseline {
         if let Some(i) = series.iter().position(|s| s == b) {
             let s = series.remove(i);
@@ -251,10 +241,10 @@ fn at_a_glance(h: &mut String, e: &ExperimentRow, settings: &BTreeMap<(String, u
         let lower_better = metric.better() == Better::Lower;
         let profiles: BTreeSet<&str> = rs.iter().map(|r| r.profile.as_str()).collect();
         for p in profiles {
-            let med = |s: &str| summarize(&rs.iter().filter(|r| r.ok && r.profile == p && series_name(r) == s).filter_map(|r| r.metrics.get(&metric).copied()).collect::<Vec<_>>()).map(|x| x.median);
+            let med = |s: &str| summarize(&rs.iter().filter(|r| r.ok && r.profile == p && r.series.name == s).filter_map(|r| r.metrics.get(&metric).copied()).collect::<Vec<_>>()).map(|x| x.median);
             let _ = write!(h, "<tr><td>{workload} {}</td><td>{}</td>", esc(params), esc(p));
             for s in &series {
-                let base_s = baseline_of(&baseline, s);
+                let base_s = baseline_of(&baseline, s, rs);
                 let base = med(&base_s);
                 let baseline = &base_s;
                 match med(s) {
@@ -276,17 +266,6 @@ fn at_a_glance(h: &mut String, e: &ExperimentRow, settings: &BTreeMap<(String, u
     h.push_str("</table>");
 }
 
-/// The series a run belongs to: its protocol and the knobs that differ
-/// from the defaults.
-pub fn series_name(r: &RunRow) -> String {
-    let k = knob_label(&r.knobs_json);
-    if k.is_empty() {
-        r.protocol.clone()
-    } else {
-        format!("{} {k}", r.protocol)
-    }
-}
-
 /// One setting's runs as its section shows them: the headline metric, the
 /// links and series in order, and how the charts scale the metric.
 struct Setting<'a> {
@@ -302,7 +281,7 @@ struct Setting<'a> {
 
 impl<'a> Setting<'a> {
     fn runs<'b>(&'b self, p: &'b str, s: &'b str) -> impl Iterator<Item = &'a RunRow> + 'b {
-        self.rs.iter().copied().filter(move |r| r.ok && r.profile == p && series_name(r) == s)
+        self.rs.iter().copied().filter(move |r| r.ok && r.profile == p && r.series.name == s)
     }
 
     fn values(&self, p: &str, s: &str, m: Metric) -> Vec<f64> {
@@ -323,7 +302,7 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
     let metric = w.headline();
     let _ = write!(h, "<h3>{workload} — {}</h3>", esc(params));
     let profile_names: Vec<String> = profiles.keys().filter(|p| rs.iter().any(|r| &&r.profile == p)).cloned().collect();
-    let mut series: Vec<String> = rs.iter().map(|r| series_name(r)).collect::<BTreeSet<_>>().into_iter().collect();
+    let mut series: Vec<String> = rs.iter().map(|r| r.series.name.clone()).collect::<BTreeSet<_>>().into_iter().collect();
     // Baseline first, then the rest in name order.
     if let Some(b) = &e.baseline {
         if let Some(i) = series.iter().position(|s| s == b) {
@@ -394,10 +373,10 @@ fn setting_table(h: &mut String, st: &Setting, e: &ExperimentRow, sums: &BTreeMa
     h.push_str("<th>failed</th></tr>");
     for p in &st.profile_names {
         for s in &st.series {
-            let base_s = baseline_of(&baseline, s);
+            let base_s = baseline_of(&baseline, s, st.rs);
             let base = sums.get(&(p.clone(), base_s.clone())).map(|s| s.median);
             let baseline = &base_s;
-            let failed = st.rs.iter().filter(|r| !r.ok && &r.profile == p && &series_name(r) == s).count();
+            let failed = st.rs.iter().filter(|r| !r.ok && &r.profile == p && &r.series.name == s).count();
             let Some(sm) = sums.get(&(p.clone(), s.clone())) else {
                 let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>0</td><td colspan=\"{}\">no successful run</td><td class=\"fail\">{failed}</td></tr>", esc(p), esc(s), 4 + extra.len());
                 continue;

@@ -25,6 +25,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 use serde::Serialize;
 
 use crate::metric::{Metric, Metrics};
+use crate::series::Series;
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -92,10 +93,22 @@ pub struct RunRow {
     pub wire_bytes_down: i64,
     pub wire_bytes_up: i64,
     pub metrics: Metrics,
+    /// Decoded from `protocol` and `knobs_json` when the run is read.
+    #[serde(skip)]
+    pub series: Series,
     #[serde(skip)]
     pub result_json: String,
     #[serde(skip)]
     pub profile_json: String,
+}
+
+impl RunRow {
+    /// The row with its [`Series`] decoded from its protocol and knobs (the
+    /// store does this for every run it reads).
+    pub fn with_series(mut self) -> RunRow {
+        self.series = Series::decode(&self.protocol, &self.knobs_json);
+        self
+    }
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -320,7 +333,9 @@ impl Store {
                     workload_json: r.get(23)?,
                     machine: r.get(24)?,
                     metrics: Metrics::new(),
-                })
+                    series: Series::default(),
+                }
+                .with_series())
             })
             .map_err(|e| self.wrap(e))?
             .collect::<Result<Vec<_>, _>>()

@@ -182,7 +182,7 @@ impl Knobs {
             parts.push("quickack".into());
         }
         if let Some(p) = self.pep.as_ref().filter(|p| p.mode != aerolink_pep::cli::PepMode::None) {
-            parts.push(format!("{}{}", crate::report::PEP_MARK, p.label()));
+            parts.push(format!("via {}", p.label()));
         }
         if let Some(c) = self.cross.filter(|c| *c != Cross::None) {
             parts.push(format!("cross:{c}"));

@@ -68,7 +68,10 @@ fn entry(id: &str, kind: Kind, paper: f64) -> Entry {
 /// `n` successful runs of `profile` whose `metric` is `f(i)`.
 fn runs(profile: &str, n: usize, f: impl Fn(usize) -> f64) -> Vec<RunRow> {
     (0..n)
-        .map(|i| RunRow { profile: profile.into(), protocol: "h1".into(), params: "p".into(), ok: true, metrics: BTreeMap::from([(aerolink_lab::metric::Metric::PltMs, f(i))]), ..Default::default() })
+        .map(|i| {
+            RunRow { profile: profile.into(), protocol: "h1".into(), params: "p".into(), ok: true, metrics: BTreeMap::from([(aerolink_lab::metric::Metric::PltMs, f(i))]), ..Default::default() }
+                .with_series()
+        })
         .collect()
 }
 
@@ -175,6 +178,7 @@ fn every_mapping_selects_runs_its_experiment_plans() {
                     ok: true,
                     ..Default::default()
                 }
+                .with_series()
             })
             .collect();
         for m in &e.judges {
