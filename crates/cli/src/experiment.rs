@@ -4,7 +4,7 @@
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -296,10 +296,7 @@ fn run_experiment(a: RunArgs) -> anyhow::Result<i32> {
         if a.parallel.is_none() { " (--parallel default for this machine)" } else { "" }
     );
     let n_todo = todo.len();
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
-        signal_hook::flag::register(sig, stop.clone())?;
-    }
+    let stop = aerolink_net::stop::on_signals().flag().clone();
     let (rx, workers) = aerolink_lab::pool::start(e.clone(), todo, parallel, std::env::current_exe()?, crate::run::run_id(), stop.clone());
     let tty = std::io::stderr().is_terminal();
     let bar = if tty {

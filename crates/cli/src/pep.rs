@@ -138,10 +138,7 @@ pub fn run(cmd: PepCmd) -> anyhow::Result<i32> {
             finish("quic-tunnel ground", &stats, json)
         }
         PepCmd::Vpn(VpnArgs { end, peer, port }) => {
-            let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-            for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
-                signal_hook::flag::register(sig, stop.clone())?;
-            }
+            let stop = aerolink_net::stop::on_signals().flag().clone();
             let st = aerolink_pep::vpn::run(aerolink_pep::vpn::Options { end, peer, port }, &stop, ready)?;
             eprintln!("vpn: {} packets out, {} in, {} foreign datagrams dropped", st.packets_out, st.packets_in, st.foreign_dropped);
             Ok(0)

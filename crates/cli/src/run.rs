@@ -6,8 +6,6 @@ use std::fs::File;
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Child, ExitStatus};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
 use std::time::Duration;
 
 use aerolink_lab::gateways::PepSpec;
@@ -88,24 +86,8 @@ pub struct ShellArgs {
     pub cmd: Vec<String>,
 }
 
-/// Signals that ask us to stop: the last one seen (0 if none).
-pub struct Signals(Arc<AtomicUsize>);
-
-impl Signals {
-    pub fn install() -> anyhow::Result<Signals> {
-        let flag = Arc::new(AtomicUsize::new(0));
-        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
-            signal_hook::flag::register_usize(sig, flag.clone(), sig as usize).context("installing signal handlers")?;
-        }
-        Ok(Signals(flag))
-    }
-    pub fn received(&self) -> Option<i32> {
-        match self.0.load(Ordering::SeqCst) {
-            0 => None,
-            s => Some(s as i32),
-        }
-    }
-}
+/// The stop token (`aerolink_net::stop`): signals that ask us to stop.
+pub type Signals = aerolink_net::stop::Stop;
 
 pub fn run_id() -> String {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
@@ -237,7 +219,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
         return Err(user(format!("--pep {}: needs the gateway chain (--topology ifc, or a topology with hosts airgw and groundgw)", pep.mode)));
     }
     let log = open_log(&args.log)?;
-    let signals = Signals::install()?;
+    let signals = aerolink_net::stop::on_signals();
     let lab = Lab::build(&spec, log)?;
     if !args.quiet {
         let c = &lab.hosts[0];
@@ -260,7 +242,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     let mut captured: Option<std::thread::JoinHandle<Vec<u8>>> = None;
     let outcome = (|| -> anyhow::Result<Result<ExitStatus, i32>> {
         if let Some(s) = server.as_mut() {
-            wait_ready(s, &args.ready_port, std::time::Duration::from_nanos(timeout.0), &signals, args.quiet)?;
+            wait_ready(s, &args.ready_port, std::time::Duration::from_nanos(timeout.0), signals, args.quiet)?;
         }
         if let Some(sig) = signals.received() {
             return Ok(Err(sig));
@@ -277,7 +259,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
                 v
             }));
         }
-        let r = wait_child(&mut client, &signals, true)?;
+        let r = wait_child(&mut client, signals, true)?;
         if r.is_err() {
             kill_group(&mut client);
         }
@@ -324,7 +306,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
 pub fn shell(args: ShellArgs) -> anyhow::Result<i32> {
     let (spec, label) = lab_spec(&args.link, run_id())?;
     let log = open_log(&args.log)?;
-    let signals = Signals::install()?;
+    let signals = aerolink_net::stop::on_signals();
     let lab = Lab::build(&spec, log)?;
     let server_host = spec.hosts.last().expect("two hosts").clone();
     let mut server = match &args.server {
@@ -340,7 +322,7 @@ pub fn shell(args: ShellArgs) -> anyhow::Result<i32> {
     let mut cmd = std::process::Command::new("ip");
     cmd.args(["netns", "exec", &lab.hosts[0].netns]).args(&argv_ref).envs(lab.env());
     let mut child = cmd.spawn().context("starting the command")?;
-    let r = wait_child(&mut child, &signals, false)?;
+    let r = wait_child(&mut child, signals, false)?;
     if r.is_err() {
         let _ = child.kill();
         let _ = child.wait();

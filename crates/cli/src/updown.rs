@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::user;
 use crate::linkargs::LinkArgs;
-use crate::run::{lab_spec, print_report, Signals};
+use crate::run::{lab_spec, print_report};
 
 const STATE_DIR: &str = "/run/aerolink";
 
@@ -135,7 +135,7 @@ pub fn hold(args: UpArgs) -> anyhow::Result<i32> {
         Some(p) => Some(Box::new(std::fs::File::create(p).map_err(|e| user(format!("--log {}: {e}", p.display())))?) as Box<dyn std::io::Write + Send>),
         None => None,
     };
-    let signals = Signals::install()?;
+    let signals = aerolink_net::stop::on_signals();
     let lab = Lab::build(&spec, log)?;
     let state = State { name: args.name.clone(), pid: std::process::id(), label, seed: spec.seed, hosts: lab.hosts.clone() };
     let tmp = state_path(&format!("{}.tmp", args.name));

@@ -12,6 +12,7 @@ pub mod log;
 pub mod monitor;
 pub mod procs;
 pub mod pump;
+pub mod stop;
 pub mod sys;
 pub mod tun;
 

@@ -234,8 +234,6 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
 }
 
 fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> anyhow::Result<i32> {
-    use std::sync::atomic::AtomicBool;
-    use std::sync::Arc;
     let pep = crate::run::pep_spec(&c.pep)?;
     let profile = match c.link.topology.as_deref() {
         Some(crate::run::IFC_PRESET) => crate::linkargs::load_profile(c.link.space.as_deref().unwrap_or("mss"), &c.link.overrides()?)?,
@@ -257,10 +255,7 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
     };
     knobs.quic.validate().map_err(user)?;
     aerolink_net::sys::check_preconditions()?;
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
-        signal_hook::flag::register(sig, stop.clone())?;
-    }
+    let stop = stop_flag().clone();
     let exe = std::env::current_exe()?;
     let mut all = Vec::new();
     let headline = workload.headline();
@@ -426,14 +421,7 @@ fn wait_interruptibly(child: std::process::Child) -> anyhow::Result<std::process
 /// benchmark finishes the step it is in (stopping its iperf3 at once),
 /// removes its lab and exits 130.
 pub(super) fn stop_flag() -> &'static std::sync::Arc<std::sync::atomic::AtomicBool> {
-    static STOP: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicBool>> = std::sync::OnceLock::new();
-    STOP.get_or_init(|| {
-        let s = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
-            let _ = signal_hook::flag::register(sig, s.clone());
-        }
-        s
-    })
+    aerolink_net::stop::on_signals().flag()
 }
 
 fn interrupted() -> bool {

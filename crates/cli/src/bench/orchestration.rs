@@ -32,7 +32,6 @@ pub struct OrchestrationArgs {
 }
 
 pub fn run(a: OrchestrationArgs) -> anyhow::Result<i32> {
-    use std::sync::atomic::AtomicBool;
     use std::sync::Arc;
     let levels: Vec<usize> = a
         .parallel
@@ -43,10 +42,7 @@ pub fn run(a: OrchestrationArgs) -> anyhow::Result<i32> {
     let e = Arc::new(crate::experiment::load(&a.experiment)?);
     aerolink_net::sys::check_preconditions()?;
     let plan: Vec<_> = e.plan().into_iter().take(a.runs as usize).collect();
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, stop.clone())?;
-    }
+    let stop = aerolink_net::stop::on_signals().flag().clone();
     let exe = std::env::current_exe()?;
     let mut rows = Vec::new();
     // Client time per run (by plan position) at the first level.

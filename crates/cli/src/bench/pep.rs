@@ -103,10 +103,7 @@ fn pep_plt(a: &PepBenchArgs, stop: &std::sync::atomic::AtomicBool) -> anyhow::Re
 pub fn run(a: PepBenchArgs) -> anyhow::Result<i32> {
     need("iperf3")?;
     aerolink_net::sys::check_preconditions()?;
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM, signal_hook::consts::SIGHUP] {
-        signal_hook::flag::register(sig, stop.clone())?;
-    }
+    let stop = aerolink_net::stop::on_signals().flag().clone();
     let (floor_ms, plt) = if a.repeat > 0 { pep_plt(&a, &stop)? } else { (0.0, Vec::new()) };
     let load = &mut |_: &str| Err::<String, String>("no files".into());
     let open = Profile::from_overrides(&flags(&[("rate", "unlimited")]), load)?;

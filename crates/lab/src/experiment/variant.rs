@@ -8,9 +8,11 @@ use aerolink_link::{BaseDelay, Profile};
 
 use super::KeyErr;
 
-/// The variants of an experiment file by name; `resolve` loads a profile
-/// by name or file with overrides.
-pub(super) fn parse(t: &toml::Table, resolve: &dyn Fn(&str, &[Override]) -> Result<Profile, String>) -> Result<BTreeMap<String, Profile>, KeyErr> {
+/// Loads a profile by name or file (near the experiment file) with overrides.
+pub(super) type Resolve<'a> = &'a dyn Fn(&str, &[Override]) -> Result<Profile, String>;
+
+/// The variants of an experiment file by name.
+pub(super) fn parse(t: &toml::Table, resolve: Resolve) -> Result<BTreeMap<String, Profile>, KeyErr> {
     let err = |k: &str, m: String| (k.to_string(), m);
     let mut variants: BTreeMap<String, Profile> = BTreeMap::new();
     let Some(v) = t.get("variant") else { return Ok(variants) };
