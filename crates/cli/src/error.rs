@@ -40,6 +40,7 @@ pub fn is_user(e: &anyhow::Error) -> bool {
             || c.is::<SpecError>()
             || c.is::<WorkloadError>()
             || c.downcast_ref::<NetError>().is_some_and(NetError::is_user)
+            || c.downcast_ref::<aerolink_lab::session::SessionError>().is_some_and(aerolink_lab::session::SessionError::is_user)
             || c.downcast_ref::<GatewayError>().is_some_and(GatewayError::is_user)
             || c.downcast_ref::<PepError>().is_some_and(PepError::is_user)
     })

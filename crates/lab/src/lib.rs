@@ -24,6 +24,7 @@ pub mod report;
 pub mod reproductions;
 pub mod runner;
 pub mod series;
+pub mod session;
 pub mod stats;
 pub mod store;
 pub mod svg;
