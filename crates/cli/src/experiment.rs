@@ -49,7 +49,7 @@ pub enum ExperimentCmd {
     Check(crate::check::CheckArgs),
 }
 
-pub use aerolink_lab::session::{RunArgs, Shard, ShardIndex};
+pub use aerolink_lab::session::RunArgs;
 
 pub fn now_rfc3339() -> String {
     aerolink_lab::record::rfc3339(SystemTime::now())

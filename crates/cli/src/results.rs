@@ -1,5 +1,6 @@
 //! `aerolink results export` and `aerolink report`.
 
+pub use aerolink_lab::commands::{MergeArgs, ReportArgs};
 use aerolink_lab::metric::Metric;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -33,29 +34,6 @@ pub struct ExportArgs {
     /// Write to FILE instead of standard output.
     #[arg(short, long)]
     pub output: Option<PathBuf>,
-}
-
-#[derive(Args, Debug)]
-pub struct ReportArgs {
-    #[arg(long, default_value = "results.db")]
-    pub db: PathBuf,
-    /// The HTML file to write.
-    #[arg(short, long, default_value = "report.html")]
-    pub output: PathBuf,
-    /// Only this experiment.
-    #[arg(long)]
-    pub experiment: Option<String>,
-    /// Compare two stores of the same experiments (two versions, two
-    /// machines, before and after a change): per setting, link and series,
-    /// both medians and B / A with a 95 % interval; writes the comparison
-    /// instead of the report (-o, default compare.html when -o is not
-    /// given). E.g. `aerolink report --compare before.db after.db`.
-    #[arg(long, num_args = 2, value_names = ["A.db", "B.db"])]
-    pub compare: Vec<PathBuf>,
-    /// With --compare: print the comparison rows as JSON on standard
-    /// output too.
-    #[arg(long, requires = "compare")]
-    pub json: bool,
 }
 
 fn open(db: &Path) -> anyhow::Result<Store> {
@@ -237,22 +215,6 @@ fn compare(a: &ReportArgs, da: &Path, db: &Path) -> anyhow::Result<i32> {
         println!("{}", std::fs::canonicalize(&out).unwrap_or(out.clone()).display());
     }
     Ok(0)
-}
-
-#[derive(Args, Debug)]
-pub struct MergeArgs {
-    /// The stores to merge (e.g. shard-*.db).
-    #[arg(required = true, value_name = "DB")]
-    pub inputs: Vec<PathBuf>,
-    /// The merged store (created, or added to).
-    #[arg(short, long, value_name = "DB")]
-    pub output: PathBuf,
-    /// Merge even stores of different experiment files or aerolink versions.
-    #[arg(long)]
-    pub force: bool,
-    /// Print what was merged as JSON.
-    #[arg(long)]
-    pub json: bool,
 }
 
 pub fn merge(a: MergeArgs) -> anyhow::Result<i32> {

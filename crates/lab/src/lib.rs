@@ -10,6 +10,8 @@
 //! the self-contained HTML report ([`report`]).
 
 pub mod catalogue;
+pub mod cluster;
+pub mod commands;
 pub mod compare;
 pub mod experiment;
 pub mod fit;
