@@ -3,8 +3,6 @@
 //! user's (a bad profile, experiment or topology file, a missing tool or
 //! root) exits with status 2 and one line; anything else exits 1.
 
-use std::fmt;
-
 use aerolink_lab::experiment::SpecError;
 use aerolink_lab::gateways::GatewayError;
 use aerolink_lab::profiles::LoadError;
@@ -14,17 +12,7 @@ use aerolink_link::ProfileError;
 use aerolink_net::NetError;
 use aerolink_pep::PepError;
 
-/// A mistake in what the user asked for, found by the binary itself.
-#[derive(Debug)]
-pub struct UserError(pub String);
-
-impl fmt::Display for UserError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UserError {}
+pub use aerolink_lab::UserError;
 
 pub fn user(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(UserError(msg.into()))
@@ -38,6 +26,7 @@ pub fn is_user(e: &anyhow::Error) -> bool {
             || c.is::<LoadError>()
             || c.is::<TopologyError>()
             || c.is::<SpecError>()
+            || c.is::<aerolink_lab::linkargs::LinkArgsError>()
             || c.is::<WorkloadError>()
             || c.downcast_ref::<NetError>().is_some_and(NetError::is_user)
             || c.downcast_ref::<aerolink_lab::session::SessionError>().is_some_and(aerolink_lab::session::SessionError::is_user)

@@ -2,12 +2,10 @@
 //! `net` crates. User mistakes exit with status 2 and one line; other
 //! failures exit 1. Never a panic for bad input.
 
-mod bench;
 mod check;
 mod cluster;
 mod error;
 mod experiment;
-mod linkargs;
 mod pep;
 mod probe;
 mod profiles;
@@ -70,7 +68,7 @@ enum Cmd {
     /// Benchmarks (see `aerolink bench emulator --help`).
     Bench {
         #[command(subcommand)]
-        what: bench::BenchCmd,
+        what: aerolink_bench::BenchCmd,
     },
     /// Run experiment files: every combination, stored in SQLite.
     Experiment {
@@ -147,7 +145,7 @@ enum ProfilesCmd {
         /// link flags).
         name: Option<String>,
         #[command(flatten)]
-        link: linkargs::LinkArgs,
+        link: aerolink_lab::linkargs::LinkArgs,
         #[arg(long)]
         json: bool,
     },
@@ -227,7 +225,7 @@ fn main() {
         Cmd::Exec(a) => updown::exec(a),
         Cmd::Down(a) => updown::down(a),
         Cmd::Stats { file, json } => stats::stats(&file, json),
-        Cmd::Bench { what } => bench::bench(what),
+        Cmd::Bench { what } => aerolink_bench::bench(what),
         Cmd::Workload { what } => workload::run(what),
         Cmd::Replay { what } => replay::run(what),
         Cmd::Record(a) => replay::record(a),
@@ -272,7 +270,7 @@ mod tests {
     #[test]
     fn flag_groups_keep_their_own_values() {
         let cli = parse(&["bench", "objects", "--topology", "ifc", "--mode", "par", "--pep", "split-tcp", "--initcwnd", "20", "--pep-initcwnd", "30", "--cc", "bbr", "--pep-cc", "reno"]);
-        let Cmd::Bench { what: bench::BenchCmd::Objects { common, params } } = cli.cmd else { panic!("not bench objects") };
+        let Cmd::Bench { what: aerolink_bench::BenchCmd::Objects { common, params } } = cli.cmd else { panic!("not bench objects") };
         assert_eq!(params.mode, aerolink_work::web::ObjectsMode::Par);
         assert_eq!(common.pep.mode, aerolink_pep::cli::PepMode::SplitTcp);
         assert_eq!((common.server.initcwnd, common.pep.initcwnd), (Some(20), Some(30)));

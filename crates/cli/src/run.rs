@@ -16,7 +16,7 @@ use anyhow::Context;
 use clap::Args;
 
 use crate::error::user;
-use crate::linkargs::LinkArgs;
+use aerolink_lab::linkargs::LinkArgs;
 use aerolink_lab::topology::Topology;
 
 #[derive(Args, Debug)]
@@ -62,15 +62,6 @@ pub struct RunArgs {
 
 /// The PEP flags (`--pep`, `--pep-at`, `--tunnel-cc`, …; they need the
 /// gateway chain, e.g. `--topology ifc`), checked.
-pub fn pep_spec(p: &PepSpec) -> anyhow::Result<PepSpec> {
-    match p.validate() {
-        Err(aerolink_lab::gateways::GatewayError::RateWithoutRate) => Err(user("--tunnel-cc rate: needs --tunnel-rate (e.g. 2Mbit/s, at or below the space link's rate)")),
-        Err(e) => Err(e.into()),
-        Ok(()) => Ok(()),
-    }?;
-    Ok(p.clone())
-}
-
 #[derive(Args, Debug)]
 pub struct ShellArgs {
     #[command(flatten)]
@@ -89,10 +80,7 @@ pub struct ShellArgs {
 /// The stop token (`aerolink_net::stop`): signals that ask us to stop.
 pub type Signals = aerolink_net::stop::Stop;
 
-pub fn run_id() -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
-    format!("{:06x}", (nanos ^ (std::process::id() << 8)) & 0xff_ffff)
-}
+pub use aerolink_net::run_id;
 
 pub use aerolink_lab::topology::IFC_PRESET;
 
@@ -103,7 +91,7 @@ pub fn lab_spec(link: &LinkArgs, run: String) -> anyhow::Result<(LabSpec, String
     }
     let (hosts, hops, label) = match &link.topology {
         Some(preset) if preset == IFC_PRESET && !std::path::Path::new(preset).exists() => {
-            let space = crate::linkargs::load_profile(link.space.as_deref().unwrap_or("mss"), &link.overrides()?)?;
+            let space = aerolink_lab::linkargs::load_profile(link.space.as_deref().unwrap_or("mss"), &link.overrides()?)?;
             let t = Topology::ifc(space);
             (t.hosts.clone(), t.hops.clone(), t.label())
         }
@@ -213,7 +201,7 @@ pub fn print_report(rep: &LabReport, hosts: &[String]) {
 pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     args.quiet |= args.json;
     let timeout = args.ready_timeout;
-    let pep = pep_spec(&args.pep)?;
+    let pep = args.pep.checked_flags()?;
     let (spec, label) = lab_spec(&args.link, run_id())?;
     if pep.mode != PepMode::None && !spec.hosts.iter().any(|h| h == "airgw") {
         return Err(user(format!("--pep {}: needs the gateway chain (--topology ifc, or a topology with hosts airgw and groundgw)", pep.mode)));

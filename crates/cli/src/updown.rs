@@ -19,8 +19,8 @@ use clap::Args;
 use serde::{Deserialize, Serialize};
 
 use crate::error::user;
-use crate::linkargs::LinkArgs;
 use crate::run::{lab_spec, print_report};
+use aerolink_lab::linkargs::LinkArgs;
 
 const STATE_DIR: &str = "/run/aerolink";
 

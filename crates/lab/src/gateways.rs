@@ -124,6 +124,9 @@ pub enum GatewayError {
     /// The `rate` controller was chosen without a rate (the user's).
     #[error("tunnel_cc \"rate\": needs tunnel_rate (e.g. \"2Mbit/s\", at or below the space link's rate, or \"link\")")]
     RateWithoutRate,
+    /// The same, as the command line's flags name it.
+    #[error("--tunnel-cc rate: needs --tunnel-rate (e.g. 2Mbit/s, at or below the space link's rate)")]
+    FlagRateWithoutRate,
     #[error("tunnel_rate \"link\": only tunnel_cc \"rate\" follows the link monitor, not \"{0}\"; give a rate (e.g. \"10Mbit/s\")")]
     FollowWithoutRate(TunnelCc),
     /// `tunnel_rate = "link"` on a space link without a monitor (the user's).
@@ -143,7 +146,7 @@ pub enum GatewayError {
 impl GatewayError {
     /// Whether the user must change the topology or the settings.
     pub fn is_user(&self) -> bool {
-        matches!(self, GatewayError::NeedsHost(_) | GatewayError::RateWithoutRate | GatewayError::FollowWithoutRate(_) | GatewayError::NoMonitor)
+        matches!(self, GatewayError::NeedsHost(_) | GatewayError::RateWithoutRate | GatewayError::FlagRateWithoutRate | GatewayError::FollowWithoutRate(_) | GatewayError::NoMonitor)
     }
 }
 
@@ -157,6 +160,16 @@ impl PepSpec {
             return Err(GatewayError::FollowWithoutRate(self.tunnel_cc));
         }
         Ok(())
+    }
+
+    /// Checked as the `--pep*` and `--tunnel-*` flags give it (the error
+    /// names the flags).
+    pub fn checked_flags(&self) -> Result<PepSpec, GatewayError> {
+        match self.validate() {
+            Err(GatewayError::RateWithoutRate) => Err(GatewayError::FlagRateWithoutRate),
+            Err(e) => Err(e),
+            Ok(()) => Ok(self.clone()),
+        }
     }
 
     /// A short label: `none`, `split-tcp`, `quic-tunnel/bbr`, …

@@ -10,6 +10,13 @@
 //! the self-contained HTML report ([`report`]).
 
 pub mod catalogue;
+
+/// A mistake in what the user asked for (a flag, a file), found by our own
+/// checks: the binary exits 2 with its one line.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UserError(pub String);
+
 pub mod cluster;
 pub mod commands;
 pub mod compare;
@@ -18,6 +25,7 @@ pub mod fit;
 pub mod flight;
 pub mod gateways;
 pub mod judge;
+pub mod linkargs;
 pub mod metric;
 pub mod pool;
 pub mod profiles;

@@ -18,6 +18,13 @@ pub mod tun;
 
 pub use lab::{HostInfo, Lab, LabReport, LabSpec};
 
+/// A short name for a new lab (six hex digits from the clock and the PID):
+/// its namespaces are `al-<run>-<host>`.
+pub fn run_id() -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    format!("{:06x}", (nanos ^ (std::process::id() << 8)) & 0xff_ffff)
+}
+
 impl NetError {
     /// Whether the user must fix it (run as root, install a tool, change
     /// the topology), rather than a failure of ours.

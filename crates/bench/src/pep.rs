@@ -10,7 +10,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::*;
-use crate::run::run_id;
+use aerolink_net::run_id;
 use aerolink_work::web::Protocol;
 
 #[derive(Args, Debug)]
@@ -57,7 +57,7 @@ pub struct PltRow {
 /// Page loads through each PEP mode, side by side.
 fn pep_plt(a: &PepBenchArgs, stop: &std::sync::atomic::AtomicBool) -> anyhow::Result<(f64, Vec<PltRow>)> {
     use aerolink_lab::workload::{Knobs, Workload};
-    let space = crate::linkargs::load_profile(&a.space, &[])?;
+    let space = aerolink_lab::linkargs::load_profile(&a.space, &[])?;
     let page = aerolink_work::page::Page::parse("10x100KB", 1).map_err(anyhow::Error::msg)?;
     let floor_ms = 3.0 * space.base_rtt().as_millis_f64() + page.total_bytes() as f64 * 8.0 / (space.down.capacity_bps().unwrap_or(f64::INFINITY) * (1.0 - space.down.mean_loss())) * 1e3;
     let exe = std::env::current_exe()?;

@@ -1,4 +1,5 @@
-//! `aerolink bench …`: the benchmarks. Each prints figures a person can
+//! aerolink-bench: the benchmarks of `aerolink bench …` (the binary parses
+//! [`BenchCmd`] and calls [`bench`]). Each prints figures a person can
 //! paste into a note and appends them to `bench-results.jsonl`.
 //!
 //! [`emulator`]: how fast and how precise the emulator is.
@@ -37,6 +38,11 @@ mod queue;
 mod sat;
 
 pub use emulator::EmulatorArgs;
+
+/// A mistake in the benchmark's flags or files: exit status 2.
+fn user(msg: impl Into<String>) -> anyhow::Error {
+    anyhow::Error::new(aerolink_lab::UserError(msg.into()))
+}
 pub use flight::FlightArgs;
 pub use orchestration::OrchestrationArgs;
 pub use parallel::ParallelArgs;
@@ -53,9 +59,8 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::error::user;
-use crate::run::run_id;
 use aerolink_link::units::Rate;
+use aerolink_net::run_id;
 use aerolink_pep::cli::PepMode;
 use aerolink_work::bulk::Direction as BulkDirection;
 use aerolink_work::cli::{duration_arg, rate_arg, MessagesParams, ObjectsParams, RealtimeParams, ServeArgs, WebParams};
@@ -164,7 +169,7 @@ pub enum BenchCmd {
 #[derive(Args, Debug)]
 pub struct RunCommon {
     #[command(flatten)]
-    pub link: crate::linkargs::LinkArgs,
+    pub link: aerolink_lab::linkargs::LinkArgs,
     #[command(flatten)]
     pub pep: aerolink_lab::gateways::PepSpec,
     /// Repetitions (seeds SEED, SEED+1, …).
@@ -234,9 +239,9 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
 }
 
 fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> anyhow::Result<i32> {
-    let pep = crate::run::pep_spec(&c.pep)?;
+    let pep = c.pep.checked_flags()?;
     let profile = match c.link.topology.as_deref() {
-        Some(crate::run::IFC_PRESET) => crate::linkargs::load_profile(c.link.space.as_deref().unwrap_or("mss"), &c.link.overrides()?)?,
+        Some(aerolink_lab::topology::IFC_PRESET) => aerolink_lab::linkargs::load_profile(c.link.space.as_deref().unwrap_or("mss"), &c.link.overrides()?)?,
         Some(other) => return Err(user(format!("--topology {other}: benchmarks run one hop, or the ifc preset (--topology ifc --space PROFILE)"))),
         None if pep.mode != PepMode::None => return Err(user(format!("--pep {}: needs the gateway chain (--topology ifc --space PROFILE)", pep.mode))),
         None => c.link.profile()?,
@@ -385,7 +390,7 @@ fn iperf_cc(server_ns: &str, client_ns: &str, server_ip: &str, env: &[(String, S
     }
     let client = netns_command(client_ns, &argv, env).stdout(Stdio::piped()).stderr(Stdio::null()).spawn()?;
     let out = wait_interruptibly(client);
-    crate::run::kill_group(&mut server);
+    aerolink_net::procs::kill_process_group(&mut server, std::time::Duration::from_millis(500));
     let out = out?;
     let v: Value = serde_json::from_slice(&out.stdout).context("iperf3 printed no JSON")?;
     if let Some(e) = v.get("error") {
@@ -420,7 +425,7 @@ fn wait_interruptibly(child: std::process::Child) -> anyhow::Result<std::process
 /// Set by SIGINT, SIGTERM or SIGHUP once [`stop_flag`] has been called: a
 /// benchmark finishes the step it is in (stopping its iperf3 at once),
 /// removes its lab and exits 130.
-pub(super) fn stop_flag() -> &'static std::sync::Arc<std::sync::atomic::AtomicBool> {
+pub(crate) fn stop_flag() -> &'static std::sync::Arc<std::sync::atomic::AtomicBool> {
     aerolink_net::stop::on_signals().flag()
 }
 
@@ -430,7 +435,7 @@ fn interrupted() -> bool {
 
 /// The error a benchmark step returns when a signal stopped it.
 #[derive(Debug)]
-pub(super) struct Interrupted;
+pub(crate) struct Interrupted;
 
 impl std::fmt::Display for Interrupted {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -442,7 +447,7 @@ impl std::error::Error for Interrupted {}
 
 /// Exit status 130 for a benchmark a signal stopped (its lab already
 /// removed), the error otherwise.
-pub(super) fn exit_on_interrupt(r: anyhow::Result<i32>) -> anyhow::Result<i32> {
+pub(crate) fn exit_on_interrupt(r: anyhow::Result<i32>) -> anyhow::Result<i32> {
     match r {
         Err(e) if e.is::<Interrupted>() || interrupted() => {
             eprintln!("interrupted; the lab is removed");

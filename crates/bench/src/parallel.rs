@@ -25,7 +25,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::*;
-use crate::run::run_id;
+use aerolink_net::run_id;
 
 #[derive(Args, Debug)]
 pub struct ParallelArgs {

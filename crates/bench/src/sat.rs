@@ -143,7 +143,7 @@ pub struct Cell {
 /// satellite link, and the cabin Wi-Fi profile's 50 Mbit/s would).
 fn tunnel_chain(link: SatLink) -> anyhow::Result<Topology> {
     let mut t = Topology::ifc(link.profile(RTT_MS)?);
-    t.hops[0] = crate::linkargs::load_profile("cabin-wifi", &flags(&[("rate", "1 Gbit/s")]))?;
+    t.hops[0] = aerolink_lab::linkargs::load_profile("cabin-wifi", &flags(&[("rate", "1 Gbit/s")]))?;
     let others: f64 = [0, 2].iter().map(|&i| t.hops[i].base_rtt().as_millis_f64()).sum();
     t.hops[1] = link.profile(RTT_MS - others)?;
     Ok(t)

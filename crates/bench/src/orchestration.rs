@@ -9,8 +9,8 @@ use std::path::PathBuf;
 use clap::Args;
 
 use super::*;
-use crate::error::user;
-use crate::run::run_id;
+use crate::user;
+use aerolink_net::run_id;
 
 #[derive(Args, Debug)]
 pub struct OrchestrationArgs {
@@ -39,7 +39,7 @@ pub fn run(a: OrchestrationArgs) -> anyhow::Result<i32> {
         .map(|x| x.trim().parse::<usize>().ok().filter(|n| (1..=64).contains(n)))
         .collect::<Option<_>>()
         .ok_or_else(|| user(format!("--parallel {}: expected numbers like 1,2,4", a.parallel)))?;
-    let e = Arc::new(crate::experiment::load(&a.experiment)?);
+    let e = Arc::new(aerolink_lab::experiment::Experiment::load(&a.experiment)?);
     aerolink_net::sys::check_preconditions()?;
     let plan: Vec<_> = e.plan().into_iter().take(a.runs as usize).collect();
     let stop = aerolink_net::stop::on_signals().flag().clone();

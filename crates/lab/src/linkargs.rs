@@ -2,8 +2,22 @@
 //! of any value for both directions (`--rate`) or one (`--down-rate`).
 
 use aerolink_link::profile::Override;
-use aerolink_link::Profile;
+use aerolink_link::{Profile, ProfileError};
 use clap::Args;
+
+use crate::profiles::LoadError;
+
+/// Link flags that do not make a link: always the user's to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum LinkArgsError {
+    /// A flag's value (`--uplink-queue`'s arguments).
+    #[error("{0}")]
+    Flag(String),
+    #[error(transparent)]
+    Load(#[from] LoadError),
+    #[error(transparent)]
+    Profile(#[from] ProfileError),
+}
 
 #[derive(Args, Debug, Clone, Default)]
 pub struct LinkArgs {
@@ -119,7 +133,7 @@ fn netem_arg(s: &str) -> Result<Netem, String> {
 impl LinkArgs {
     /// Every flag as an override of a profile key, in the order they apply:
     /// other tools' words first, so our own flags beat them.
-    pub fn overrides(&self) -> anyhow::Result<Vec<Override>> {
+    pub fn overrides(&self) -> Result<Vec<Override>, LinkArgsError> {
         let mut v = Vec::new();
         for (scope, flag, n) in [("link", "--netem", &self.netem), ("up", "--up-netem", &self.up_netem), ("down", "--down-netem", &self.down_netem)] {
             for (key, value) in n.iter().flat_map(|n| n.0.iter()) {
@@ -136,7 +150,7 @@ impl LinkArgs {
         }
         for (scope, flag, kind, args) in [("up", "--uplink-queue", &self.uplink_queue, &self.uplink_queue_args), ("down", "--downlink-queue", &self.downlink_queue, &self.downlink_queue_args)] {
             if let Some(k) = kind {
-                let q = aerolink_link::profile::foreign::mahimahi_queue(k, args.as_deref()).map_err(|m| crate::error::user(format!("{flag}: {m}")))?;
+                let q = aerolink_link::profile::foreign::mahimahi_queue(k, args.as_deref()).map_err(|m| LinkArgsError::Flag(format!("{flag}: {m}")))?;
                 v.push(Override { scope: scope.into(), key: "queue".into(), value: q, flag: flag.into() });
             }
         }
@@ -168,10 +182,10 @@ impl LinkArgs {
     }
 
     /// The single-hop profile these flags describe.
-    pub fn profile(&self) -> anyhow::Result<Profile> {
+    pub fn profile(&self) -> Result<Profile, LinkArgsError> {
         let ov = self.overrides()?;
         match &self.profile {
-            Some(p) => load_profile(p, &ov),
+            Some(p) => Ok(load_profile(p, &ov)?),
             None => {
                 // Trace files named by flags are absolute paths.
                 let mut load = |p: &str| std::fs::read_to_string(p).map_err(|e| e.to_string());
@@ -184,6 +198,6 @@ impl LinkArgs {
 /// Loads a built-in profile by name, or a profile file; trace files are
 /// read relative to the profile's directory.
 /// A built-in profile or a profile file, with overrides.
-pub fn load_profile(name_or_file: &str, overrides: &[Override]) -> anyhow::Result<Profile> {
-    Ok(aerolink_lab::profiles::load_profile(name_or_file, overrides)?)
+pub fn load_profile(name_or_file: &str, overrides: &[Override]) -> Result<Profile, LoadError> {
+    crate::profiles::load_profile(name_or_file, overrides)
 }

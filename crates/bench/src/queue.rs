@@ -87,7 +87,7 @@ pub fn run(a: QueueArgs) -> anyhow::Result<i32> {
     let mut cases: Vec<(String, Profile, Profile)> = Vec::new();
     let names: Vec<String> = if a.profiles.is_empty() { aerolink_link::builtin::names().map(str::to_string).collect() } else { a.profiles.clone() };
     for n in &names {
-        cases.push((n.clone(), crate::linkargs::load_profile(n, &[])?, crate::linkargs::load_profile(n, &unlimited)?));
+        cases.push((n.clone(), aerolink_lab::linkargs::load_profile(n, &[])?, aerolink_lab::linkargs::load_profile(n, &unlimited)?));
     }
     let load = &mut |_: &str| Err::<String, String>("no files".into());
     for r in &a.rates {
