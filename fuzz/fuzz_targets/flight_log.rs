@@ -1,7 +1,7 @@
 //! A flight log (the probe agent's JSON lines, which a user brings from an
 //! aircraft), analysed and fitted as `aerolink analyze` and `fit` do.
 #![no_main]
-use aerolink_work::probe::record::Record;
+use aerolink_flight::probe::record::Record;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -14,10 +14,10 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     records.sort_by_key(|r| r.n);
-    let f = aerolink_lab::flight::analyze(&records, bad, "fuzz", &aerolink_lab::flight::Options::default());
+    let f = aerolink_flight::analysis::analyze(&records, bad, "fuzz", &aerolink_flight::analysis::Options::default());
     let _ = serde_json::to_string(&f);
     for window in [None, Some(10.0)] {
-        let o = aerolink_lab::fit::Options { name: "fuzz".into(), stem: "fuzz".into(), outage_min_s: 10.0, source: "fuzz".into(), loss_trace_window_s: window };
-        let _ = aerolink_lab::fit::fit(&records, &o);
+        let o = aerolink_flight::fit::Options { name: "fuzz".into(), stem: "fuzz".into(), outage_min_s: 10.0, source: "fuzz".into(), loss_trace_window_s: window };
+        let _ = aerolink_flight::fit::fit(&records, &o);
     }
 });

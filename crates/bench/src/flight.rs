@@ -63,9 +63,9 @@ fn flight(exe: &Path, profile: &Path, out: &Path, seconds: u32, seed: u32) -> an
 }
 
 fn fit(log: &Path, name: &str, out: &Path) -> anyhow::Result<Value> {
-    let (records, _) = aerolink_work::probe::record::read_dir_or_file(log)?;
-    let o = aerolink_lab::fit::Options { name: name.into(), stem: name.into(), outage_min_s: 10.0, source: format!("probe log {}", log.display()), loss_trace_window_s: None };
-    let f = aerolink_lab::fit::fit(&records, &o).map_err(|e| anyhow::anyhow!("{}: {e}", log.display()))?;
+    let (records, _) = aerolink_flight::probe::record::read_dir_or_file(log)?;
+    let o = aerolink_flight::fit::Options { name: name.into(), stem: name.into(), outage_min_s: 10.0, source: format!("probe log {}", log.display()), loss_trace_window_s: None };
+    let f = aerolink_flight::fit::fit(&records, &o).map_err(|e| anyhow::anyhow!("{}: {e}", log.display()))?;
     for (n, text) in &f.files {
         std::fs::write(out.parent().unwrap_or(Path::new(".")).join(n), text)?;
     }
@@ -119,8 +119,8 @@ pub fn run(a: FlightArgs) -> anyhow::Result<i32> {
     eprintln!("[2/2] replaying the fitted MSS profile for {} s…", a.seconds);
     let replay = dir.join("replay-log");
     flight(&exe, &dir.join("fitted-mss.toml"), &replay, a.seconds, 2)?;
-    let w = |p: &Path| -> anyhow::Result<Vec<f64>> { Ok(aerolink_lab::fit::loss_windows(&aerolink_work::probe::record::read_dir_or_file(p)?.0, 2.0)) };
-    let (ks_d, ks_p) = aerolink_lab::fit::ks_two_sample(&w(&mss)?, &w(&replay)?);
+    let w = |p: &Path| -> anyhow::Result<Vec<f64>> { Ok(aerolink_flight::fit::loss_windows(&aerolink_flight::probe::record::read_dir_or_file(p)?.0, 2.0)) };
+    let (ks_d, ks_p) = aerolink_flight::fit::ks_two_sample(&w(&mss)?, &w(&replay)?);
     let r = FlightResult {
         bench: "flight",
         version: env!("CARGO_PKG_VERSION"),

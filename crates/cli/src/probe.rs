@@ -3,10 +3,10 @@
 
 use std::path::{Path, PathBuf};
 
-use aerolink_lab::flight::{self, Phase};
-use aerolink_work::probe::agent::{AgentArgs, Networks};
-use aerolink_work::probe::record::{self, Record, Writer};
-use aerolink_work::probe::ReflectorArgs;
+use aerolink_flight::analysis::{self as flight, Phase};
+use aerolink_flight::probe::agent::{AgentArgs, Networks};
+use aerolink_flight::probe::record::{self, Record, Writer};
+use aerolink_flight::probe::ReflectorArgs;
 use clap::{Args, Subcommand};
 
 use crate::error::user;
@@ -105,7 +105,7 @@ pub fn run(cmd: ProbeCmd) -> anyhow::Result<i32> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     match cmd {
         ProbeCmd::Serve(a) => {
-            rt.block_on(aerolink_work::probe::serve(a))?;
+            rt.block_on(aerolink_flight::probe::serve(a))?;
             Ok(0)
         }
         ProbeCmd::Run(a) => rt.block_on(agent(a)),
@@ -118,8 +118,8 @@ async fn agent(a: RunArgs) -> anyhow::Result<i32> {
         return Err(user("every measurement is off (all --…-every are 0): nothing to do"));
     }
     let target = match ag.target.parse::<std::net::IpAddr>() {
-        Ok(ip) => std::net::SocketAddr::new(ip, aerolink_work::probe::wire::PORT),
-        Err(_) => tokio::net::lookup_host((ag.target.as_str(), aerolink_work::probe::wire::PORT))
+        Ok(ip) => std::net::SocketAddr::new(ip, aerolink_flight::probe::wire::PORT),
+        Err(_) => tokio::net::lookup_host((ag.target.as_str(), aerolink_flight::probe::wire::PORT))
             .await
             .ok()
             .and_then(|mut a| a.next())
@@ -158,7 +158,7 @@ async fn agent(a: RunArgs) -> anyhow::Result<i32> {
         }
         let _ = tx.send(true);
     });
-    aerolink_work::probe::agent::run(ag, target, writer, networks, rx).await;
+    aerolink_flight::probe::agent::run(ag, target, writer, networks, rx).await;
     Ok(0)
 }
 
@@ -209,8 +209,8 @@ pub fn analyze(a: AnalyzeArgs) -> anyhow::Result<i32> {
                 .collect::<Vec<f64>>()
         };
         let (ours_w, theirs_w) = (&f.phases[0].loss_windows.values, &g.phases[0].loss_windows.values);
-        let (dl, pl) = aerolink_lab::fit::ks_two_sample(ours_w, theirs_w);
-        let (dr, pr) = aerolink_lab::fit::ks_two_sample(&rtts(&records), &rtts(&theirs));
+        let (dl, pl) = aerolink_flight::fit::ks_two_sample(ours_w, theirs_w);
+        let (dr, pr) = aerolink_flight::fit::ks_two_sample(&rtts(&records), &rtts(&theirs));
         json["against"] = serde_json::json!({"log": other.display().to_string(), "loss_windows": {"ks_d": dl, "p": pl, "ours": ours_w.len(), "theirs": theirs_w.len()}, "rtt": {"ks_d": dr, "p": pr}});
         if !a.json {
             println!(
@@ -257,14 +257,14 @@ pub fn analyze(a: AnalyzeArgs) -> anyhow::Result<i32> {
 pub fn fit(a: FitArgs) -> anyhow::Result<i32> {
     let (records, _, source) = load(Some(&a.log), None)?;
     let stem = a.output.file_stem().and_then(|s| s.to_str()).unwrap_or("fitted").to_string();
-    let o = aerolink_lab::fit::Options {
+    let o = aerolink_flight::fit::Options {
         name: a.name.clone().unwrap_or(stem.clone()),
         stem,
         outage_min_s: a.outage_min,
         source: format!("probe log {source}"),
         loss_trace_window_s: (a.loss == LossForm::Trace).then_some(a.trace_window),
     };
-    let fitted = aerolink_lab::fit::fit(&records, &o).map_err(|e| user(format!("{source}: {e}")))?;
+    let fitted = aerolink_flight::fit::fit(&records, &o).map_err(|e| user(format!("{source}: {e}")))?;
     let dir = a.output.parent().filter(|p| !p.as_os_str().is_empty()).map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
     for (name, text) in &fitted.files {
         std::fs::write(dir.join(name), text).map_err(|e| user(format!("{}: {e}", dir.join(name).display())))?;
@@ -275,7 +275,7 @@ pub fn fit(a: FitArgs) -> anyhow::Result<i32> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&fitted.summary)?);
     } else {
-        print!("{}", aerolink_lab::fit::describe(&fitted.summary));
+        print!("{}", aerolink_flight::fit::describe(&fitted.summary));
         println!("{}", a.output.display());
     }
     Ok(0)

@@ -21,8 +21,6 @@ pub mod cluster;
 pub mod commands;
 pub mod compare;
 pub mod experiment;
-pub mod fit;
-pub mod flight;
 pub mod gateways;
 pub mod judge;
 pub mod linkargs;

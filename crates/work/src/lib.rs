@@ -24,7 +24,6 @@ pub mod har;
 pub mod messages;
 pub mod page;
 pub mod ping;
-pub mod probe;
 pub mod quic;
 pub mod realtime;
 pub mod replay;

@@ -157,7 +157,7 @@ impl Tcp {
     }
 }
 
-pub(crate) async fn read_hyper_body(mut body: hyper::body::Incoming) -> Result<Bytes> {
+pub async fn read_hyper_body(mut body: hyper::body::Incoming) -> Result<Bytes> {
     let mut out = Vec::new();
     while let Some(frame) = body.frame().await {
         if let Ok(d) = frame?.into_data() {
@@ -360,7 +360,7 @@ impl Transport {
 }
 
 /// The content type and the [`NOTABLE_HEADERS`] of a response.
-pub(crate) fn content_type(h: &http::HeaderMap) -> (String, std::collections::BTreeMap<String, String>) {
+pub fn content_type(h: &http::HeaderMap) -> (String, std::collections::BTreeMap<String, String>) {
     let ct = h.get("content-type").and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
     let notable = NOTABLE_HEADERS.iter().map(|n| (n.to_string(), h.get_all(*n).iter().filter_map(|v| v.to_str().ok()).collect::<Vec<_>>().join(", "))).filter(|(_, v)| !v.is_empty()).collect();
     (ct, notable)

@@ -11,10 +11,10 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write;
 
-use aerolink_work::probe::record::{Measurement, Record};
+use crate::probe::record::{Measurement, Record};
 use serde::Serialize;
 
-use crate::svg::{self, esc};
+use aerolink_lab::svg::{self, esc};
 
 /// A stretch of the flight analysed on its own, seconds from its start.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -519,7 +519,7 @@ fn cdf(values: &[f64]) -> Vec<(f64, f64)> {
 /// The flight as one self-contained HTML page.
 pub fn render(f: &Flight, records: &[Record]) -> String {
     let mut h = String::new();
-    let _ = write!(h, "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>aerolink flight analysis</title><style>{}</style></head><body>", crate::report::CSS);
+    let _ = write!(h, "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>aerolink flight analysis</title><style>{}</style></head><body>", aerolink_lab::report::CSS);
     let _ = write!(
         h,
         "<h1>Flight analysis</h1><p class=\"note\">{} · started {} · {:.1} min · {} records{} · agent started {}×</p>",

@@ -9,10 +9,10 @@
 //! sent while a page load or transfer was running, or inside an outage, are
 //! left out of delay and loss: they measure the agent's own traffic.
 
-use aerolink_work::probe::record::{Measurement, Record};
+use crate::probe::record::{Measurement, Record};
 use serde_json::{json, Value};
 
-use crate::flight::{self, Dist, Probe};
+use crate::analysis::{self as flight, Dist, Probe};
 
 /// Bytes on the wire of a probe request and reply (IPv4 + UDP + payload).
 const PROBE_WIRE_UP: f64 = 28.0 + 80.0;

@@ -48,12 +48,12 @@ pub struct ReflectorArgs {
 
 /// Runs the reflector, the DNS server and (unless told not to) the
 /// workload server, until one fails.
-pub async fn serve(a: ReflectorArgs) -> crate::error::Result<()> {
+pub async fn serve(a: ReflectorArgs) -> aerolink_work::error::Result<()> {
     let any = |port| SocketAddr::from(([0u16; 8], port));
-    let udp = tokio::net::UdpSocket::bind(any(a.udp_port)).await.map_err(|e| crate::error::WorkError::Sys { what: format!("UDP port {}", a.udp_port), source: e })?;
+    let udp = tokio::net::UdpSocket::bind(any(a.udp_port)).await.map_err(|e| aerolink_work::error::WorkError::Sys { what: format!("UDP port {}", a.udp_port), source: e })?;
     let dns_sock = match a.dns_port {
         0 => None,
-        p => Some(tokio::net::UdpSocket::bind(any(p)).await.map_err(|e| crate::error::WorkError::Sys { what: format!("DNS port {p}"), source: e })?),
+        p => Some(tokio::net::UdpSocket::bind(any(p)).await.map_err(|e| aerolink_work::error::WorkError::Sys { what: format!("DNS port {p}"), source: e })?),
     };
     let dns_task = async {
         match dns_sock {
@@ -65,9 +65,9 @@ pub async fn serve(a: ReflectorArgs) -> crate::error::Result<()> {
         if a.no_workloads {
             std::future::pending().await
         } else {
-            crate::server::serve(crate::server::ServerOpts { tcp_cc: Default::default(), initcwnd: None, quic: Default::default(), nagle: false, push: 0 }).await
+            aerolink_work::server::serve(aerolink_work::server::ServerOpts { tcp_cc: Default::default(), initcwnd: None, quic: Default::default(), nagle: false, push: 0 }).await
         }
     };
-    tokio::try_join!(async { wire::serve(udp).await.map_err(crate::error::WorkError::from) }, async { dns_task.await.map_err(crate::error::WorkError::from) }, workloads)?;
+    tokio::try_join!(async { wire::serve(udp).await.map_err(aerolink_work::error::WorkError::from) }, async { dns_task.await.map_err(aerolink_work::error::WorkError::from) }, workloads)?;
     Ok(())
 }

@@ -319,7 +319,7 @@ pub async fn serve(socket: tokio::net::UdpSocket) -> std::io::Result<()> {
     loop {
         let (n, from) = socket.recv_from(&mut buf).await?;
         let synced = super::record::clock_state().synced;
-        for reply in state.respond(&buf[..n], from, crate::clock::now_ns(), synced) {
+        for reply in state.respond(&buf[..n], from, aerolink_work::clock::now_ns(), synced) {
             // A reply that cannot be sent now is a lost reply: the agent
             // counts it. (A train's packets go out back to back.)
             let _ = socket.send_to(&reply, from).await;

@@ -10,9 +10,9 @@ use std::time::Instant;
 use bytes::Bytes;
 use http_body_util::Empty;
 
-use crate::error::Result;
-use crate::page::{references, Page};
-use crate::web::{ObjectTiming, WebResult};
+use aerolink_work::error::Result;
+use aerolink_work::page::{references, Page};
+use aerolink_work::web::{ObjectTiming, WebResult};
 
 /// Loads `page` from the reflector's plain HTTP port `origin`, through
 /// `proxy` when given (absolute-form requests, as to any forward proxy).
@@ -24,7 +24,7 @@ pub async fn load(origin: SocketAddr, proxy: Option<SocketAddr>, page: &Page) ->
         tcp.set_nodelay(true)?;
         let (send, conn) = hyper::client::conn::http1::handshake::<_, Empty<Bytes>>(hyper_util::rt::TokioIo::new(tcp)).await?;
         tokio::spawn(conn);
-        Ok::<_, crate::error::WorkError>(send)
+        Ok::<_, aerolink_work::error::WorkError>(send)
     };
     let mut send = connect().await?;
     let mut connections = 1;
@@ -60,10 +60,10 @@ pub async fn load(origin: SocketAddr, proxy: Option<SocketAddr>, page: &Page) ->
         let closing = resp.headers().get("connection").and_then(|v| v.to_str().ok()).is_some_and(|v| v.eq_ignore_ascii_case("close"));
         let first_byte_ms = ms();
         if !resp.status().is_success() {
-            return Err(crate::error::WorkError::Status(resp.status()));
+            return Err(aerolink_work::error::WorkError::Status(resp.status()));
         }
-        let (ct, headers) = crate::web::content_type(resp.headers());
-        let body = crate::web::read_hyper_body(resp.into_body()).await?;
+        let (ct, headers) = aerolink_work::web::content_type(resp.headers());
+        let body = aerolink_work::web::read_hyper_body(resp.into_body()).await?;
         if objects.is_empty() {
             ttfb_ms = first_byte_ms;
         }

@@ -14,23 +14,23 @@ use clap::Args;
 
 use super::record::{Measurement, UdpProbe, Writer};
 use super::wire::{Reply, Request};
-use crate::clock::now_ns;
-use crate::web::Protocol;
+use aerolink_work::clock::now_ns;
+use aerolink_work::web::Protocol;
 
 /// Durations in flags: `2s`, `3min`, `0` to turn a measurement off.
 fn every_arg(s: &str) -> Result<Duration, String> {
     if s.trim() == "0" {
         return Ok(Duration::ZERO);
     }
-    crate::cli::duration_arg(s).map(|d| Duration::from_nanos(d.0))
+    aerolink_work::cli::duration_arg(s).map(|d| Duration::from_nanos(d.0))
 }
 
 fn bytes_arg(s: &str) -> Result<u64, String> {
-    crate::page::parse_bytes(s).filter(|b| *b > 0).ok_or_else(|| "expected a size like 1MB, 500KB".to_string())
+    aerolink_work::page::parse_bytes(s).filter(|b| *b > 0).ok_or_else(|| "expected a size like 1MB, 500KB".to_string())
 }
 
-fn page_arg(s: &str) -> Result<crate::page::Page, String> {
-    crate::page::Page::parse(s, 1)
+fn page_arg(s: &str) -> Result<aerolink_work::page::Page, String> {
+    aerolink_work::page::Page::parse(s, 1)
 }
 
 /// What the agent measures and how often. Every interval takes `0` to turn
@@ -85,7 +85,7 @@ pub struct AgentArgs {
     pub http_proxy: Option<SocketAddr>,
     /// The page the reflector serves for page loads.
     #[arg(long, default_value = "10x10KB", value_parser = page_arg)]
-    pub page: crate::page::Page,
+    pub page: aerolink_work::page::Page,
     /// Throughput-test interval: --bulk-bytes down, then up, over TCP.
     #[arg(long, default_value = "5min", value_parser = every_arg)]
     pub bulk_every: Duration,
@@ -356,7 +356,7 @@ async fn ping(target: IpAddr, timeout: Duration, w: Log) {
     let m = match out {
         Ok(o) => {
             let text = String::from_utf8_lossy(&o.stdout);
-            match text.lines().find_map(crate::ping::reply).map(|(_, ms)| ms) {
+            match text.lines().find_map(aerolink_work::ping::reply).map(|(_, ms)| ms) {
                 Some(ms) => Measurement::Ping { rtt_ms: Some(ms), error: None },
                 None => Measurement::Ping { rtt_ms: None, error: Some("no reply".into()) },
             }
@@ -529,8 +529,8 @@ async fn web(target: IpAddr, a: Arc<AgentArgs>, w: Log, heavy: Arc<tokio::sync::
         );
         let load = async {
             match protocol.parse::<Protocol>() {
-                Ok(p) => crate::web::load(p, SocketAddr::new(target, crate::server::HTTPS_PORT), &a.page, &crate::quic::QuicKnobs::default()).await,
-                Err(_) => super::plain::load(SocketAddr::new(target, crate::server::HTTP_PORT), a.http_proxy, &a.page).await,
+                Ok(p) => aerolink_work::web::load(p, SocketAddr::new(target, aerolink_work::server::HTTPS_PORT), &a.page, &aerolink_work::quic::QuicKnobs::default()).await,
+                Err(_) => super::plain::load(SocketAddr::new(target, aerolink_work::server::HTTP_PORT), a.http_proxy, &a.page).await,
             }
         };
         let got = tokio::time::timeout(a.task_timeout, load).await;
@@ -545,8 +545,8 @@ async fn web(target: IpAddr, a: Arc<AgentArgs>, w: Log, heavy: Arc<tokio::sync::
                         }
                     }
                 }
-                let host = if protocol == "http" { target.to_string() } else { crate::tls::SERVER_NAME.to_string() };
-                let har = crate::har::from_web(&r, &host, t);
+                let host = if protocol == "http" { target.to_string() } else { aerolink_work::tls::SERVER_NAME.to_string() };
+                let har = aerolink_work::har::from_web(&r, &host, t);
                 let name = format!("har/{}-{protocol}.har", (t * 1e3) as u64);
                 let path = a.out.join(&name);
                 let saved = std::fs::create_dir_all(a.out.join("har")).and_then(|_| std::fs::write(&path, serde_json::to_vec(&har).unwrap_or_default()));
@@ -591,11 +591,11 @@ async fn web(target: IpAddr, a: Arc<AgentArgs>, w: Log, heavy: Arc<tokio::sync::
 
 async fn bulk(target: IpAddr, a: Arc<AgentArgs>, w: Log, heavy: Arc<tokio::sync::Mutex<()>>) {
     let _turn = heavy.lock().await;
-    for direction in [crate::bulk::Direction::Down, crate::bulk::Direction::Up] {
+    for direction in [aerolink_work::bulk::Direction::Down, aerolink_work::bulk::Direction::Up] {
         let t = epoch_s();
         let guard = Underway::new(&w, t, Measurement::Bulk { direction: direction.to_string(), bytes: a.bulk_bytes, ms: None, goodput_bps: None, peak_bps: None, error: Some(INTERRUPTED.into()) });
-        let server = SocketAddr::new(target, crate::server::BULK_PORT);
-        let got = tokio::time::timeout(a.task_timeout, crate::bulk::tcp(server, direction, a.bulk_bytes, crate::bulk::TcpClient::default())).await;
+        let server = SocketAddr::new(target, aerolink_work::server::BULK_PORT);
+        let got = tokio::time::timeout(a.task_timeout, aerolink_work::bulk::tcp(server, direction, a.bulk_bytes, aerolink_work::bulk::TcpClient::default())).await;
         let m = match got {
             Ok(Ok(r)) => {
                 Measurement::Bulk { direction: direction.to_string(), bytes: r.bytes, ms: Some(r.completion_ms), goodput_bps: Some(r.goodput_bps), peak_bps: peak_bps(&r.bins_bytes), error: None }
