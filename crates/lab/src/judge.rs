@@ -343,46 +343,11 @@ pub fn judge(entry: &Entry, map: &Mapping, experiment: &str, runs: &[RunRow]) ->
         out.why = Some(format!("no successful run of {experiment} with {side} has {}", map.metric));
         return out;
     }
-    let combine = |a: f64, b: f64| match form {
-        Form::Value => a,
-        Form::Ratio => a / b,
-        Form::Difference => a - b,
-    };
-    let point = |s: &(Vec<f64>, Vec<f64>)| combine(map.statistic.of(&s.0), if need_vs { map.statistic.of(&s.1) } else { 0.0 });
+    let point = |s: &(Vec<f64>, Vec<f64>)| combine(form, map.statistic.of(&s.0), if need_vs { map.statistic.of(&s.1) } else { 0.0 });
     let paper = entry.paper.expect("a scored entry has the paper's number").centre();
-    let pivot = match form {
-        Form::Ratio => 1.0,
-        Form::Difference => 0.0,
-        Form::Value => f64::NAN,
-    };
-    // Up to / in all: one case, chosen by its point estimate.
-    let chosen: Vec<usize> = match (map.over, sides.len()) {
-        (_, 1) | (Over::Mean, _) => (0..sides.len()).collect(),
-        (over, _) => {
-            // The paper's direction: above or below the pivot (for a value,
-            // "up to" means the largest).
-            let up = if pivot.is_nan() { true } else { paper > pivot };
-            let key = |i: &usize| point(&sides[*i]);
-            let best = (0..sides.len()).max_by(|a, b| key(a).total_cmp(&key(b)).then(std::cmp::Ordering::Equal));
-            let worst = (0..sides.len()).min_by(|a, b| key(a).total_cmp(&key(b)));
-            let pick = match (over, up) {
-                (Over::Most, true) | (Over::Least, false) => best,
-                _ => worst,
-            };
-            vec![pick.expect("at least one case")]
-        }
-    };
-    let across = |v: &[f64]| -> f64 {
-        if v.len() == 1 {
-            v[0]
-        } else if form == Form::Ratio {
-            (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp()
-        } else {
-            v.iter().sum::<f64>() / v.len() as f64
-        }
-    };
-    let est: Vec<f64> = chosen.iter().map(|&i| point(&sides[i])).collect();
-    let value = across(&est);
+    let points: Vec<f64> = sides.iter().map(point).collect();
+    let chosen = chosen_cases(map.over, form, paper, &points);
+    let value = across(form, &chosen.iter().map(|&i| points[i]).collect::<Vec<_>>());
     let reps = chosen.iter().map(|&i| if need_vs { sides[i].0.len().min(sides[i].1.len()) } else { sides[i].0.len() }).min().unwrap_or(0);
     out.value = Some(value);
     out.reps = reps;
@@ -391,33 +356,11 @@ pub fn judge(entry: &Entry, map: &Mapping, experiment: &str, runs: &[RunRow]) ->
         out.why = Some(format!("{reps} repetitions on the smallest side: no interval under 3 (the policy asks {MIN_REPS})"));
         return out;
     }
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed_of(&entry.id));
-    let draw = |v: &[f64], rng: &mut rand_chacha::ChaCha8Rng| -> f64 {
-        let s: Vec<f64> = (0..v.len()).map(|_| v[rng.random_range(0..v.len())]).collect();
-        map.statistic.of(&s)
-    };
-    let mut boot: Vec<f64> = (0..RESAMPLES)
-        .map(|_| {
-            let per_case: Vec<f64> = chosen
-                .iter()
-                .map(|&i| {
-                    let a = draw(&sides[i].0, &mut rng);
-                    let b = if need_vs { draw(&sides[i].1, &mut rng) } else { 0.0 };
-                    combine(a, b)
-                })
-                .collect();
-            across(&per_case)
-        })
-        .filter(|x| x.is_finite())
-        .collect();
-    if boot.is_empty() {
+    let Some((lo, hi)) = interval(&entry.id, map, form, need_vs, &sides, &chosen) else {
         out.verdict = Verdict::Inconclusive;
         out.why = Some("no finite resample (a side of zeros?)".into());
         return out;
-    }
-    boot.sort_by(f64::total_cmp);
-    let lo = boot[(boot.len() as f64 * 0.025) as usize];
-    let hi = boot[((boot.len() as f64 * 0.975) as usize).min(boot.len() - 1)];
+    };
     out.lo = Some(lo);
     out.hi = Some(hi);
     if reps < MIN_REPS {
@@ -433,6 +376,80 @@ pub fn judge(entry: &Entry, map: &Mapping, experiment: &str, runs: &[RunRow]) ->
         _ => None,
     };
     out
+}
+
+/// One case's figure: ours alone, or ours against the other side.
+fn combine(form: Form, a: f64, b: f64) -> f64 {
+    match form {
+        Form::Value => a,
+        Form::Ratio => a / b,
+        Form::Difference => a - b,
+    }
+}
+
+/// The figure over several cases: the geometric mean of ratios, the mean
+/// otherwise.
+fn across(form: Form, v: &[f64]) -> f64 {
+    if v.len() == 1 {
+        v[0]
+    } else if form == Form::Ratio {
+        (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp()
+    } else {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+}
+
+/// The cases a mapping judges by: all of them (one, or `over = "mean"`),
+/// or for "up to" / "in all" the one case chosen by its point estimate on
+/// the paper's side of the pivot (for a value, "up to" means the largest).
+fn chosen_cases(over: Over, form: Form, paper: f64, points: &[f64]) -> Vec<usize> {
+    if points.len() == 1 || over == Over::Mean {
+        return (0..points.len()).collect();
+    }
+    let up = match form {
+        Form::Ratio => paper > 1.0,
+        Form::Difference => paper > 0.0,
+        Form::Value => true,
+    };
+    let best = (0..points.len()).max_by(|a, b| points[*a].total_cmp(&points[*b]).then(std::cmp::Ordering::Equal));
+    let worst = (0..points.len()).min_by(|a, b| points[*a].total_cmp(&points[*b]));
+    let pick = match (over, up) {
+        (Over::Most, true) | (Over::Least, false) => best,
+        _ => worst,
+    };
+    vec![pick.expect("at least one case")]
+}
+
+/// The 95 % percentile bootstrap interval of the figure over the chosen
+/// cases ([`RESAMPLES`] resamples, each side resampled on its own, seeded
+/// by the entry's id); `None` when no resample is finite.
+fn interval(id: &str, map: &Mapping, form: Form, need_vs: bool, sides: &[(Vec<f64>, Vec<f64>)], chosen: &[usize]) -> Option<(f64, f64)> {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed_of(id));
+    let draw = |v: &[f64], rng: &mut rand_chacha::ChaCha8Rng| -> f64 {
+        let s: Vec<f64> = (0..v.len()).map(|_| v[rng.random_range(0..v.len())]).collect();
+        map.statistic.of(&s)
+    };
+    let mut boot: Vec<f64> = (0..RESAMPLES)
+        .map(|_| {
+            let per_case: Vec<f64> = chosen
+                .iter()
+                .map(|&i| {
+                    let a = draw(&sides[i].0, &mut rng);
+                    let b = if need_vs { draw(&sides[i].1, &mut rng) } else { 0.0 };
+                    combine(form, a, b)
+                })
+                .collect();
+            across(form, &per_case)
+        })
+        .filter(|x| x.is_finite())
+        .collect();
+    if boot.is_empty() {
+        return None;
+    }
+    boot.sort_by(f64::total_cmp);
+    let lo = boot[(boot.len() as f64 * 0.025) as usize];
+    let hi = boot[((boot.len() as f64 * 0.975) as usize).min(boot.len() - 1)];
+    Some((lo, hi))
 }
 
 fn fmt_pivot(f: Form) -> &'static str {
