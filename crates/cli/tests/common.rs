@@ -105,16 +105,14 @@ pub fn parent_of(pid: u32) -> Option<u32> {
     stat[stat.rfind(')')? + 2..].split(' ').nth(1)?.parse().ok()
 }
 
+/// `pid`'s parent, its parent's parent, and so on up to (not with) init.
+pub fn ancestors(pid: u32) -> impl Iterator<Item = u32> {
+    std::iter::successors(parent_of(pid), |&q| parent_of(q)).take_while(|&q| q > 1)
+}
+
 /// Whether `ancestor` is `pid`'s parent, or its parent's parent, and so on.
 pub fn descends_from(pid: u32, ancestor: u32) -> bool {
-    let mut p = parent_of(pid);
-    while let Some(q) = p.filter(|&q| q > 1) {
-        if q == ancestor {
-            return true;
-        }
-        p = parent_of(q);
-    }
-    false
+    ancestors(pid).any(|q| q == ancestor)
 }
 
 /// Processes whose command line matches `pattern` (`pgrep -f`) and that
@@ -128,17 +126,8 @@ pub fn orphan_processes(pattern: &str) -> Vec<String> {
         .lines()
         .filter_map(|l| l.trim().parse::<u32>().ok())
         .filter(|&pid| pid != me)
-        .filter(|&pid| {
-            let mut p = parent_of(pid);
-            while let Some(q) = p.filter(|&q| q > 1) {
-                if is_aerolink(q) {
-                    return false;
-                }
-                p = parent_of(q);
-            }
-            // Gone meanwhile: not a leftover either.
-            std::path::Path::new(&format!("/proc/{pid}")).exists()
-        })
+        // Gone meanwhile: not a leftover either.
+        .filter(|&pid| !ancestors(pid).any(is_aerolink) && std::path::Path::new(&format!("/proc/{pid}")).exists())
         .map(|pid| std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap_or_default().replace('\0', " "))
         .collect()
 }
