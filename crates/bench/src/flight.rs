@@ -70,7 +70,7 @@ fn fit(log: &Path, name: &str, out: &Path) -> anyhow::Result<Value> {
         std::fs::write(out.parent().unwrap_or(Path::new(".")).join(n), text)?;
     }
     std::fs::write(out, &f.toml)?;
-    Ok(f.summary)
+    Ok(serde_json::to_value(&f.summary)?)
 }
 
 /// Delays measured through the lab carry its own latency (the pump's

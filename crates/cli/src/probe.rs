@@ -273,7 +273,8 @@ pub fn fit(a: FitArgs) -> anyhow::Result<i32> {
     // The profile must load as any other: check it now, not at replay.
     aerolink_lab::profiles::load_profile(&a.output.display().to_string(), &[]).map_err(|e| anyhow::anyhow!("the fitted profile does not load (a bug): {e}"))?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&fitted.summary)?);
+        // Through a Value: its keys in name order, as before the summary was typed.
+        println!("{}", serde_json::to_string_pretty(&serde_json::to_value(&fitted.summary)?)?);
     } else {
         print!("{}", aerolink_flight::fit::describe(&fitted.summary));
         println!("{}", a.output.display());

@@ -10,7 +10,6 @@
 //! left out of delay and loss: they measure the agent's own traffic.
 
 use crate::probe::record::{Measurement, Record};
-use serde_json::{json, Value};
 
 use crate::analysis::{self as flight, Dist, Probe};
 
@@ -114,9 +113,62 @@ pub fn fit_loss(seqs: &[Vec<bool>]) -> LossFit {
 /// (with confidence intervals) as JSON.
 #[derive(Clone, Debug)]
 pub struct Fitted {
+    /// The profile's text.
     pub toml: String,
+    /// Files it names (jitter samples, loss traces): name beside it, text.
     pub files: Vec<(String, String)>,
-    pub summary: Value,
+    pub summary: FitSummary,
+}
+
+/// What was fitted, and from how much (`aerolink fit --json`; its fields
+/// in name order, as the JSON lists them).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct FitSummary {
+    pub down: DirectionFit,
+    /// The trace window when loss is written as a trace.
+    pub loss_trace_window_s: Option<f64>,
+    /// Whether delays are one-way (the clocks trusted) or half the RTT.
+    pub one_way_delays: bool,
+    pub outages: Vec<flight::Outage>,
+    pub probes: ProbeCounts,
+    pub up: DirectionFit,
+}
+
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct ProbeCounts {
+    pub total: usize,
+    pub used_for_delay: usize,
+}
+
+/// One direction's fit.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct DirectionFit {
+    /// The base delay's 95 % half-width (of the median).
+    pub delay_ci_ms: f64,
+    pub delay_median_ms: f64,
+    /// The base delay: the median less the probe's serialisation.
+    pub delay_ms: f64,
+    pub delay_p5_ms: f64,
+    pub delay_p95_ms: f64,
+    pub delay_samples: usize,
+    /// The empirical jitter's sample file, when the spread is worth one.
+    pub jitter_file: Option<String>,
+    pub loss: LossFit,
+    pub rate_bps: Option<f64>,
+    /// "packet trains" or "best second of TCP transfers".
+    pub rate_from: Option<&'static str>,
+    pub rate_samples: Option<usize>,
+}
+
+/// Why a log gives no profile.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum FitError {
+    #[error("fewer than 10 answered UDP probes: nothing to fit (was the reflector running?)")]
+    TooFewProbes,
+    #[error("the records' times span {0:.0} days: a flight log spans hours (two logs in one directory, or a corrupt time?)")]
+    Span(f64),
+    #[error("no delays")]
+    NoDelays,
 }
 
 fn busy_windows(records: &[Record]) -> Vec<(f64, f64)> {
@@ -158,15 +210,15 @@ fn fmt_rate(bps: f64) -> String {
 /// `--trace-window` of it).
 const MAX_SPAN_S: f64 = 31.0 * 86_400.0;
 
-pub fn fit(records: &[Record], o: &Options) -> Result<Fitted, String> {
+pub fn fit(records: &[Record], o: &Options) -> Result<Fitted, FitError> {
     let ps = flight::probes(records);
     if ps.iter().filter(|p| p.rtt_ms.is_some()).count() < 10 {
-        return Err("fewer than 10 answered UDP probes: nothing to fit (was the reflector running?)".into());
+        return Err(FitError::TooFewProbes);
     }
     let t0 = records.iter().map(|r| r.t).fold(f64::INFINITY, f64::min);
     let t1 = records.iter().map(|r| r.t).fold(f64::NEG_INFINITY, f64::max);
     if !(t1 - t0 <= MAX_SPAN_S) {
-        return Err(format!("the records' times span {:.0} days: a flight log spans hours (two logs in one directory, or a corrupt time?)", (t1 - t0) / 86_400.0));
+        return Err(FitError::Span((t1 - t0) / 86_400.0));
     }
     let outages = flight::outages(&ps, t0, o.outage_min_s);
     let busy = busy_windows(records);
@@ -176,67 +228,28 @@ pub fn fit(records: &[Record], o: &Options) -> Result<Fitted, String> {
     };
     let answered: Vec<&Probe> = ps.iter().filter(|p| p.rtt_ms.is_some() && clean(p)).collect();
     let one_way = answered.iter().filter(|p| p.up_ms.is_some() && p.down_ms.is_some()).count() * 2 >= answered.len().max(1);
-    // The rate: the median of the packet trains, else the best second of
-    // the TCP transfers (which loss and a long RTT keep below the link's).
-    let trains = |dir: &str| {
-        records
-            .iter()
-            .filter_map(|r| match &r.m {
-                Measurement::Rate { direction, rate_bps, .. } if direction == dir => *rate_bps,
-                _ => None,
-            })
-            .collect::<Vec<f64>>()
-    };
-    let peak = |dir: &str| -> Option<(f64, &'static str, usize)> {
-        let t = trains(dir);
-        if let Some(d) = Dist::of(&t) {
-            return Some((d.median, "packet trains", d.n));
-        }
-        records
-            .iter()
-            .filter_map(|r| match &r.m {
-                Measurement::Bulk { direction, peak_bps, .. } if direction == dir => *peak_bps,
-                _ => None,
-            })
-            .reduce(f64::max)
-            .map(|b| (b, "best second of TCP transfers", 1))
-    };
     let mut toml = toml::Table::new();
     toml.insert("name".into(), o.name.clone().into());
     toml.insert("description".into(), format!("Fitted from a probe log by aerolink fit ({} probes over {:.1} min)", ps.len(), (ps.last().map_or(t0, |p| p.t) - t0) / 60.0).into());
     toml.insert("source".into(), o.source.clone().into());
-    toml.insert(
-        "split".into(),
-        format!(
-            "{}; loss per direction from the reflector's record of which probes reached it, {}; rate from the packet trains' dispersion (median), else from the best second of the TCP transfers; probes during page loads, transfers and outages left out of delay{}",
-            if one_way { "one-way delays from the agent's and reflector's clocks (trusted)" } else { "RTT split evenly (clocks not trusted)" },
-            match o.loss_trace_window_s {
-                Some(w) => format!("written as the measured loss rate of each {w} s window (a trace, outages included)"),
-                None => "fitted as a Gilbert chain per probe packet (a replay advances the loss state with every packet)".to_string(),
-            },
-            if o.loss_trace_window_s.is_some() { "" } else { " and loss" }
-        )
-        .into(),
-    );
+    toml.insert("split".into(), split_text(one_way, o.loss_trace_window_s).into());
     let mut files = Vec::new();
-    let mut summary = serde_json::Map::new();
+    let mut fits = Vec::new();
     for (dir, wire) in [("up", PROBE_WIRE_UP), ("down", PROBE_WIRE_DOWN)] {
         let delays: Vec<f64> = answered
             .iter()
             .filter_map(|p| {
-                if one_way {
-                    if dir == "up" {
-                        p.up_ms
-                    } else {
-                        p.down_ms
-                    }
-                } else {
+                if !one_way {
                     p.rtt_ms.map(|r| r / 2.0)
+                } else if dir == "up" {
+                    p.up_ms
+                } else {
+                    p.down_ms
                 }
             })
             .collect();
-        let d = Dist::of(&delays).ok_or("no delays")?;
-        let rate_fit = peak(dir);
+        let d = Dist::of(&delays).ok_or(FitError::NoDelays)?;
+        let rate_fit = peak_rate(records, dir);
         let rate = rate_fit.map(|r| r.0);
         let serialisation_ms = rate.map_or(0.0, |r| wire * 8.0 / r * 1e3);
         let base = (d.median - serialisation_ms).max(0.0);
@@ -245,86 +258,144 @@ pub fn fit(records: &[Record], o: &Options) -> Result<Fitted, String> {
             t.insert("rate".into(), fmt_rate(r).into());
         }
         t.insert("delay".into(), format!("{base:.3} ms").into());
-        let spread = d.p95 - d.p5;
-        let jitter_file = format!("{}.jitter-{dir}.txt", o.stem);
-        if spread >= 0.2 {
-            let step = (delays.len() / 5000).max(1);
-            let mut text = format!("# extra one-way delay ({dir}) in ms around {:.3} ms, from aerolink fit\n", d.median);
-            for x in delays.iter().step_by(step) {
-                let _ = std::fmt::Write::write_fmt(&mut text, format_args!("{:.3}\n", x - d.median));
-            }
-            files.push((jitter_file.clone(), text));
-            let mut j = toml::Table::new();
-            j.insert("dist".into(), "empirical".into());
-            j.insert("file".into(), jitter_file.clone().into());
-            t.insert("jitter".into(), toml::Value::Table(j));
-        }
+        let jitter_file = jitter(&mut t, &mut files, &delays, &d, dir, &o.stem);
         // Up: every probe whose fate is known. Down: the replies to the
         // probes that reached the reflector.
         let seqs = if dir == "up" { stretches(&ps, clean, |p| p.up_arrived.map(|a| !a)) } else { stretches(&ps, clean, |p| (p.up_arrived == Some(true)).then_some(p.rtt_ms.is_none())) };
         let loss = fit_loss(&seqs);
-        if let Some(window_s) = o.loss_trace_window_s {
-            let rates = loss_trace(&ps, t0, window_s, dir == "up");
-            let file = format!("{}.loss-{dir}.txt", o.stem);
-            let mut text = format!("# loss rate ({dir}) per {window_s} s window from the log's start, from aerolink fit\n");
-            for r in &rates {
-                let _ = std::fmt::Write::write_fmt(&mut text, format_args!("{:.4}%\n", r * 100.0));
+        match o.loss_trace_window_s {
+            Some(window_s) => {
+                let file = format!("{}.loss-{dir}.txt", o.stem);
+                files.push((file.clone(), loss_trace_text(&loss_trace(&ps, t0, window_s, dir == "up"), dir, window_s)));
+                t.insert("loss".into(), toml::Value::Table(toml::Table::from_iter([("trace".to_string(), file.into()), ("window".to_string(), format!("{window_s} s").into())])));
             }
-            files.push((file.clone(), text));
-            let mut l = toml::Table::new();
-            l.insert("trace".into(), file.into());
-            l.insert("window".into(), format!("{window_s} s").into());
-            t.insert("loss".into(), toml::Value::Table(l));
-        } else {
-            match loss.model.as_str() {
-                "none" => {}
-                "bernoulli" => {
-                    t.insert("loss".into(), format!("{:.4}%", loss.mean * 100.0).into());
-                }
-                _ => {
-                    let mut l = toml::Table::new();
-                    l.insert("model".into(), "gilbert-elliott".into());
-                    l.insert("p".into(), format!("{:.4}%", loss.p * 100.0).into());
-                    l.insert("r".into(), format!("{:.4}%", loss.r * 100.0).into());
-                    l.insert("bad_loss".into(), "100%".into());
-                    l.insert("good_loss".into(), "0%".into());
-                    t.insert("loss".into(), toml::Value::Table(l));
+            None => {
+                if let Some(l) = loss_value(&loss) {
+                    t.insert("loss".into(), l);
                 }
             }
         }
-        summary.insert(
-            dir.into(),
-            json!({
-                "delay_ms": base, "delay_median_ms": d.median, "delay_p5_ms": d.p5, "delay_p95_ms": d.p95, "delay_samples": d.n,
-                "delay_ci_ms": 1.96 * ((d.p75 - d.p25) / 1.349) / (d.n as f64).sqrt() * 1.2533,
-                "jitter_file": (spread >= 0.2).then_some(jitter_file),
-                "rate_bps": rate, "rate_from": rate_fit.map(|r| r.1), "rate_samples": rate_fit.map(|r| r.2), "loss": loss,
-            }),
-        );
+        let delay_ci_ms = 1.96 * ((d.p75 - d.p25) / 1.349) / (d.n as f64).sqrt() * 1.2533;
+        fits.push(DirectionFit {
+            delay_ci_ms,
+            delay_median_ms: d.median,
+            delay_ms: base,
+            delay_p5_ms: d.p5,
+            delay_p95_ms: d.p95,
+            delay_samples: d.n,
+            jitter_file,
+            loss,
+            rate_bps: rate,
+            rate_from: rate_fit.map(|r| r.1),
+            rate_samples: rate_fit.map(|r| r.2),
+        });
         toml.insert(dir.into(), toml::Value::Table(t));
     }
     // A loss trace holds the outages already (windows of 100 %).
     if !outages.is_empty() && o.loss_trace_window_s.is_none() {
-        let list: Vec<toml::Value> = outages
-            .iter()
-            .map(|w| {
-                let mut e = toml::Table::new();
-                e.insert("start".into(), format!("{:.1} s", w.start_s).into());
-                e.insert("duration".into(), format!("{:.1} s", w.duration_s).into());
-                e.insert("mode".into(), "drop".into());
-                toml::Value::Table(e)
-            })
-            .collect();
-        let mut link = toml::Table::new();
-        link.insert("outages".into(), toml::Value::Array(list));
-        toml.insert("link".into(), toml::Value::Table(link));
+        toml.insert("link".into(), outages_table(&outages));
     }
-    summary.insert("one_way_delays".into(), json!(one_way));
-    summary.insert("loss_trace_window_s".into(), json!(o.loss_trace_window_s));
-    summary.insert("outages".into(), json!(outages));
-    summary.insert("probes".into(), json!({"total": ps.len(), "used_for_delay": answered.len()}));
-    let text = format!("# Fitted by `aerolink fit` from {}.\n# Replay: aerolink run --profile THIS_FILE …\n{}", o.source, toml::to_string(&toml).map_err(|e| e.to_string())?);
-    Ok(Fitted { toml: text, files, summary: Value::Object(summary) })
+    let (down, up) = (fits.pop().expect("down"), fits.pop().expect("up"));
+    let summary = FitSummary { down, loss_trace_window_s: o.loss_trace_window_s, one_way_delays: one_way, outages, probes: ProbeCounts { total: ps.len(), used_for_delay: answered.len() }, up };
+    // Plain tables of text and numbers always serialise.
+    let text = format!("# Fitted by `aerolink fit` from {}.\n# Replay: aerolink run --profile THIS_FILE …\n{}", o.source, toml::to_string(&toml).expect("a table of text serialises"));
+    Ok(Fitted { toml: text, files, summary })
+}
+
+/// The profile's `split`: how each figure was derived.
+fn split_text(one_way: bool, trace_window_s: Option<f64>) -> String {
+    format!(
+        "{}; loss per direction from the reflector's record of which probes reached it, {}; rate from the packet trains' dispersion (median), else from the best second of the TCP transfers; probes during page loads, transfers and outages left out of delay{}",
+        if one_way { "one-way delays from the agent's and reflector's clocks (trusted)" } else { "RTT split evenly (clocks not trusted)" },
+        match trace_window_s {
+            Some(w) => format!("written as the measured loss rate of each {w} s window (a trace, outages included)"),
+            None => "fitted as a Gilbert chain per probe packet (a replay advances the loss state with every packet)".to_string(),
+        },
+        if trace_window_s.is_some() { "" } else { " and loss" }
+    )
+}
+
+/// The rate one way: the median of the packet trains, else the best second
+/// of the TCP transfers (which loss and a long RTT keep below the link's);
+/// with where it came from and how many samples.
+fn peak_rate(records: &[Record], dir: &str) -> Option<(f64, &'static str, usize)> {
+    let trains: Vec<f64> = records
+        .iter()
+        .filter_map(|r| match &r.m {
+            Measurement::Rate { direction, rate_bps, .. } if direction == dir => *rate_bps,
+            _ => None,
+        })
+        .collect();
+    if let Some(d) = Dist::of(&trains) {
+        return Some((d.median, "packet trains", d.n));
+    }
+    records
+        .iter()
+        .filter_map(|r| match &r.m {
+            Measurement::Bulk { direction, peak_bps, .. } if direction == dir => *peak_bps,
+            _ => None,
+        })
+        .reduce(f64::max)
+        .map(|b| (b, "best second of TCP transfers", 1))
+}
+
+/// An empirical jitter around the median, when its spread is worth one:
+/// its sample file (in `files`) and key (in `t`); returns the file's name.
+fn jitter(t: &mut toml::Table, files: &mut Vec<(String, String)>, delays: &[f64], d: &Dist, dir: &str, stem: &str) -> Option<String> {
+    if d.p95 - d.p5 < 0.2 {
+        return None;
+    }
+    let jitter_file = format!("{stem}.jitter-{dir}.txt");
+    let step = (delays.len() / 5000).max(1);
+    let mut text = format!("# extra one-way delay ({dir}) in ms around {:.3} ms, from aerolink fit\n", d.median);
+    for x in delays.iter().step_by(step) {
+        let _ = std::fmt::Write::write_fmt(&mut text, format_args!("{:.3}\n", x - d.median));
+    }
+    files.push((jitter_file.clone(), text));
+    let j = toml::Table::from_iter([("dist".to_string(), "empirical".into()), ("file".to_string(), jitter_file.clone().into())]);
+    t.insert("jitter".into(), toml::Value::Table(j));
+    Some(jitter_file)
+}
+
+fn loss_trace_text(rates: &[f64], dir: &str, window_s: f64) -> String {
+    let mut text = format!("# loss rate ({dir}) per {window_s} s window from the log's start, from aerolink fit\n");
+    for r in rates {
+        let _ = std::fmt::Write::write_fmt(&mut text, format_args!("{:.4}%\n", r * 100.0));
+    }
+    text
+}
+
+/// The profile's `loss` for a fitted model (none for no loss).
+fn loss_value(loss: &LossFit) -> Option<toml::Value> {
+    match loss.model.as_str() {
+        "none" => None,
+        "bernoulli" => Some(format!("{:.4}%", loss.mean * 100.0).into()),
+        _ => {
+            let l = toml::Table::from_iter([
+                ("model".to_string(), "gilbert-elliott".into()),
+                ("p".to_string(), format!("{:.4}%", loss.p * 100.0).into()),
+                ("r".to_string(), format!("{:.4}%", loss.r * 100.0).into()),
+                ("bad_loss".to_string(), "100%".into()),
+                ("good_loss".to_string(), "0%".into()),
+            ]);
+            Some(toml::Value::Table(l))
+        }
+    }
+}
+
+/// `[link] outages = [...]`, each dropping everything.
+fn outages_table(outages: &[flight::Outage]) -> toml::Value {
+    let list: Vec<toml::Value> = outages
+        .iter()
+        .map(|w| {
+            toml::Value::Table(toml::Table::from_iter([
+                ("start".to_string(), format!("{:.1} s", w.start_s).into()),
+                ("duration".to_string(), format!("{:.1} s", w.duration_s).into()),
+                ("mode".to_string(), "drop".into()),
+            ]))
+        })
+        .collect();
+    toml::Value::Table(toml::Table::from_iter([("outages".to_string(), toml::Value::Array(list))]))
 }
 
 /// Two-sample Kolmogorov–Smirnov test: the statistic D and its asymptotic
@@ -366,33 +437,20 @@ pub fn loss_windows(records: &[Record], window_s: f64) -> Vec<f64> {
 }
 
 /// The fitted values of `summary` in a few lines for a terminal.
-pub fn describe(summary: &Value) -> String {
+pub fn describe(summary: &FitSummary) -> String {
     let mut out = String::new();
-    for dir in ["down", "up"] {
-        let s = &summary[dir];
-        let loss = &s["loss"];
-        let loss_text = match loss["model"].as_str() {
-            Some("gilbert-elliott") => format!(
-                "Gilbert p = {:.3} ± {:.3} %, r = {:.1} ± {:.1} % (mean {:.2} %)",
-                loss["p"].as_f64().unwrap_or(0.0) * 100.0,
-                loss["p_ci"].as_f64().unwrap_or(0.0) * 100.0,
-                loss["r"].as_f64().unwrap_or(0.0) * 100.0,
-                loss["r_ci"].as_f64().unwrap_or(0.0) * 100.0,
-                loss["mean"].as_f64().unwrap_or(0.0) * 100.0
-            ),
-            Some("bernoulli") => format!("random {:.2} %", loss["mean"].as_f64().unwrap_or(0.0) * 100.0),
+    for (dir, s) in [("down", &summary.down), ("up", &summary.up)] {
+        let l = &s.loss;
+        let loss_text = match l.model.as_str() {
+            "gilbert-elliott" => format!("Gilbert p = {:.3} ± {:.3} %, r = {:.1} ± {:.1} % (mean {:.2} %)", l.p * 100.0, l.p_ci * 100.0, l.r * 100.0, l.r_ci * 100.0, l.mean * 100.0),
+            "bernoulli" => format!("random {:.2} %", l.mean * 100.0),
             _ => "none".into(),
         };
-        out.push_str(&format!(
-            "{dir:>4}: delay {:.1} ms (p5–p95 {:.1}–{:.1}), rate {}, loss {loss_text}\n",
-            s["delay_ms"].as_f64().unwrap_or(0.0),
-            s["delay_p5_ms"].as_f64().unwrap_or(0.0),
-            s["delay_p95_ms"].as_f64().unwrap_or(0.0),
-            s["rate_bps"].as_f64().map_or("not measured (no rate or throughput test)".into(), |r| format!("{} (from {})", fmt_rate(r), s["rate_from"].as_str().unwrap_or("?")))
-        ));
+        let rate = s.rate_bps.map_or("not measured (no rate or throughput test)".into(), |r| format!("{} (from {})", fmt_rate(r), s.rate_from.unwrap_or("?")));
+        out.push_str(&format!("{dir:>4}: delay {:.1} ms (p5–p95 {:.1}–{:.1}), rate {rate}, loss {loss_text}\n", s.delay_ms, s.delay_p5_ms, s.delay_p95_ms));
     }
-    let outages = summary["outages"].as_array().map_or(0, |a| a.len());
-    match summary["loss_trace_window_s"].as_f64() {
+    let outages = summary.outages.len();
+    match summary.loss_trace_window_s {
         Some(w) => out.push_str(&format!("loss written as a trace per {w} s window (the chain above is for reference); outages: {outages}, in the trace\n")),
         None => out.push_str(&format!("outages: {outages}\n")),
     }
@@ -415,7 +473,7 @@ mod tests {
         let o = Options { name: "x".into(), stem: "x".into(), outage_min_s: 10.0, source: "x".into(), loss_trace_window_s: Some(100.0) };
         assert!(fit(&rs, &o).is_ok());
         rs.push(serde_json::from_str(&line(20, 1.8e12)).unwrap());
-        let e = fit(&rs, &o).err().unwrap();
+        let e = fit(&rs, &o).err().unwrap().to_string();
         assert!(e.contains("days"), "{e}");
     }
 
