@@ -9,12 +9,9 @@
 //! [`fit`] writes a profile TOML that `aerolink run --profile` replays.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write;
 
 use crate::probe::record::{Measurement, Record};
 use serde::Serialize;
-
-use aerolink_lab::svg::{self, esc};
 
 /// A stretch of the flight analysed on its own, seconds from its start.
 #[derive(Clone, Debug, PartialEq, Serialize)]
@@ -327,6 +324,40 @@ pub fn analyze(records: &[Record], unreadable: usize, source: &str, opts: &Optio
 }
 
 fn phase(ph: &Phase, rs: &[&Record], ps: &[Probe], t0: f64, to_s: f64, opts: &Options) -> PhaseAnalysis {
+    let udp = udp_stats(ps);
+    let min_rtt = udp.rtt_ms.as_ref().map(|d| d.min);
+    let (technology, technology_why) = technology(min_rtt);
+    let loss_windows = loss_windows_of(ps, t0, ph.from_s, opts.loss_window_s);
+    let t = Tally::of(rs);
+    PhaseAnalysis {
+        name: ph.name.clone(),
+        from_s: ph.from_s,
+        to_s,
+        udp,
+        technology,
+        technology_why,
+        loss_windows,
+        outages: outages(ps, t0, opts.outage_min_s),
+        ping_rtt_ms: Dist::of(&t.ping.1),
+        ping_loss: share(t.ping.0 - t.ping.1.len(), t.ping.0),
+        goodput_down_bps: Dist::of(&t.down),
+        goodput_up_bps: Dist::of(&t.up),
+        peak_down_bps: t.peak_down,
+        peak_up_bps: t.peak_up,
+        train_down_bps: Dist::of(&t.train_down),
+        train_up_bps: Dist::of(&t.train_up),
+        transfers_failed: t.transfers_failed,
+        plt_ms: t.plt.iter().filter_map(|(k, v)| Some((k.clone(), Dist::of(v)?))).collect(),
+        loads_failed: t.loads_failed,
+        dns: t.dns(min_rtt),
+        path: t.path(min_rtt),
+        proxies: t.proxies,
+        public_addresses: t.addresses,
+    }
+}
+
+/// The UDP probes' fates and delays.
+fn udp_stats(ps: &[Probe]) -> UdpStats {
     let answered: Vec<&Probe> = ps.iter().filter(|p| p.rtt_ms.is_some()).collect();
     let lost_up = ps.iter().filter(|p| p.rtt_ms.is_none() && p.up_arrived == Some(false)).count();
     let lost_down = ps.iter().filter(|p| p.rtt_ms.is_none() && p.up_arrived == Some(true)).count();
@@ -334,7 +365,7 @@ fn phase(ph: &Phase, rs: &[&Record], ps: &[Probe], t0: f64, to_s: f64, opts: &Op
     let known_up = ps.iter().filter(|p| p.up_arrived.is_some()).count();
     let reached = ps.iter().filter(|p| p.up_arrived == Some(true)).count();
     let rtts: Vec<f64> = answered.iter().filter_map(|p| p.rtt_ms).collect();
-    let udp = UdpStats {
+    UdpStats {
         sent: ps.len(),
         answered: answered.len(),
         loss: share(lost, ps.len()).unwrap_or(0.0),
@@ -346,14 +377,16 @@ fn phase(ph: &Phase, rs: &[&Record], ps: &[Probe], t0: f64, to_s: f64, opts: &Op
         rtt_ms: Dist::of(&rtts),
         up_ms: Dist::of(&answered.iter().filter_map(|p| p.up_ms).collect::<Vec<_>>()),
         down_ms: Dist::of(&answered.iter().filter_map(|p| p.down_ms).collect::<Vec<_>>()),
-    };
-    let min_rtt = udp.rtt_ms.as_ref().map(|d| d.min);
-    let (technology, technology_why) = technology(min_rtt);
+    }
+}
 
-    // Loss per window, windows aligned to the phase start.
+/// Loss per window of `window_s`, windows aligned to the phase's start
+/// (`from_s` after the log's `t0`); windows with fewer than half the
+/// fullest one's probes left out.
+fn loss_windows_of(ps: &[Probe], t0: f64, from_s: f64, window_s: f64) -> LossWindows {
     let mut windows: BTreeMap<i64, (usize, usize)> = BTreeMap::new();
     for p in ps {
-        let k = ((p.t - t0 - ph.from_s) / opts.loss_window_s).floor() as i64;
+        let k = ((p.t - t0 - from_s) / window_s).floor() as i64;
         let e = windows.entry(k).or_default();
         e.0 += 1;
         e.1 += p.rtt_ms.is_none() as usize;
@@ -362,29 +395,53 @@ fn phase(ph: &Phase, rs: &[&Record], ps: &[Probe], t0: f64, to_s: f64, opts: &Op
     let mut values: Vec<f64> = windows.values().filter(|(n, _)| *n * 2 >= full && *n > 0).map(|(n, l)| *l as f64 / *n as f64).collect();
     let wd = Dist::of(&values);
     values.sort_by(f64::total_cmp);
-    let loss_windows = LossWindows { window_s: opts.loss_window_s, median: wd.as_ref().map(|d| d.median), p90: wd.as_ref().map(|d| d.p90), values };
+    LossWindows { window_s, median: wd.as_ref().map(|d| d.median), p90: wd.as_ref().map(|d| d.p90), values }
+}
 
-    let mut ping = (0usize, Vec::new());
-    let (mut down, mut up, mut peak_down, mut peak_up, mut transfers_failed) = (Vec::new(), Vec::new(), None::<f64>, None::<f64>, 0);
-    let (mut train_down, mut train_up) = (Vec::new(), Vec::new());
-    let mut plt: BTreeMap<String, Vec<f64>> = BTreeMap::new();
-    let mut loads_failed = 0;
-    let mut proxies: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    let (mut dns1, mut dns2, mut dns_failed, mut lookups) = (Vec::new(), Vec::new(), 0, 0);
-    let mut paths: BTreeMap<Vec<Option<String>>, Vec<Vec<Option<f64>>>> = BTreeMap::new();
-    let (mut traces, mut traces_reached) = (0, 0);
-    let mut addresses: Vec<(String, Option<String>)> = Vec::new();
-    for r in rs {
-        match &r.m {
+/// Everything but the UDP probes, gathered from a phase's records.
+#[derive(Default)]
+struct Tally {
+    /// Pings sent, and the round trips of those answered.
+    ping: (usize, Vec<f64>),
+    down: Vec<f64>,
+    up: Vec<f64>,
+    peak_down: Option<f64>,
+    peak_up: Option<f64>,
+    transfers_failed: usize,
+    train_down: Vec<f64>,
+    train_up: Vec<f64>,
+    plt: BTreeMap<String, Vec<f64>>,
+    loads_failed: usize,
+    proxies: BTreeMap<String, Vec<String>>,
+    dns1: Vec<f64>,
+    dns2: Vec<f64>,
+    dns_failed: usize,
+    lookups: usize,
+    /// Each path seen (the hops' addresses) with every trace's hop RTTs.
+    paths: BTreeMap<Vec<Option<String>>, Vec<Vec<Option<f64>>>>,
+    traces: usize,
+    traces_reached: usize,
+    addresses: Vec<(String, Option<String>)>,
+}
+
+impl Tally {
+    fn of(rs: &[&Record]) -> Tally {
+        let mut t = Tally::default();
+        for r in rs {
+            t.add(&r.m);
+        }
+        t
+    }
+
+    fn add(&mut self, m: &Measurement) {
+        match m {
             Measurement::Ping { rtt_ms, .. } => {
-                ping.0 += 1;
-                ping.1.extend(*rtt_ms);
+                self.ping.0 += 1;
+                self.ping.1.extend(*rtt_ms);
             }
             Measurement::Bulk { direction, goodput_bps, peak_bps, error, .. } => {
-                if error.is_some() {
-                    transfers_failed += 1;
-                }
-                let (v, peak) = if direction == "down" { (&mut down, &mut peak_down) } else { (&mut up, &mut peak_up) };
+                self.transfers_failed += error.is_some() as usize;
+                let (v, peak) = if direction == "down" { (&mut self.down, &mut self.peak_down) } else { (&mut self.up, &mut self.peak_up) };
                 v.extend(*goodput_bps);
                 if let Some(p) = peak_bps {
                     *peak = Some(peak.map_or(*p, |x| x.max(*p)));
@@ -392,18 +449,16 @@ fn phase(ph: &Phase, rs: &[&Record], ps: &[Probe], t0: f64, to_s: f64, opts: &Op
             }
             Measurement::Rate { direction, rate_bps, .. } => {
                 if direction == "down" {
-                    train_down.extend(*rate_bps)
+                    self.train_down.extend(*rate_bps)
                 } else {
-                    train_up.extend(*rate_bps)
+                    self.train_up.extend(*rate_bps)
                 }
             }
             Measurement::Web { protocol, plt_ms, headers, error, .. } => {
-                if error.is_some() {
-                    loads_failed += 1;
-                }
-                plt.entry(protocol.clone()).or_default().extend(*plt_ms);
+                self.loads_failed += error.is_some() as usize;
+                self.plt.entry(protocol.clone()).or_default().extend(*plt_ms);
                 for (k, vs) in headers {
-                    let e = proxies.entry(k.clone()).or_default();
+                    let e = self.proxies.entry(k.clone()).or_default();
                     for v in vs {
                         if !e.contains(v) {
                             e.push(v.clone());
@@ -412,252 +467,63 @@ fn phase(ph: &Phase, rs: &[&Record], ps: &[Probe], t0: f64, to_s: f64, opts: &Op
                 }
             }
             Measurement::Dns { attempt, ms, error, .. } => {
-                lookups += 1;
-                if error.is_some() {
-                    dns_failed += 1;
-                }
+                self.lookups += 1;
+                self.dns_failed += error.is_some() as usize;
                 if let Some(ms) = ms {
                     if *attempt == 1 {
-                        dns1.push(*ms)
+                        self.dns1.push(*ms)
                     } else {
-                        dns2.push(*ms)
+                        self.dns2.push(*ms)
                     }
                 }
             }
             Measurement::Trace { hops, reached, .. } => {
-                traces += 1;
-                traces_reached += *reached as usize;
-                paths.entry(hops.iter().map(|h| h.addr.clone()).collect()).or_default().push(hops.iter().map(|h| h.rtt_ms).collect());
+                self.traces += 1;
+                self.traces_reached += *reached as usize;
+                self.paths.entry(hops.iter().map(|h| h.addr.clone()).collect()).or_default().push(hops.iter().map(|h| h.rtt_ms).collect());
             }
-            Measurement::Address { public, network } if !addresses.iter().any(|(a, _)| a == public) => {
-                addresses.push((public.clone(), network.clone()));
+            Measurement::Address { public, network } if !self.addresses.iter().any(|(a, _)| a == public) => {
+                self.addresses.push((public.clone(), network.clone()));
             }
             _ => {}
         }
     }
-    // Below 90 % of the minimum RTT: a lookup that crossed the link takes
-    // at least about the RTT (give or take a fraction of a millisecond of
-    // packet-size and timer noise), so the margin keeps those out.
-    let below = |v: &[f64]| min_rtt.and_then(|m| share(v.iter().filter(|x| **x < 0.9 * m).count(), v.len()));
-    let second_below = below(&dns2);
-    let dns = Dns {
-        lookups,
-        failed: dns_failed,
-        first_ms: Dist::of(&dns1),
-        second_ms: Dist::of(&dns2),
-        first_below_min_rtt: below(&dns1),
-        second_below_min_rtt: second_below,
-        cache_aboard: second_below.is_some_and(|s| s > 0.5),
-    };
-    let path = match paths.iter().max_by_key(|(_, v)| v.len()) {
-        None => PathInfo { traces, reached: traces_reached, hops: vec![], exit_ttl: None },
-        Some((addrs, rtts)) => {
-            let hops: Vec<PathHop> = addrs
-                .iter()
-                .enumerate()
-                .map(|(i, a)| PathHop { ttl: i as u8 + 1, addr: a.clone(), rtt_ms: Dist::of(&rtts.iter().filter_map(|r| r.get(i).copied().flatten()).collect::<Vec<_>>()).map(|d| d.median) })
-                .collect();
-            let exit_ttl = min_rtt.and_then(|m| hops.iter().find(|h| h.rtt_ms.is_some_and(|r| r >= m / 2.0)).map(|h| h.ttl));
-            PathInfo { traces, reached: traces_reached, hops, exit_ttl }
+
+    /// The lookups, and whether a second lookup of a name came back faster
+    /// than the link allows (a cache aboard).
+    fn dns(&self, min_rtt: Option<f64>) -> Dns {
+        // Below 90 % of the minimum RTT: a lookup that crossed the link takes
+        // at least about the RTT (give or take a fraction of a millisecond of
+        // packet-size and timer noise), so the margin keeps those out.
+        let below = |v: &[f64]| min_rtt.and_then(|m| share(v.iter().filter(|x| **x < 0.9 * m).count(), v.len()));
+        let second_below = below(&self.dns2);
+        Dns {
+            lookups: self.lookups,
+            failed: self.dns_failed,
+            first_ms: Dist::of(&self.dns1),
+            second_ms: Dist::of(&self.dns2),
+            first_below_min_rtt: below(&self.dns1),
+            second_below_min_rtt: second_below,
+            cache_aboard: second_below.is_some_and(|s| s > 0.5),
         }
-    };
-    PhaseAnalysis {
-        name: ph.name.clone(),
-        from_s: ph.from_s,
-        to_s,
-        udp,
-        technology,
-        technology_why,
-        loss_windows,
-        outages: outages(ps, t0, opts.outage_min_s),
-        ping_rtt_ms: Dist::of(&ping.1),
-        ping_loss: share(ping.0 - ping.1.len(), ping.0),
-        goodput_down_bps: Dist::of(&down),
-        goodput_up_bps: Dist::of(&up),
-        peak_down_bps: peak_down,
-        peak_up_bps: peak_up,
-        train_down_bps: Dist::of(&train_down),
-        train_up_bps: Dist::of(&train_up),
-        transfers_failed,
-        plt_ms: plt.into_iter().filter_map(|(k, v)| Some((k, Dist::of(&v)?))).collect(),
-        loads_failed,
-        dns,
-        proxies,
-        path,
-        public_addresses: addresses,
+    }
+
+    /// The most traced path, and the first hop at half the minimum RTT or
+    /// more: where the path leaves the aircraft.
+    fn path(&self, min_rtt: Option<f64>) -> PathInfo {
+        let (traces, reached) = (self.traces, self.traces_reached);
+        let Some((addrs, rtts)) = self.paths.iter().max_by_key(|(_, v)| v.len()) else {
+            return PathInfo { traces, reached, hops: vec![], exit_ttl: None };
+        };
+        let hops: Vec<PathHop> = addrs
+            .iter()
+            .enumerate()
+            .map(|(i, a)| PathHop { ttl: i as u8 + 1, addr: a.clone(), rtt_ms: Dist::of(&rtts.iter().filter_map(|r| r.get(i).copied().flatten()).collect::<Vec<_>>()).map(|d| d.median) })
+            .collect();
+        let exit_ttl = min_rtt.and_then(|m| hops.iter().find(|h| h.rtt_ms.is_some_and(|r| r >= m / 2.0)).map(|h| h.ttl));
+        PathInfo { traces, reached, hops, exit_ttl }
     }
 }
 
-fn ms(v: Option<f64>) -> String {
-    v.map_or("–".into(), |v| format!("{v:.0} ms"))
-}
-
-fn pct(v: Option<f64>) -> String {
-    v.map_or("–".into(), |v| format!("{:.1} %", v * 100.0))
-}
-
-fn rate(v: Option<f64>) -> String {
-    match v {
-        None => "–".into(),
-        Some(b) if b >= 1e6 => format!("{:.2} Mbit/s", b / 1e6),
-        Some(b) => format!("{:.0} kbit/s", b / 1e3),
-    }
-}
-
-fn cdf(values: &[f64]) -> Vec<(f64, f64)> {
-    let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
-    v.sort_by(f64::total_cmp);
-    let step = (v.len() / 400).max(1);
-    let n = v.len() as f64;
-    let mut out: Vec<(f64, f64)> = v.iter().enumerate().step_by(step).map(|(i, x)| (*x, (i + 1) as f64 / n)).collect();
-    if let Some(last) = v.last() {
-        out.push((*last, 1.0));
-    }
-    out
-}
-
-/// The flight as one self-contained HTML page.
-pub fn render(f: &Flight, records: &[Record]) -> String {
-    let mut h = String::new();
-    let _ = write!(h, "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>aerolink flight analysis</title><style>{}</style></head><body>", aerolink_lab::report::CSS);
-    let _ = write!(
-        h,
-        "<h1>Flight analysis</h1><p class=\"note\">{} · started {} · {:.1} min · {} records{} · agent started {}×</p>",
-        esc(&f.source),
-        esc(&f.started),
-        f.duration_s / 60.0,
-        f.records,
-        if f.unreadable_lines > 0 { format!(" ({} unreadable lines skipped)", f.unreadable_lines) } else { String::new() },
-        f.agent_starts
-    );
-    // One row per quantity, one column per phase (a flight has few phases
-    // and many quantities).
-    let mut rows: Vec<(String, Vec<String>)> = Vec::new();
-    let mut add = |name: String, cell: &dyn Fn(&PhaseAnalysis) -> String| rows.push((name, f.phases.iter().map(cell).collect()));
-    add("technology".into(), &|p| format!("{}<br><span class=\"note\">{}</span>", esc(&p.technology), esc(&p.technology_why)));
-    add("RTT min / median / p95".into(), &|p| {
-        let r = p.udp.rtt_ms.as_ref();
-        format!("{} / {} / {}", ms(r.map(|d| d.min)), ms(r.map(|d| d.median)), ms(r.map(|d| d.p95)))
-    });
-    add("probes sent / answered".into(), &|p| format!("{} / {}", p.udp.sent, p.udp.answered));
-    add("probe loss (up / down)".into(), &|p| format!("{} ({} / {})", pct(Some(p.udp.loss)), pct(p.udp.up_loss), pct(p.udp.down_loss)));
-    add(format!("loss per {:.0} s window: median / p90", f.loss_window_s), &|p| format!("{} / {} ({} windows)", pct(p.loss_windows.median), pct(p.loss_windows.p90), p.loss_windows.values.len()));
-    add("outages (start, length)".into(), &|p| {
-        if p.outages.is_empty() {
-            "none".into()
-        } else {
-            p.outages.iter().map(|o| format!("{:.0} s, {:.1} s", o.start_s, o.duration_s)).collect::<Vec<_>>().join("; ")
-        }
-    });
-    add("link rate down / up (packet trains)".into(), &|p| format!("{} / {}", rate(p.train_down_bps.as_ref().map(|d| d.median)), rate(p.train_up_bps.as_ref().map(|d| d.median))));
-    add("TCP goodput down / up (best second)".into(), &|p| {
-        format!("{} / {} ({} / {})", rate(p.goodput_down_bps.as_ref().map(|d| d.median)), rate(p.goodput_up_bps.as_ref().map(|d| d.median)), rate(p.peak_down_bps), rate(p.peak_up_bps))
-    });
-    add("page load, median".into(), &|p| if p.plt_ms.is_empty() { "–".into() } else { p.plt_ms.iter().map(|(k, d)| format!("{} {}", esc(k), ms(Some(d.median)))).collect::<Vec<_>>().join(", ") });
-    add("DNS 1st / 2nd lookup, median".into(), &|p| format!("{} / {}", ms(p.dns.first_ms.as_ref().map(|d| d.median)), ms(p.dns.second_ms.as_ref().map(|d| d.median))));
-    add("DNS cache aboard".into(), &|p| if p.dns.cache_aboard { format!("yes ({} of 2nd lookups under 90 % of the minimum RTT)", pct(p.dns.second_below_min_rtt)) } else { "no".into() });
-    add("proxy and cache headers".into(), &|p| {
-        if p.proxies.is_empty() {
-            "none seen".into()
-        } else {
-            esc(&p.proxies.iter().map(|(k, v)| format!("{k}: {}", v.join(" | "))).collect::<Vec<_>>().join("; "))
-        }
-    });
-    add("path leaves the aircraft".into(), &|p| match p.path.exit_ttl {
-        Some(t) => format!("after hop {} ({})", t.saturating_sub(1), esc(&p.path.hops.get((t as usize).saturating_sub(2)).and_then(|h| h.addr.clone()).unwrap_or("the agent".into()))),
-        None => "–".into(),
-    });
-    add("public address".into(), &|p| {
-        if p.public_addresses.is_empty() {
-            "–".into()
-        } else {
-            p.public_addresses.iter().map(|(a, n)| format!("{}{}", esc(a), n.as_ref().map(|n| format!(" ({})", esc(n))).unwrap_or_default())).collect::<Vec<_>>().join(", ")
-        }
-    });
-    h.push_str("<h2>Summary</h2><table><tr><th></th>");
-    for p in &f.phases {
-        let _ = write!(h, "<th>{} ({:.0}–{:.0} s)</th>", esc(&p.name), p.from_s, p.to_s);
-    }
-    h.push_str("</tr>");
-    for (name, cells) in &rows {
-        let _ = write!(h, "<tr><td style=\"text-align:left\">{}</td>", esc(name));
-        for c in cells {
-            let _ = write!(h, "<td style=\"text-align:left;white-space:normal\">{c}</td>");
-        }
-        h.push_str("</tr>");
-    }
-    h.push_str("</table>");
-    h.push_str("<h2>Round-trip time</h2><div class=\"charts\">");
-    let series: Vec<(String, Vec<(f64, f64)>)> = vec![
-        ("answered probes".into(), f.rtt_series.iter().filter_map(|(t, r)| Some((*t / 60.0, (*r)?))).collect()),
-        ("lost (drawn at 0)".into(), f.rtt_series.iter().filter(|(_, r)| r.is_none()).map(|(t, _)| (*t / 60.0, 0.0)).collect()),
-    ];
-    h.push_str(&svg::lines_with("RTT over the flight", "minutes", "RTT (ms)", &series, false, None, true));
-    let rtts: Vec<(String, Vec<(f64, f64)>)> = f.phases.iter().map(|p| (p.name.clone(), cdf(&probes_rtt(records, f, p)))).collect();
-    h.push_str(&svg::lines("RTT CDF", "RTT (ms)", "fraction of probes", &rtts, true));
-    let loss: Vec<(String, Vec<(f64, f64)>)> = f.phases.iter().map(|p| (p.name.clone(), cdf(&p.loss_windows.values.iter().map(|v| v * 100.0).collect::<Vec<_>>()))).collect();
-    let few = f.phases.iter().all(|p| p.loss_windows.values.len() < 10);
-    h.push_str(&svg::lines_with(&format!("Loss per {:.0} s window (seed 000 Fig. 4)", f.loss_window_s), "loss (%)", "fraction of windows", &loss, !few, None, few));
-    let mut dns_series = Vec::new();
-    for p in &f.phases {
-        for (attempt, label) in [(1u8, "1st"), (2, "2nd")] {
-            let v: Vec<f64> = records
-                .iter()
-                .filter(|r| p_contains(f, p, r.t))
-                .filter_map(|r| match &r.m {
-                    Measurement::Dns { attempt: a, ms, .. } if *a == attempt => *ms,
-                    _ => None,
-                })
-                .collect();
-            if !v.is_empty() {
-                dns_series.push((format!("{} {label} lookup", p.name), cdf(&v)));
-            }
-        }
-    }
-    if !dns_series.is_empty() {
-        h.push_str(&svg::lines("DNS resolution time (seed 000 Fig. 7)", "ms", "fraction of lookups", &dns_series, true));
-    }
-    h.push_str("</div>");
-    for p in &f.phases {
-        let _ = write!(h, "<h2>{}: details</h2>", esc(&p.name));
-        if !p.outages.is_empty() {
-            h.push_str("<h3>Outages</h3><table><tr><th>start</th><th>duration</th></tr>");
-            for o in &p.outages {
-                let _ = write!(h, "<tr><td>{:.0} s</td><td>{:.1} s</td></tr>", o.start_s, o.duration_s);
-            }
-            h.push_str("</table>");
-        }
-        if !p.path.hops.is_empty() {
-            let _ = write!(h, "<h3>Path (most common of {} traceroutes, {} reached the reflector)</h3><table><tr><th>hop</th><th>address</th><th>median RTT</th></tr>", p.path.traces, p.path.reached);
-            for hop in &p.path.hops {
-                let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", hop.ttl, esc(hop.addr.as_deref().unwrap_or("*")), ms(hop.rtt_ms));
-            }
-            h.push_str("</table>");
-        }
-        if !p.plt_ms.is_empty() {
-            h.push_str("<h3>Page loads</h3><table><tr><th>protocol</th><th>loads</th><th>median</th><th>p90</th></tr>");
-            for (proto, d) in &p.plt_ms {
-                let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", esc(proto), d.n, ms(Some(d.median)), ms(Some(d.p90)));
-            }
-            let _ = write!(h, "</table><p class=\"note\">{} loads failed.</p>", p.loads_failed);
-        }
-    }
-    h.push_str("<p class=\"note\">Made by <code>aerolink analyze</code>. Technology from the minimum RTT (under 400 ms: air-to-ground; above: GEO). A DNS answer in under 90 % of the minimum RTT cannot have crossed the link: a resolver aboard cached it (seed 000 §5.3). Loss per direction comes from the reflector's record of which probes reached it.</p></body></html>");
-    h
-}
-
-fn p_contains(f: &Flight, p: &PhaseAnalysis, t: f64) -> bool {
-    let rel = t - f.start_epoch_s;
-    rel >= p.from_s && rel <= p.to_s
-}
-
-fn probes_rtt(records: &[Record], f: &Flight, p: &PhaseAnalysis) -> Vec<f64> {
-    records
-        .iter()
-        .filter(|r| p_contains(f, p, r.t))
-        .filter_map(|r| match &r.m {
-            Measurement::Udp(u) => u.rtt_ms,
-            _ => None,
-        })
-        .collect()
-}
+mod page;
+pub use page::render;
