@@ -129,41 +129,8 @@ pub fn k8s_manifests(a: &K8sArgs, name: &str, file_name: &str, text: &str, compa
         }),
         ..Default::default()
     };
-    let volumes = vec![
-        Volume { name: "experiment".into(), config_map: Some(ConfigMapVolumeSource { name: config_name.clone(), items: Some(items), ..Default::default() }), ..Default::default() },
-        Volume { name: "results".into(), persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource { claim_name: claim_name.clone(), read_only: None }), ..Default::default() },
-        Volume { name: "tun".into(), host_path: Some(HostPathVolumeSource { path: "/dev/net/tun".into(), type_: Some("CharDevice".into()) }), ..Default::default() },
-    ];
-    let mounts = |tun: bool| {
-        let mut m = vec![
-            VolumeMount { name: "experiment".into(), mount_path: EXPERIMENT_DIR.into(), read_only: Some(true), ..Default::default() },
-            VolumeMount { name: "results".into(), mount_path: RESULTS_DIR.into(), ..Default::default() },
-        ];
-        if tun {
-            m.push(VolumeMount { name: "tun".into(), mount_path: "/dev/net/tun".into(), ..Default::default() });
-        }
-        m
-    };
-    // What aerolink needs: namespaces and mounts of /run/netns (SYS_ADMIN),
-    // links, addresses, routes and nftables rules (NET_ADMIN), the TUN
-    // device, and root in the container.
-    let security = if a.privileged {
-        SecurityContext { privileged: Some(true), run_as_user: Some(0), ..Default::default() }
-    } else if a.rootless {
-        SecurityContext {
-            run_as_user: Some(65534),
-            run_as_group: Some(65534),
-            run_as_non_root: Some(true),
-            allow_privilege_escalation: Some(false),
-            capabilities: Some(Capabilities { add: None, drop: Some(vec!["ALL".into()]) }),
-            // The default profile refuses unshare(CLONE_NEWUSER) without
-            // CAP_SYS_ADMIN.
-            seccomp_profile: Some(SeccompProfile { type_: "Unconfined".into(), localhost_profile: None }),
-            ..Default::default()
-        }
-    } else {
-        SecurityContext { run_as_user: Some(0), capabilities: Some(Capabilities { add: Some(vec!["NET_ADMIN".into(), "SYS_ADMIN".into()]), drop: None }), ..Default::default() }
-    };
+    let volumes = volumes(&config_name, &claim_name, items);
+    let security = security_context(a);
     let run = RunArgs {
         file: format!("{EXPERIMENT_DIR}/{file_name}"),
         parallel: a.parallel,
@@ -228,6 +195,52 @@ pub fn k8s_manifests(a: &K8sArgs, name: &str, file_name: &str, text: &str, compa
         ..Default::default()
     };
     Manifests { config, claim, job, merge }
+}
+
+/// The pods' volumes: the experiment's files, the results volume, the
+/// TUN device.
+fn volumes(config_name: &str, claim_name: &str, items: Vec<KeyToPath>) -> Vec<Volume> {
+    vec![
+        Volume { name: "experiment".into(), config_map: Some(ConfigMapVolumeSource { name: config_name.to_string(), items: Some(items), ..Default::default() }), ..Default::default() },
+        Volume { name: "results".into(), persistent_volume_claim: Some(PersistentVolumeClaimVolumeSource { claim_name: claim_name.to_string(), read_only: None }), ..Default::default() },
+        Volume { name: "tun".into(), host_path: Some(HostPathVolumeSource { path: "/dev/net/tun".into(), type_: Some("CharDevice".into()) }), ..Default::default() },
+    ]
+}
+
+/// Where a container sees the volumes (the shards also the TUN device).
+fn mounts(tun: bool) -> Vec<VolumeMount> {
+    let mut m = vec![
+        VolumeMount { name: "experiment".into(), mount_path: EXPERIMENT_DIR.into(), read_only: Some(true), ..Default::default() },
+        VolumeMount { name: "results".into(), mount_path: RESULTS_DIR.into(), ..Default::default() },
+    ];
+    if tun {
+        m.push(VolumeMount { name: "tun".into(), mount_path: "/dev/net/tun".into(), ..Default::default() });
+    }
+    m
+}
+
+/// What aerolink needs in a pod: namespaces and mounts of /run/netns
+/// (SYS_ADMIN), links, addresses, routes and nftables rules (NET_ADMIN),
+/// the TUN device, and root in the container — or privileged, or an
+/// ordinary user in a user namespace of its own (--rootless).
+fn security_context(a: &K8sArgs) -> SecurityContext {
+    if a.privileged {
+        SecurityContext { privileged: Some(true), run_as_user: Some(0), ..Default::default() }
+    } else if a.rootless {
+        SecurityContext {
+            run_as_user: Some(65534),
+            run_as_group: Some(65534),
+            run_as_non_root: Some(true),
+            allow_privilege_escalation: Some(false),
+            capabilities: Some(Capabilities { add: None, drop: Some(vec!["ALL".into()]) }),
+            // The default profile refuses unshare(CLONE_NEWUSER) without
+            // CAP_SYS_ADMIN.
+            seccomp_profile: Some(SeccompProfile { type_: "Unconfined".into(), localhost_profile: None }),
+            ..Default::default()
+        }
+    } else {
+        SecurityContext { run_as_user: Some(0), capabilities: Some(Capabilities { add: Some(vec!["NET_ADMIN".into(), "SYS_ADMIN".into()]), drop: None }), ..Default::default() }
+    }
 }
 
 /// Several objects as one YAML stream.
