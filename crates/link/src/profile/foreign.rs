@@ -23,94 +23,19 @@ pub fn netem(s: &str) -> Result<Vec<KeyValue>, String> {
     if words.is_empty() {
         return Err("expected netem options like \"delay 100ms 10ms loss 1% rate 2mbit limit 1000\"".into());
     }
+    let mut c = Cursor { words, i: 0 };
     let mut out: Vec<KeyValue> = Vec::new();
-    let mut i = 0;
-    // The next word if it is not an option name.
-    let arg = |i: usize| words.get(i).copied().filter(|w| !is_option(w));
-    while i < words.len() {
-        let w = words[i];
-        i += 1;
+    while let Some(w) = c.words.get(c.i).copied() {
+        c.i += 1;
         match w {
-            "delay" | "latency" => {
-                let d = arg(i).ok_or("delay: expected a time, like delay 100ms")?;
-                units::parse_duration(d).map_err(|m| format!("delay {d}: expected {m}"))?;
-                out.push(("delay", d.to_string()));
-                i += 1;
-                let mut jitter = None;
-                if let Some(j) = arg(i).filter(|w| *w != "distribution") {
-                    units::parse_duration(j).map_err(|m| format!("delay {d} {j}: the jitter: expected {m}"))?;
-                    jitter = Some(j);
-                    i += 1;
-                    if let Some(c) = arg(i).filter(|w| *w != "distribution") {
-                        return Err(format!("delay {d} {j} {c}: delay correlation is not modelled; leave it out (jitter is independent per packet)"));
-                    }
-                }
-                let mut dist = "uniform";
-                if words.get(i) == Some(&"distribution") {
-                    dist = match words.get(i + 1).copied() {
-                        Some("uniform") => "uniform",
-                        Some("normal") => "normal",
-                        Some(other) => return Err(format!("distribution {other}: expected uniform or normal here (a Pareto law is `jitter = {{ dist = \"pareto\", scale, shape }}` in a profile)")),
-                        None => return Err("distribution: expected uniform or normal".into()),
-                    };
-                    i += 2;
-                }
-                if let Some(j) = jitter {
-                    out.push(("jitter", format!("{dist} {j}")));
-                    out.push(("reorder", "true".into()));
-                }
-            }
-            "loss" | "drop" => {
-                match arg(i) {
-                    Some("random") => i += 1,
-                    Some("gemodel") => {
-                        i += 1;
-                        let mut ps = Vec::new();
-                        while let Some(p) = arg(i) {
-                            units::parse_probability(p).map_err(|m| format!("loss gemodel {p}: expected {m}"))?;
-                            ps.push(p);
-                            i += 1;
-                        }
-                        if ps.is_empty() || ps.len() > 4 {
-                            return Err("loss gemodel: expected p [r [1-h [1-k]]], like loss gemodel 1% 10% 70% 0.1%".into());
-                        }
-                        out.push(("loss", format!("gemodel {}", ps.join(" "))));
-                        continue;
-                    }
-                    Some("state") => return Err("loss state: the 4-state model is not available; use loss gemodel p r 1-h 1-k".into()),
-                    _ => {}
-                }
-                let p = arg(i).ok_or("loss: expected a percentage, like loss 1%")?;
-                units::parse_probability(p).map_err(|m| format!("loss {p}: expected {m}"))?;
-                out.push(("loss", p.to_string()));
-                i += 1;
-                if let Some(c) = arg(i) {
-                    return Err(format!("loss {p} {c}: loss correlation is not modelled; for bursts use loss gemodel p r 1-h 1-k"));
-                }
-            }
-            "rate" => {
-                let r = arg(i).ok_or("rate: expected a rate, like rate 2mbit")?;
-                units::parse_rate(r).map_err(|m| format!("rate {r}: expected {m}"))?;
-                out.push(("rate", r.to_string()));
-                i += 1;
-                if let Some(o) = arg(i) {
-                    // netem's positional packet overhead.
-                    let n: i64 = o.parse().map_err(|_| format!("rate {r} {o}: expected a packet overhead in bytes or the next option"))?;
-                    if n < 0 {
-                        return Err(format!("rate {r} {o}: a negative packet overhead is not modelled"));
-                    }
-                    out.push(("overhead", format!("{n} B")));
-                    i += 1;
-                }
-                if let Some(c) = arg(i) {
-                    return Err(format!("rate {r} … {c}: cell size and cell overhead are not modelled"));
-                }
-            }
+            "delay" | "latency" => netem_delay(&mut c, &mut out)?,
+            "loss" | "drop" => netem_loss(&mut c, &mut out)?,
+            "rate" => netem_rate(&mut c, &mut out)?,
             "limit" => {
-                let n = arg(i).ok_or("limit: expected a number of packets, like limit 1000")?;
+                let n = c.arg().ok_or("limit: expected a number of packets, like limit 1000")?;
                 let packets: u64 = n.parse().ok().filter(|n| *n > 0).ok_or_else(|| format!("limit {n}: expected a whole number of packets, at least 1"))?;
                 out.push(("queue", format!("{packets} packets")));
-                i += 1;
+                c.i += 1;
             }
             "reorder" | "gap" => return Err(format!("{w}: netem's forced reordering has no equivalent; aerolink reorders through jitter (delay TIME JITTER) as netem does by default")),
             "duplicate" | "corrupt" | "slot" | "ecn" => return Err(format!("{w}: not available in aerolink")),
@@ -118,6 +43,103 @@ pub fn netem(s: &str) -> Result<Vec<KeyValue>, String> {
         }
     }
     Ok(out)
+}
+
+/// netem's words and the one being read.
+struct Cursor<'a> {
+    words: Vec<&'a str>,
+    i: usize,
+}
+
+impl<'a> Cursor<'a> {
+    /// The word at the cursor if it is not an option name.
+    fn arg(&self) -> Option<&'a str> {
+        self.words.get(self.i).copied().filter(|w| !is_option(w))
+    }
+}
+
+/// `delay TIME [JITTER [distribution uniform|normal]]`.
+fn netem_delay(c: &mut Cursor, out: &mut Vec<KeyValue>) -> Result<(), String> {
+    let d = c.arg().ok_or("delay: expected a time, like delay 100ms")?;
+    units::parse_duration(d).map_err(|m| format!("delay {d}: expected {m}"))?;
+    out.push(("delay", d.to_string()));
+    c.i += 1;
+    let mut jitter = None;
+    if let Some(j) = c.arg().filter(|w| *w != "distribution") {
+        units::parse_duration(j).map_err(|m| format!("delay {d} {j}: the jitter: expected {m}"))?;
+        jitter = Some(j);
+        c.i += 1;
+        if let Some(k) = c.arg().filter(|w| *w != "distribution") {
+            return Err(format!("delay {d} {j} {k}: delay correlation is not modelled; leave it out (jitter is independent per packet)"));
+        }
+    }
+    let mut dist = "uniform";
+    if c.words.get(c.i) == Some(&"distribution") {
+        dist = match c.words.get(c.i + 1).copied() {
+            Some("uniform") => "uniform",
+            Some("normal") => "normal",
+            Some(other) => return Err(format!("distribution {other}: expected uniform or normal here (a Pareto law is `jitter = {{ dist = \"pareto\", scale, shape }}` in a profile)")),
+            None => return Err("distribution: expected uniform or normal".into()),
+        };
+        c.i += 2;
+    }
+    if let Some(j) = jitter {
+        out.push(("jitter", format!("{dist} {j}")));
+        out.push(("reorder", "true".into()));
+    }
+    Ok(())
+}
+
+/// `loss [random] PERCENT` or `loss gemodel p [r [1-h [1-k]]]`.
+fn netem_loss(c: &mut Cursor, out: &mut Vec<KeyValue>) -> Result<(), String> {
+    match c.arg() {
+        Some("random") => c.i += 1,
+        Some("gemodel") => {
+            c.i += 1;
+            let mut ps = Vec::new();
+            while let Some(p) = c.arg() {
+                units::parse_probability(p).map_err(|m| format!("loss gemodel {p}: expected {m}"))?;
+                ps.push(p);
+                c.i += 1;
+            }
+            if ps.is_empty() || ps.len() > 4 {
+                return Err("loss gemodel: expected p [r [1-h [1-k]]], like loss gemodel 1% 10% 70% 0.1%".into());
+            }
+            out.push(("loss", format!("gemodel {}", ps.join(" "))));
+            return Ok(());
+        }
+        Some("state") => return Err("loss state: the 4-state model is not available; use loss gemodel p r 1-h 1-k".into()),
+        _ => {}
+    }
+    let p = c.arg().ok_or("loss: expected a percentage, like loss 1%")?;
+    units::parse_probability(p).map_err(|m| format!("loss {p}: expected {m}"))?;
+    out.push(("loss", p.to_string()));
+    c.i += 1;
+    if let Some(k) = c.arg() {
+        return Err(format!("loss {p} {k}: loss correlation is not modelled; for bursts use loss gemodel p r 1-h 1-k"));
+    }
+    Ok(())
+}
+
+/// `rate RATE [PACKET-OVERHEAD]`.
+fn netem_rate(c: &mut Cursor, out: &mut Vec<KeyValue>) -> Result<(), String> {
+    let r = c.arg().ok_or("rate: expected a rate, like rate 2mbit")?;
+    units::parse_rate(r).map_err(|m| format!("rate {r}: expected {m}"))?;
+    out.push(("rate", r.to_string()));
+    c.i += 1;
+    if let Some(o) = c.arg() {
+        // netem's positional packet overhead.
+        let n: i64 = o.parse().map_err(|_| format!("rate {r} {o}: expected a packet overhead in bytes or the next option"))?;
+        if n < 0 {
+            return Err(format!("rate {r} {o}: a negative packet overhead is not modelled"));
+        }
+        out.push(("overhead", format!("{n} B")));
+        c.i += 1;
+    }
+    if let Some(k) = c.arg() {
+        return Err(format!("rate {r} … {k}: cell size and cell overhead are not modelled"));
+    }
+    Ok(())
 }
 
 fn is_option(w: &str) -> bool {
