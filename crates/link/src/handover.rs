@@ -60,7 +60,7 @@ use rand::Rng;
 
 use crate::jitter::LinkRng;
 use crate::packet::{Drop, DropReason, Meta};
-use crate::profile::keys::{number, only_keys, RawKeys};
+use crate::profile::keys::{number, only_keys, Raw, RawKeys};
 use crate::profile::{DirectionSpec, Loader, ProfileError};
 use crate::registry::StageKind;
 use crate::stage::{pop_due, stage_rng, Note, Stage, StageContext, StageEvent};
@@ -468,33 +468,7 @@ impl StageKind for Kind {
                 Some(_) => Err(r.err(format!("{k}: expected a probability below 1, like 0.1"))),
             }
         };
-        let at_help = || r.err("at: expected a list of times like [\"20 s\", \"90 s\"], increasing (or mobility = { speed_kmh, cell_km, overlap_km, start_km })");
-        let at: Vec<Duration> = match (t.get("at"), t.get("mobility")) {
-            (Some(_), Some(_)) => return Err(r.err("give at or mobility, not both")),
-            (Some(toml::Value::Array(a)), None) => a.iter().map(|v| v.as_str().ok_or_else(at_help).and_then(|s| units::parse_duration(s).map_err(|_| at_help()))).collect::<Result<_, _>>()?,
-            (Some(toml::Value::String(s)), None) => vec![units::parse_duration(s).map_err(|_| at_help())?],
-            (None, Some(m)) => {
-                let m = m.as_table().ok_or_else(|| r.err("mobility: expected a table { speed_kmh = 800, cell_km = 225, overlap_km = 100, start_km = 125, count = 10 }"))?;
-                if let Some(k) = m.keys().find(|k| !MOBILITY_KEYS.contains(&k.as_str())) {
-                    return Err(r.err(format!("mobility: unknown key {k:?}; allowed: {}", MOBILITY_KEYS.join(", "))));
-                }
-                let num = |k: &str, default: f64| -> Result<f64, ProfileError> {
-                    match m.get(k) {
-                        None => Ok(default),
-                        Some(v) => number(v).filter(|x| *x >= 0.0).ok_or_else(|| r.err(format!("mobility.{k}: expected a number, 0 or more"))),
-                    }
-                };
-                let (speed, cell, overlap, start, count) = (num("speed_kmh", 800.0)?, num("cell_km", 225.0)?, num("overlap_km", 100.0)?, num("start_km", 125.0)?, num("count", 10.0)?);
-                if speed <= 0.0 || overlap >= 2.0 * cell || count < 1.0 {
-                    return Err(r.err("mobility: needs speed_kmh above 0, overlap_km below twice cell_km, count 1 or more"));
-                }
-                flight_times(speed, cell, overlap, start, count as u32)
-            }
-            _ => return Err(at_help()),
-        };
-        if at.is_empty() || at.windows(2).any(|w| w[0] >= w[1]) {
-            return Err(at_help());
-        }
+        let at = handover_times(r, t)?;
         let mode = match t.get("mode") {
             None => Mode::Baseline,
             Some(v) => v.as_str().and_then(|s| s.parse().ok()).ok_or_else(|| r.err("mode: expected one of baseline, no-dad, buffer"))?,
@@ -531,24 +505,7 @@ impl StageKind for Kind {
             buffer_bytes,
             side: Side::Mobile,
         };
-        let at_text: Vec<String> = spec.at.iter().map(|d| d.to_string()).collect();
-        d.described.insert(
-            "handover".into(),
-            format!(
-                "{} at {}; L2 random access (collision {}, back-off ≤ {} SF), router advertisement {}, {}binding update {} up / {} down (loss {}), tunnel {} B{}",
-                spec.mode,
-                at_text.join(", "),
-                spec.ra_collision,
-                spec.backoff,
-                spec.router_adv,
-                if spec.mode == Mode::Baseline { format!("DAD {}, ", spec.dad) } else { String::new() },
-                spec.bu,
-                spec.ba,
-                spec.signal_loss,
-                spec.tunnel_bytes,
-                if spec.mode == Mode::Buffer { format!(", home-agent buffer {} B", spec.buffer_bytes) } else { String::new() }
-            ),
-        );
+        d.described.insert("handover".into(), described(&spec));
         d.handover = Some(spec);
         Ok(())
     }
@@ -558,4 +515,56 @@ impl StageKind for Kind {
         let rng = stage_rng(ctx.seed, (1 << 41) + ctx.stream / 2);
         Some(Box::new(Handover::new(spec.handover.clone()?, rng)))
     }
+}
+
+/// The handover times: `at` (a list of times) or `mobility` (an aircraft
+/// flying through cells of a size, at a speed).
+fn handover_times(r: &Raw, t: &toml::Table) -> Result<Vec<Duration>, ProfileError> {
+    let at_help = || r.err("at: expected a list of times like [\"20 s\", \"90 s\"], increasing (or mobility = { speed_kmh, cell_km, overlap_km, start_km })");
+    let at: Vec<Duration> = match (t.get("at"), t.get("mobility")) {
+        (Some(_), Some(_)) => return Err(r.err("give at or mobility, not both")),
+        (Some(toml::Value::Array(a)), None) => a.iter().map(|v| v.as_str().ok_or_else(at_help).and_then(|s| units::parse_duration(s).map_err(|_| at_help()))).collect::<Result<_, _>>()?,
+        (Some(toml::Value::String(s)), None) => vec![units::parse_duration(s).map_err(|_| at_help())?],
+        (None, Some(m)) => {
+            let m = m.as_table().ok_or_else(|| r.err("mobility: expected a table { speed_kmh = 800, cell_km = 225, overlap_km = 100, start_km = 125, count = 10 }"))?;
+            if let Some(k) = m.keys().find(|k| !MOBILITY_KEYS.contains(&k.as_str())) {
+                return Err(r.err(format!("mobility: unknown key {k:?}; allowed: {}", MOBILITY_KEYS.join(", "))));
+            }
+            let num = |k: &str, default: f64| -> Result<f64, ProfileError> {
+                match m.get(k) {
+                    None => Ok(default),
+                    Some(v) => number(v).filter(|x| *x >= 0.0).ok_or_else(|| r.err(format!("mobility.{k}: expected a number, 0 or more"))),
+                }
+            };
+            let (speed, cell, overlap, start, count) = (num("speed_kmh", 800.0)?, num("cell_km", 225.0)?, num("overlap_km", 100.0)?, num("start_km", 125.0)?, num("count", 10.0)?);
+            if speed <= 0.0 || overlap >= 2.0 * cell || count < 1.0 {
+                return Err(r.err("mobility: needs speed_kmh above 0, overlap_km below twice cell_km, count 1 or more"));
+            }
+            flight_times(speed, cell, overlap, start, count as u32)
+        }
+        _ => return Err(at_help()),
+    };
+    if at.is_empty() || at.windows(2).any(|w| w[0] >= w[1]) {
+        return Err(at_help());
+    }
+    Ok(at)
+}
+
+/// The handover stage in words (`aerolink profiles show`).
+fn described(spec: &HandoverSpec) -> String {
+    let at_text: Vec<String> = spec.at.iter().map(|d| d.to_string()).collect();
+    format!(
+        "{} at {}; L2 random access (collision {}, back-off ≤ {} SF), router advertisement {}, {}binding update {} up / {} down (loss {}), tunnel {} B{}",
+        spec.mode,
+        at_text.join(", "),
+        spec.ra_collision,
+        spec.backoff,
+        spec.router_adv,
+        if spec.mode == Mode::Baseline { format!("DAD {}, ", spec.dad) } else { String::new() },
+        spec.bu,
+        spec.ba,
+        spec.signal_loss,
+        spec.tunnel_bytes,
+        if spec.mode == Mode::Buffer { format!(", home-agent buffer {} B", spec.buffer_bytes) } else { String::new() }
+    )
 }
