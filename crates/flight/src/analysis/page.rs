@@ -51,8 +51,18 @@ pub fn render(f: &Flight, records: &[Record]) -> String {
         if f.unreadable_lines > 0 { format!(" ({} unreadable lines skipped)", f.unreadable_lines) } else { String::new() },
         f.agent_starts
     );
-    // One row per quantity, one column per phase (a flight has few phases
-    // and many quantities).
+    summary_table(&mut h, f);
+    charts_of(&mut h, f, records);
+    for p in &f.phases {
+        details_of(&mut h, p);
+    }
+    h.push_str("<p class=\"note\">Made by <code>aerolink analyze</code>. Technology from the minimum RTT (under 400 ms: air-to-ground; above: GEO). A DNS answer in under 90 % of the minimum RTT cannot have crossed the link: a resolver aboard cached it (seed 000 §5.3). Loss per direction comes from the reflector's record of which probes reached it.</p></body></html>");
+    h
+}
+
+/// One row per quantity, one column per phase (a flight has few phases and
+/// many quantities).
+fn summary_table(h: &mut String, f: &Flight) {
     let mut rows: Vec<(String, Vec<String>)> = Vec::new();
     let mut add = |name: String, cell: &dyn Fn(&PhaseAnalysis) -> String| rows.push((name, f.phases.iter().map(cell).collect()));
     add("technology".into(), &|p| format!("{}<br><span class=\"note\">{}</span>", esc(&p.technology), esc(&p.technology_why)));
@@ -108,6 +118,10 @@ pub fn render(f: &Flight, records: &[Record]) -> String {
         h.push_str("</tr>");
     }
     h.push_str("</table>");
+}
+
+/// RTT over the flight and its CDF, loss per window, DNS times.
+fn charts_of(h: &mut String, f: &Flight, records: &[Record]) {
     h.push_str("<h2>Round-trip time</h2><div class=\"charts\">");
     let series: Vec<(String, Vec<(f64, f64)>)> = vec![
         ("answered probes".into(), f.rtt_series.iter().filter_map(|(t, r)| Some((*t / 60.0, (*r)?))).collect()),
@@ -139,32 +153,32 @@ pub fn render(f: &Flight, records: &[Record]) -> String {
         h.push_str(&svg::lines("DNS resolution time (seed 000 Fig. 7)", "ms", "fraction of lookups", &dns_series, true));
     }
     h.push_str("</div>");
-    for p in &f.phases {
-        let _ = write!(h, "<h2>{}: details</h2>", esc(&p.name));
-        if !p.outages.is_empty() {
-            h.push_str("<h3>Outages</h3><table><tr><th>start</th><th>duration</th></tr>");
-            for o in &p.outages {
-                let _ = write!(h, "<tr><td>{:.0} s</td><td>{:.1} s</td></tr>", o.start_s, o.duration_s);
-            }
-            h.push_str("</table>");
+}
+
+/// A phase's outages, path and page loads.
+fn details_of(h: &mut String, p: &PhaseAnalysis) {
+    let _ = write!(h, "<h2>{}: details</h2>", esc(&p.name));
+    if !p.outages.is_empty() {
+        h.push_str("<h3>Outages</h3><table><tr><th>start</th><th>duration</th></tr>");
+        for o in &p.outages {
+            let _ = write!(h, "<tr><td>{:.0} s</td><td>{:.1} s</td></tr>", o.start_s, o.duration_s);
         }
-        if !p.path.hops.is_empty() {
-            let _ = write!(h, "<h3>Path (most common of {} traceroutes, {} reached the reflector)</h3><table><tr><th>hop</th><th>address</th><th>median RTT</th></tr>", p.path.traces, p.path.reached);
-            for hop in &p.path.hops {
-                let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", hop.ttl, esc(hop.addr.as_deref().unwrap_or("*")), ms(hop.rtt_ms));
-            }
-            h.push_str("</table>");
-        }
-        if !p.plt_ms.is_empty() {
-            h.push_str("<h3>Page loads</h3><table><tr><th>protocol</th><th>loads</th><th>median</th><th>p90</th></tr>");
-            for (proto, d) in &p.plt_ms {
-                let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", esc(proto), d.n, ms(Some(d.median)), ms(Some(d.p90)));
-            }
-            let _ = write!(h, "</table><p class=\"note\">{} loads failed.</p>", p.loads_failed);
-        }
+        h.push_str("</table>");
     }
-    h.push_str("<p class=\"note\">Made by <code>aerolink analyze</code>. Technology from the minimum RTT (under 400 ms: air-to-ground; above: GEO). A DNS answer in under 90 % of the minimum RTT cannot have crossed the link: a resolver aboard cached it (seed 000 §5.3). Loss per direction comes from the reflector's record of which probes reached it.</p></body></html>");
-    h
+    if !p.path.hops.is_empty() {
+        let _ = write!(h, "<h3>Path (most common of {} traceroutes, {} reached the reflector)</h3><table><tr><th>hop</th><th>address</th><th>median RTT</th></tr>", p.path.traces, p.path.reached);
+        for hop in &p.path.hops {
+            let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{}</td></tr>", hop.ttl, esc(hop.addr.as_deref().unwrap_or("*")), ms(hop.rtt_ms));
+        }
+        h.push_str("</table>");
+    }
+    if !p.plt_ms.is_empty() {
+        h.push_str("<h3>Page loads</h3><table><tr><th>protocol</th><th>loads</th><th>median</th><th>p90</th></tr>");
+        for (proto, d) in &p.plt_ms {
+            let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", esc(proto), d.n, ms(Some(d.median)), ms(Some(d.p90)));
+        }
+        let _ = write!(h, "</table><p class=\"note\">{} loads failed.</p>", p.loads_failed);
+    }
 }
 
 fn p_contains(f: &Flight, p: &PhaseAnalysis, t: f64) -> bool {
