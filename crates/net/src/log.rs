@@ -281,31 +281,6 @@ pub struct Summary {
 
 /// Reads a whole log and summarises it per hop and direction.
 pub fn summarize(r: impl BufRead) -> Result<Summary, LogError> {
-    struct Acc {
-        s: DirSummary,
-        delays: Vec<u64>,
-        queues: Vec<u64>,
-        bins: Vec<u64>,
-        sf: Option<(SuperframeSummary, Vec<f64>, Vec<f64>)>,
-        /// When each channel went down, while it is.
-        down_since: BTreeMap<u16, u64>,
-        ch: Option<ChannelSummary>,
-    }
-    /// Adds `bytes` spread evenly over `[from, to)` ns to per-second bins.
-    fn spread(bins: &mut Vec<f64>, from: u64, to: u64, bytes: f64) {
-        let to = to.max(from + 1);
-        let per_ns = bytes / (to - from) as f64;
-        let mut t = from;
-        while t < to {
-            let sec = (t / 1_000_000_000) as usize;
-            let end = ((sec as u64 + 1) * 1_000_000_000).min(to);
-            if bins.len() <= sec {
-                bins.resize(sec + 1, 0.0);
-            }
-            bins[sec] += per_ns * (end - t) as f64;
-            t = end;
-        }
-    }
     let mut acc: BTreeMap<(u16, Dir), Acc> = BTreeMap::new();
     let mut meta = BTreeMap::new();
     let mut last_t = 0u64;
@@ -330,15 +305,32 @@ pub fn summarize(r: impl BufRead) -> Result<Summary, LogError> {
         }
         let e = parse_event(&line).map_err(|msg| LogError::Bad { line: i + 1, msg })?;
         last_t = last_t.max(e.t.0);
-        let a = acc.entry((e.hop, e.dir)).or_insert_with(|| Acc {
-            s: DirSummary { hop: e.hop, dir: Some(e.dir), ..Default::default() },
-            delays: Vec::new(),
-            queues: Vec::new(),
-            bins: Vec::new(),
-            sf: None,
-            down_since: BTreeMap::new(),
-            ch: None,
-        });
+        acc.entry((e.hop, e.dir)).or_insert_with(|| Acc::new(e.hop, e.dir)).add(&e);
+    }
+    let duration_s = last_t as f64 / 1e9;
+    let directions = acc.into_values().map(|a| a.finish(duration_s, last_t)).collect();
+    Ok(Summary { meta, duration_s, directions })
+}
+
+/// One hop and direction of a log, as it is read.
+struct Acc {
+    s: DirSummary,
+    delays: Vec<u64>,
+    queues: Vec<u64>,
+    bins: Vec<u64>,
+    sf: Option<(SuperframeSummary, Vec<f64>, Vec<f64>)>,
+    /// When each channel went down, while it is.
+    down_since: BTreeMap<u16, u64>,
+    ch: Option<ChannelSummary>,
+}
+
+impl Acc {
+    fn new(hop: u16, dir: Dir) -> Acc {
+        Acc { s: DirSummary { hop, dir: Some(dir), ..Default::default() }, delays: Vec::new(), queues: Vec::new(), bins: Vec::new(), sf: None, down_since: BTreeMap::new(), ch: None }
+    }
+
+    fn add(&mut self, e: &Event) {
+        let a = self;
         match e.kind {
             EventKind::Arrive => a.s.arrived_packets += 1,
             EventKind::Depart { queue_ns, delay_ns } => {
@@ -383,9 +375,10 @@ pub fn summarize(r: impl BufRead) -> Result<Summary, LogError> {
             }
         }
     }
-    let duration_s = last_t as f64 / 1e9;
-    let mut directions = Vec::new();
-    for (_, mut a) in acc {
+
+    /// The summary once the log is read (`last_t`: its last event).
+    fn finish(mut self, duration_s: f64, last_t: u64) -> DirSummary {
+        let a = &mut self;
         a.s.delay_ms = Percentiles::from_ns(&mut a.delays);
         a.s.queue_ms = Percentiles::from_ns(&mut a.queues);
         a.s.throughput_bps = a.bins.iter().map(|b| *b as f64 * 8.0).collect();
@@ -394,13 +387,13 @@ pub fn summarize(r: impl BufRead) -> Result<Summary, LogError> {
         a.s.in_flight_at_end = a.s.arrived_packets.saturating_sub(a.s.departed_packets + dropped);
         let arrived = a.s.arrived_packets.max(1) as f64;
         a.s.drop_fraction = a.s.dropped.iter().map(|(k, v)| (k.clone(), *v as f64 / arrived)).collect();
-        if let Some((mut sf, alloc, used)) = a.sf {
+        if let Some((mut sf, alloc, used)) = a.sf.take() {
             sf.utilization = if sf.allocated_bytes > 0 { sf.used_bytes as f64 / sf.allocated_bytes as f64 } else { 0.0 };
             sf.allocated_bps = alloc.iter().map(|b| b * 8.0).collect();
             sf.used_bps = used.iter().map(|b| b * 8.0).collect();
             a.s.superframes = Some(sf);
         }
-        if let Some(mut c) = a.ch {
+        if let Some(mut c) = a.ch.take() {
             for since in a.down_since.values() {
                 let d = (last_t - since) as f64 / 1e9;
                 c.down_channel_s += d;
@@ -408,9 +401,24 @@ pub fn summarize(r: impl BufRead) -> Result<Summary, LogError> {
             }
             a.s.channels = Some(c);
         }
-        directions.push(a.s);
+        self.s
     }
-    Ok(Summary { meta, duration_s, directions })
+}
+
+/// Adds `bytes` spread evenly over `[from, to)` ns to per-second bins.
+fn spread(bins: &mut Vec<f64>, from: u64, to: u64, bytes: f64) {
+    let to = to.max(from + 1);
+    let per_ns = bytes / (to - from) as f64;
+    let mut t = from;
+    while t < to {
+        let sec = (t / 1_000_000_000) as usize;
+        let end = ((sec as u64 + 1) * 1_000_000_000).min(to);
+        if bins.len() <= sec {
+            bins.resize(sec + 1, 0.0);
+        }
+        bins[sec] += per_ns * (end - t) as f64;
+        t = end;
+    }
 }
 
 #[cfg(test)]
