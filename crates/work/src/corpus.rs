@@ -224,23 +224,52 @@ pub fn page(name: &str) -> Option<Archive> {
     let sh = shape(name)?;
     let seed = seed(name);
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
-    let (www, stat, img) = (format!("https://www.{name}.test"), format!("https://static.{name}.test"), format!("https://img.{name}.test"));
-    let third = |k: u32| format!("https://t{k}.{name}.test");
+    let o = Origins { www: format!("https://www.{name}.test"), stat: format!("https://static.{name}.test"), img: format!("https://img.{name}.test"), name: name.to_string() };
     let mut b = Builder { entries: Vec::new() };
-
+    // Every size is drawn first, in this order: the page is its seed's.
     let css = sizes(&mut rng, sh.css.0, sh.css.1, 400);
     let js = sizes(&mut rng, sh.js.0, sh.js.1, 300);
     let js3 = sizes(&mut rng, sh.js_3p.0, sh.js_3p.1, 300);
     let imgs = sizes(&mut rng, sh.img.0, sh.img.1, 200);
     let fonts = sizes(&mut rng, sh.font.0, sh.font.1, 100);
     let other = sizes(&mut rng, sh.other.0, sh.other.1, 40);
+    let (img_tags, bg_urls) = images(&mut b, &mut rng, &o, &imgs, sh.spa);
+    let font_urls = font_files(&mut b, &o, &fonts);
+    let css_urls = stylesheets(&mut b, &mut rng, &o, &css, &font_urls, &bg_urls);
+    let script3 = third_parties(&mut b, &mut rng, &o, &js3, &other, sh.spa);
+    let script1 = first_party_scripts(&mut b, &mut rng, &o, &js, &other, &img_tags, sh.spa);
+    let body = document(&mut rng, name, sh, &css_urls, &script1, &script3, &img_tags, bg_urls.len());
+    b.add(format!("{}/", o.www), "text/html; charset=utf-8", body);
+    // The document first, as a recording would list it.
+    b.entries.rotate_right(1);
+    Some(Archive { format: FORMAT.into(), url: url(name), source: format!("aerolink corpus page {name:?}, generated (seed {seed:#x}): {}", sh.what), entries: b.entries })
+}
 
-    // Images: the first (largest) is the hero on www; a quarter are CSS
-    // backgrounds; the rest are <img> on img.
+/// A corpus page's origins: the document's, static files', images'.
+struct Origins {
+    name: String,
+    www: String,
+    stat: String,
+    img: String,
+}
+
+impl Origins {
+    fn third(&self, k: u32) -> String {
+        format!("https://t{k}.{}.test", self.name)
+    }
+}
+
+/// An image the document shows: its URL, width and height.
+type ImgTag = (String, u32, u32);
+
+/// Images: the first (largest) is the hero on www; a quarter are CSS
+/// backgrounds; the rest are <img> on img. Returns the <img> tags and the
+/// backgrounds' URLs.
+fn images(b: &mut Builder, rng: &mut ChaCha8Rng, o: &Origins, imgs: &[usize], spa: bool) -> (Vec<ImgTag>, Vec<String>) {
     let mut order: Vec<usize> = (0..imgs.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(imgs[i]));
-    let img_url = |rank: usize, i: usize| if rank == 0 { format!("{www}/hero-{i}.png") } else { format!("{img}/i/{i}.png") };
-    let n_bg = if sh.spa { 0 } else { imgs.len() / 4 };
+    let img_url = |rank: usize, i: usize| if rank == 0 { format!("{}/hero-{i}.png", o.www) } else { format!("{}/i/{i}.png", o.img) };
+    let n_bg = if spa { 0 } else { imgs.len() / 4 };
     let mut img_tags = Vec::new();
     let mut bg_urls = Vec::new();
     for (rank, &i) in order.iter().enumerate() {
@@ -254,20 +283,26 @@ pub fn page(name: &str) -> Option<Archive> {
             img_tags.push((url, w, h));
         }
     }
+    (img_tags, bg_urls)
+}
 
-    // Fonts, referenced by the first stylesheet; garbage fonts are fetched
-    // (the request is what matters) and then rejected by the sanitizer.
-    let font_urls: Vec<String> = fonts
+/// Fonts, referenced by the first stylesheet; garbage fonts are fetched
+/// (the request is what matters) and then rejected by the sanitizer.
+fn font_files(b: &mut Builder, o: &Origins, fonts: &[usize]) -> Vec<String> {
+    fonts
         .iter()
         .enumerate()
         .map(|(i, &s)| {
-            let u = format!("{stat}/f/{i}.woff2");
+            let u = format!("{}/f/{i}.woff2", o.stat);
             b.add(u.clone(), "font/woff2", crate::page::filler(s));
             u
         })
-        .collect();
+        .collect()
+}
 
-    // Stylesheets.
+/// Stylesheets: the first declares the fonts; each holds its share of the
+/// background images.
+fn stylesheets(b: &mut Builder, rng: &mut ChaCha8Rng, o: &Origins, css: &[usize], font_urls: &[String], bg_urls: &[String]) -> Vec<String> {
     let mut css_urls = Vec::new();
     for (i, &size) in css.iter().enumerate() {
         let mut c = String::new();
@@ -282,17 +317,20 @@ pub fn page(name: &str) -> Option<Archive> {
         for (k, u) in bg_urls.iter().enumerate().filter(|(k, _)| k % css.len().max(1) == i) {
             let _ = writeln!(c, ".bg{k} {{ background: url(\"{u}\"); width: 160px; height: 120px; display: inline-block; }}");
         }
-        let u = format!("{stat}/c/{i}.css");
-        b.add(u.clone(), "text/css", pad(c, size, "/*\n", "*/\n", &mut rng));
+        let u = format!("{}/c/{i}.css", o.stat);
+        b.add(u.clone(), "text/css", pad(c, size, "/*\n", "*/\n", rng));
         css_urls.push(u);
     }
+    css_urls
+}
 
-    // Third parties: one async script each, fetching its share of `other`.
+/// Third parties: one async script each, fetching its share of `other`.
+fn third_parties(b: &mut Builder, rng: &mut ChaCha8Rng, o: &Origins, js3: &[usize], other: &[usize], spa: bool) -> Vec<String> {
     let mut script3 = Vec::new();
     for (k, &size) in js3.iter().enumerate() {
-        let origin = third(k as u32);
+        let origin = o.third(k as u32);
         let mut fetches = String::new();
-        if !sh.spa {
+        if !spa {
             for (j, &s) in other.iter().enumerate().filter(|(j, _)| j % js3.len() == k) {
                 let (u, ct) = if s < 2000 { (format!("{origin}/b/{j}.gif"), "image/gif") } else { (format!("{origin}/d/{j}.json"), "application/json") };
                 let body = if ct == "image/gif" { gif_1x1(s) } else { json(s) };
@@ -306,32 +344,42 @@ pub fn page(name: &str) -> Option<Archive> {
         }
         let code = format!("/* third party {k} */\n(function () {{\n{fetches}window.__tp = (window.__tp || 0) + 1;\n}})();\n");
         let u = format!("{origin}/tag.js");
-        b.add(u.clone(), "application/javascript", pad(code, size, "/*\n", "*/\n", &mut rng));
+        b.add(u.clone(), "application/javascript", pad(code, size, "/*\n", "*/\n", rng));
         script3.push(u);
     }
+    script3
+}
 
-    // First-party scripts; the SPA's last bundle renders the page.
+/// First-party scripts; the SPA's last bundle renders the page from its
+/// API's answers.
+fn first_party_scripts(b: &mut Builder, rng: &mut ChaCha8Rng, o: &Origins, js: &[usize], other: &[usize], img_tags: &[ImgTag], spa: bool) -> Vec<String> {
+    let www = &o.www;
     let mut script1 = Vec::new();
     for (i, &size) in js.iter().enumerate() {
-        let code = if sh.spa && i + 1 == js.len() {
+        let code = if spa && i + 1 == js.len() {
             for (j, &s) in other.iter().enumerate() {
                 let items: Vec<String> = img_tags.iter().enumerate().filter(|(t, _)| t % other.len() == j).map(|(_, (u, w, h))| format!("{{\"src\": \"{u}\", \"w\": {w}, \"h\": {h}}}")).collect();
                 let body = format!("{{\"items\": [{}], \"pad\": \"{}\"}}", items.join(", "), "x".repeat(s.saturating_sub(40 + items.iter().map(|x| x.len() + 2).sum::<usize>())));
                 b.add(format!("{www}/api/{j}.json"), "application/json", body.into_bytes());
             }
             let urls: Vec<String> = (0..other.len()).map(|j| format!("\"{www}/api/{j}.json\"")).collect();
-            format!("/* app */\n(function () {{\nvar app = document.getElementById(\"app\");\napp.innerHTML = \"<h1>{}</h1><p>{}</p>\";\n[{}].forEach(function (u) {{ fetch(u).then(function (r) {{ return r.json(); }}).then(function (d) {{ d.items.forEach(function (it) {{ var i = document.createElement(\"img\"); i.src = it.src; i.width = it.w; i.height = it.h; app.appendChild(i); }}); }}); }});\n}})();\n", words(&mut rng, 4), words(&mut rng, 60), urls.join(", "))
+            format!("/* app */\n(function () {{\nvar app = document.getElementById(\"app\");\napp.innerHTML = \"<h1>{}</h1><p>{}</p>\";\n[{}].forEach(function (u) {{ fetch(u).then(function (r) {{ return r.json(); }}).then(function (d) {{ d.items.forEach(function (it) {{ var i = document.createElement(\"img\"); i.src = it.src; i.width = it.w; i.height = it.h; app.appendChild(i); }}); }}); }});\n}})();\n", words(rng, 4), words(rng, 60), urls.join(", "))
         } else {
             format!("/* bundle {i} */\n(function () {{ var s = 0; for (var i = 0; i < 1000; i++) {{ s += i; }} window.__b{i} = s; }})();\n")
         };
-        let u = format!("{stat}/j/{i}.js");
-        b.add(u.clone(), "application/javascript", pad(code, size, "/*\n", "*/\n", &mut rng));
+        let u = format!("{}/j/{i}.js", o.stat);
+        b.add(u.clone(), "application/javascript", pad(code, size, "/*\n", "*/\n", rng));
         script1.push(u);
     }
+    script1
+}
 
-    // The document.
+/// The document: stylesheets and first-party scripts in the head, the
+/// images (or the SPA's mount point), third parties last, padded to size.
+#[allow(clippy::too_many_arguments)]
+fn document(rng: &mut ChaCha8Rng, name: &str, sh: &Shape, css_urls: &[String], script1: &[String], script3: &[String], img_tags: &[ImgTag], n_bg: usize) -> Vec<u8> {
     let mut h = format!("<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>{name} — aerolink corpus</title>\n");
-    for u in &css_urls {
+    for u in css_urls {
         let _ = writeln!(h, "<link rel=\"stylesheet\" href=\"{u}\">");
     }
     for (i, u) in script1.iter().enumerate() {
@@ -342,30 +390,26 @@ pub fn page(name: &str) -> Option<Archive> {
     if sh.spa {
         h.push_str("<div id=\"app\">Loading…</div>\n");
     } else {
-        let _ = writeln!(h, "<h1>{}</h1>", words(&mut rng, 5));
+        let _ = writeln!(h, "<h1>{}</h1>", words(rng, 5));
         for (rank, (u, w, hh)) in img_tags.iter().enumerate() {
             let class = if rank == 0 { " class=\"hero\"" } else { "" };
             let _ = writeln!(h, "<img src=\"{u}\" width=\"{w}\" height=\"{hh}\"{class} alt=\"\">");
             if rank == 0 {
-                let _ = writeln!(h, "<p>{}</p>", words(&mut rng, 80));
+                let _ = writeln!(h, "<p>{}</p>", words(rng, 80));
             }
         }
-        for k in 0..bg_urls.len() {
+        for k in 0..n_bg {
             let _ = writeln!(h, "<div class=\"bg{k}\"></div>");
         }
     }
-    for u in &script3 {
+    for u in script3 {
         let _ = writeln!(h, "<script src=\"{u}\" async></script>");
     }
-    let body = pad(h, sh.html_kb as usize * 1000, "<article>\n", "</article></body></html>\n", &mut rng);
-    let mut body = body;
+    let mut body = pad(h, sh.html_kb as usize * 1000, "<article>\n", "</article></body></html>\n", rng);
     if !body.ends_with(b"</html>\n") {
         body.extend_from_slice(b"</body></html>\n");
     }
-    b.add(format!("{www}/"), "text/html; charset=utf-8", body);
-    // The document first, as a recording would list it.
-    b.entries.rotate_right(1);
-    Some(Archive { format: FORMAT.into(), url: url(name), source: format!("aerolink corpus page {name:?}, generated (seed {seed:#x}): {}", sh.what), entries: b.entries })
+    body
 }
 
 fn json(size: usize) -> Vec<u8> {
