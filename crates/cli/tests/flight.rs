@@ -130,58 +130,10 @@ fn a_dns_cache_a_proxy_aboard_and_where_the_path_leaves_the_aircraft_are_found()
         }
     }
     let _down = Down(lab);
-    let spawn = |host: &str, cmd: &[&str]| KillOnDrop(Command::new(bin()).args(["exec", lab, host, "--"]).args(cmd).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
-    let _server = spawn("server", &[bin(), "probe", "serve", "--dns-answer", "198.18.2.2"]);
-    let _cache = spawn(
-        "airgw",
-        &[
-            "dnsmasq",
-            "-k",
-            "--conf-file=/dev/null",
-            "--no-resolv",
-            "--no-hosts",
-            "--server=198.18.2.2",
-            "--listen-address=198.18.0.2",
-            "--bind-interfaces",
-            "--cache-size=1000",
-            "--user=root",
-            "--pid-file",
-        ],
-    );
-    let conf = dir.join("tinyproxy.conf");
-    std::fs::write(&conf, "Port 8888\nListen 198.18.0.2\nTimeout 60\nAllow 198.18.0.0/15\nViaProxyName \"aircraft-proxy\"\nLogLevel Critical\n").unwrap();
-    let _proxy = spawn("airgw", &["tinyproxy", "-d", "-c", conf.to_str().unwrap()]);
+    let _services = aboard(lab, &dir);
     let db = dir.join("flight.db");
     let db_arg = db.to_str().unwrap().to_string();
-    let agent = |resolver: &str, out: &Path, proxy: bool| {
-        let mut args = vec!["exec", lab, "client", "--", bin(), "probe", "run", "--target", "198.18.2.2", "--resolver", resolver, "--out", out.to_str().unwrap()];
-        // 37 s: page loads at 0, 12, 24 and 36 s, so two complete even when
-        // a loss on the 3 % link stretches one past its slot (25 s once
-        // left one plain-HTTP load through the proxy in CI).
-        args.extend([
-            "--duration",
-            "37s",
-            "--udp-every",
-            "200ms",
-            "--dns-every",
-            "10s",
-            "--dns-names",
-            "a.test,b.test,c.test",
-            "--trace-every",
-            "10s",
-            "--ping-every",
-            "0",
-            "--bulk-every",
-            "0",
-            "--rate-every",
-            "0",
-        ]);
-        args.extend(["--web-every", "12s", "--web-protocols", "h2", "--page", "1x1KB"]);
-        if proxy {
-            args.extend(["--http-proxy", "198.18.0.2:8888", "--db", db_arg.as_str()]);
-        }
-        KillOnDrop(Command::new(bin()).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap())
-    };
+    let agent = |resolver: &str, out: &Path, proxy: bool| flight_agent(lab, resolver, out, proxy.then_some(db_arg.as_str()));
     let (cached, direct) = (dir.join("cached"), dir.join("direct"));
     // Both agents at once, one asking the gateway's cache, one the ground.
     let a = agent("198.18.0.2:53", &cached, true);
@@ -217,4 +169,64 @@ fn a_dns_cache_a_proxy_aboard_and_where_the_path_leaves_the_aircraft_are_found()
     drop(_down);
     assert!(leftover_namespaces().is_empty());
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// On the ground the reflector (answering every name with the server's
+/// address); aboard, on the gateway, a caching resolver (Debian's dnsmasq)
+/// and a forward proxy (tinyproxy) that names itself in `Via`.
+fn aboard(lab: &str, dir: &Path) -> [KillOnDrop; 3] {
+    let spawn = |host: &str, cmd: &[&str]| KillOnDrop(Command::new(bin()).args(["exec", lab, host, "--"]).args(cmd).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap());
+    let server = spawn("server", &[bin(), "probe", "serve", "--dns-answer", "198.18.2.2"]);
+    let cache = spawn(
+        "airgw",
+        &[
+            "dnsmasq",
+            "-k",
+            "--conf-file=/dev/null",
+            "--no-resolv",
+            "--no-hosts",
+            "--server=198.18.2.2",
+            "--listen-address=198.18.0.2",
+            "--bind-interfaces",
+            "--cache-size=1000",
+            "--user=root",
+            "--pid-file",
+        ],
+    );
+    let conf = dir.join("tinyproxy.conf");
+    std::fs::write(&conf, "Port 8888\nListen 198.18.0.2\nTimeout 60\nAllow 198.18.0.0/15\nViaProxyName \"aircraft-proxy\"\nLogLevel Critical\n").unwrap();
+    let proxy = spawn("airgw", &["tinyproxy", "-d", "-c", conf.to_str().unwrap()]);
+    [server, cache, proxy]
+}
+
+/// The agent aboard for 37 s asking `resolver`, through the proxy (and
+/// into the store `db`) when `db` is given.
+fn flight_agent(lab: &str, resolver: &str, out: &Path, db: Option<&str>) -> KillOnDrop {
+    let mut args = vec!["exec", lab, "client", "--", bin(), "probe", "run", "--target", "198.18.2.2", "--resolver", resolver, "--out", out.to_str().unwrap()];
+    // 37 s: page loads at 0, 12, 24 and 36 s, so two complete even when
+    // a loss on the 3 % link stretches one past its slot (25 s once
+    // left one plain-HTTP load through the proxy in CI).
+    args.extend([
+        "--duration",
+        "37s",
+        "--udp-every",
+        "200ms",
+        "--dns-every",
+        "10s",
+        "--dns-names",
+        "a.test,b.test,c.test",
+        "--trace-every",
+        "10s",
+        "--ping-every",
+        "0",
+        "--bulk-every",
+        "0",
+        "--rate-every",
+        "0",
+    ]);
+    args.extend(["--web-every", "12s", "--web-protocols", "h2", "--page", "1x1KB"]);
+    if let Some(db) = db {
+        args.extend(["--http-proxy", "198.18.0.2:8888", "--db", db]);
+    }
+    KillOnDrop(Command::new(bin()).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap())
 }
