@@ -83,21 +83,7 @@ pub struct QueueResult {
 pub fn run(a: QueueArgs) -> anyhow::Result<i32> {
     need("iperf3")?;
     aerolink_net::sys::check_preconditions()?;
-    let unlimited = [Override { scope: "link".into(), key: "queue".into(), value: "unlimited".into(), flag: "--queue".into() }];
-    let mut cases: Vec<(String, Profile, Profile)> = Vec::new();
-    let names: Vec<String> = if a.profiles.is_empty() { aerolink_link::builtin::names().map(str::to_string).collect() } else { a.profiles.clone() };
-    for n in &names {
-        cases.push((n.clone(), aerolink_lab::linkargs::load_profile(n, &[])?, aerolink_lab::linkargs::load_profile(n, &unlimited)?));
-    }
-    let load = &mut |_: &str| Err::<String, String>("no files".into());
-    for r in &a.rates {
-        let base = flags(&[("rate", &aerolink_work::cli::rate_text(*r)), ("rtt", "0ms")]);
-        let mut open = base.clone();
-        open.extend(unlimited.iter().cloned());
-        // Named as a command line would give it: `--rate 1.2Gbit/s --rtt 0ms`.
-        let name = format!("--rate {} --rtt 0ms", r.to_string().replace(' ', ""));
-        cases.push((name, Profile::from_overrides(&base, load)?, Profile::from_overrides(&open, load)?));
-    }
+    let cases = cases(&a)?;
     let mut out = Vec::new();
     let of = cases.len();
     for (i, (case, default, open)) in cases.into_iter().enumerate() {
@@ -159,20 +145,7 @@ pub fn run(a: QueueArgs) -> anyhow::Result<i32> {
             ratio_high: high,
         };
         if !a.json {
-            let interval = if a.repeat > 1 { format!(" (95 % {:.3}–{:.3})", c.ratio_low, c.ratio_high) } else { String::new() };
-            let verdict = match (c.ratio < a.target, c.ratio_high < a.target) {
-                (false, _) => "",
-                (true, true) => "  BELOW TARGET",
-                (true, false) => "  below target (the interval reaches it)",
-            };
-            // In the rate's own unit (Iridium's kbit/s would print as 0.001
-            // Mbit/s), to four significant digits; the JSON has them all.
-            let rate = |mbps: f64| {
-                let bps = mbps * 1e6;
-                let step = if bps > 0.0 { 10f64.powi(bps.log10().floor() as i32 - 3) } else { 1.0 };
-                aerolink_link::units::Rate::from_bps((bps / step).round() * step).to_string()
-            };
-            println!("  {:<28} {:>15} vs {:>15} unlimited: {:.3}{interval}{verdict}", c.case, rate(c.default_mbps), rate(c.unlimited_mbps), c.ratio);
+            print_case(&c, &a);
         }
         out.push(c);
     }
@@ -199,4 +172,43 @@ pub fn run(a: QueueArgs) -> anyhow::Result<i32> {
     }
     append_result(&a.out, &r)?;
     Ok(if r.below.is_empty() { 0 } else { 1 })
+}
+
+/// Every case: each profile named (or built in) with its default queue and
+/// unlimited, then `--rate R --rtt 0ms` for each rate.
+fn cases(a: &QueueArgs) -> anyhow::Result<Vec<(String, Profile, Profile)>> {
+    let unlimited = [Override { scope: "link".into(), key: "queue".into(), value: "unlimited".into(), flag: "--queue".into() }];
+    let mut cases: Vec<(String, Profile, Profile)> = Vec::new();
+    let names: Vec<String> = if a.profiles.is_empty() { aerolink_link::builtin::names().map(str::to_string).collect() } else { a.profiles.clone() };
+    for n in &names {
+        cases.push((n.clone(), aerolink_lab::linkargs::load_profile(n, &[])?, aerolink_lab::linkargs::load_profile(n, &unlimited)?));
+    }
+    let load = &mut |_: &str| Err::<String, String>("no files".into());
+    for r in &a.rates {
+        let base = flags(&[("rate", &aerolink_work::cli::rate_text(*r)), ("rtt", "0ms")]);
+        let mut open = base.clone();
+        open.extend(unlimited.iter().cloned());
+        // Named as a command line would give it: `--rate 1.2Gbit/s --rtt 0ms`.
+        let name = format!("--rate {} --rtt 0ms", r.to_string().replace(' ', ""));
+        cases.push((name, Profile::from_overrides(&base, load)?, Profile::from_overrides(&open, load)?));
+    }
+    Ok(cases)
+}
+
+/// One case's line: both goodputs, their ratio, against the target.
+fn print_case(c: &QueueCase, a: &QueueArgs) {
+    let interval = if a.repeat > 1 { format!(" (95 % {:.3}–{:.3})", c.ratio_low, c.ratio_high) } else { String::new() };
+    let verdict = match (c.ratio < a.target, c.ratio_high < a.target) {
+        (false, _) => "",
+        (true, true) => "  BELOW TARGET",
+        (true, false) => "  below target (the interval reaches it)",
+    };
+    // In the rate's own unit (Iridium's kbit/s would print as 0.001
+    // Mbit/s), to four significant digits; the JSON has them all.
+    let rate = |mbps: f64| {
+        let bps = mbps * 1e6;
+        let step = if bps > 0.0 { 10f64.powi(bps.log10().floor() as i32 - 3) } else { 1.0 };
+        aerolink_link::units::Rate::from_bps((bps / step).round() * step).to_string()
+    };
+    println!("  {:<28} {:>15} vs {:>15} unlimited: {:.3}{interval}{verdict}", c.case, rate(c.default_mbps), rate(c.unlimited_mbps), c.ratio);
 }
