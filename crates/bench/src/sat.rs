@@ -257,48 +257,53 @@ pub fn run(a: SatTargetsArgs) -> anyhow::Result<i32> {
     if a.json {
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
-        println!("downloads at {RTT_MS} ms RTT, BDP queue; median of {} run(s); ✓ within target, ✗ not", a.repeat);
-        let mut head = format!("{:<12} {:>6} {:>7}", "link", "size", "target");
-        for s in &stacks {
-            head += &format!(" {:>11}", s.to_string());
-        }
-        if stacks.contains(&Stack::Tunnel) && stacks.contains(&Stack::Sat) {
-            head += "  tunnel/sat";
-        }
-        println!("{head}");
-        for &link in &links {
-            for &bytes in &sizes {
-                if !cells.iter().any(|c| c.link == link && c.bytes == bytes) {
-                    continue;
-                }
-                let mut line = format!("{:<12} {:>4}MB {:>6.0}s", link.to_string(), bytes / 1_000_000, link.targets_s()[SIZES.iter().position(|s| *s == bytes).unwrap_or(0)]);
-                for &stack in &stacks {
-                    if let Some(c) = cells.iter().find(|c| c.link == link && c.bytes == bytes && c.stack == stack) {
-                        let t = match c.median_s {
-                            Some(_) => fmt_s(c.median_s),
-                            None => format!("> {:.0} s", c.target_s * a.give_up.max(1.0) + 5.0),
-                        };
-                        line += &format!(" {:>9} {}", t, if c.met { "✓" } else { "✗" });
-                    }
-                }
-                if let Some((_, _, r)) = ratios.iter().find(|(l, b, _)| *l == link && *b == bytes) {
-                    line += &r.map_or("  —".into(), |r| format!("  {r:.2}"));
-                }
-                println!("{line}");
-            }
-        }
-        let sat_met = cells.iter().filter(|c| c.stack == Stack::Sat).all(|c| c.met);
-        let tunnel_ok = ratios.iter().all(|(_, _, r)| r.is_some_and(|r| r <= 1.1));
-        if stacks.contains(&Stack::Sat) {
-            println!("sat preset: {}", if sat_met { "every cell within its target" } else { "NOT every cell within its target" });
-        }
-        if !ratios.is_empty() {
-            println!("TCP through the tunnel: {}", if tunnel_ok { "within 10 % of the sat preset in every cell" } else { "NOT within 10 % of the sat preset in every cell" });
-        }
+        print_table(&a, &links, &sizes, &stacks, &cells, &ratios);
     }
     append_result(&a.out, &v)?;
     if interrupted() {
         return exit_on_interrupt(Err(anyhow::anyhow!("interrupted")));
     }
     Ok(0)
+}
+
+/// The cells as a table, each time against its target, and the verdicts.
+fn print_table(a: &SatTargetsArgs, links: &[SatLink], sizes: &[u64], stacks: &[Stack], cells: &[Cell], ratios: &[(SatLink, u64, Option<f64>)]) {
+    println!("downloads at {RTT_MS} ms RTT, BDP queue; median of {} run(s); ✓ within target, ✗ not", a.repeat);
+    let mut head = format!("{:<12} {:>6} {:>7}", "link", "size", "target");
+    for s in stacks {
+        head += &format!(" {:>11}", s.to_string());
+    }
+    if stacks.contains(&Stack::Tunnel) && stacks.contains(&Stack::Sat) {
+        head += "  tunnel/sat";
+    }
+    println!("{head}");
+    for &link in links {
+        for &bytes in sizes {
+            if !cells.iter().any(|c| c.link == link && c.bytes == bytes) {
+                continue;
+            }
+            let mut line = format!("{:<12} {:>4}MB {:>6.0}s", link.to_string(), bytes / 1_000_000, link.targets_s()[SIZES.iter().position(|s| *s == bytes).unwrap_or(0)]);
+            for &stack in stacks {
+                if let Some(c) = cells.iter().find(|c| c.link == link && c.bytes == bytes && c.stack == stack) {
+                    let t = match c.median_s {
+                        Some(_) => fmt_s(c.median_s),
+                        None => format!("> {:.0} s", c.target_s * a.give_up.max(1.0) + 5.0),
+                    };
+                    line += &format!(" {:>9} {}", t, if c.met { "✓" } else { "✗" });
+                }
+            }
+            if let Some((_, _, r)) = ratios.iter().find(|(l, b, _)| *l == link && *b == bytes) {
+                line += &r.map_or("  —".into(), |r| format!("  {r:.2}"));
+            }
+            println!("{line}");
+        }
+    }
+    let sat_met = cells.iter().filter(|c| c.stack == Stack::Sat).all(|c| c.met);
+    let tunnel_ok = ratios.iter().all(|(_, _, r)| r.is_some_and(|r| r <= 1.1));
+    if stacks.contains(&Stack::Sat) {
+        println!("sat preset: {}", if sat_met { "every cell within its target" } else { "NOT every cell within its target" });
+    }
+    if !ratios.is_empty() {
+        println!("TCP through the tunnel: {}", if tunnel_ok { "within 10 % of the sat preset in every cell" } else { "NOT within 10 % of the sat preset in every cell" });
+    }
 }
