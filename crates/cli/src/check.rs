@@ -115,7 +115,8 @@ pub fn check(a: CheckArgs) -> anyhow::Result<i32> {
         Some(_) => entries.iter().filter(|x| exps[0].judges.iter().any(|m| m.id == x.id)).cloned().collect(),
         None => entries,
     };
-    let judged: Vec<Judged> = judge::judge_catalogue(&wanted, &sources);
+    // A file checked on its own shows its explanations' verdicts too.
+    let judged: Vec<Judged> = judge::judge_catalogue(&wanted, &sources, a.file.is_some());
     if let Some(md) = &a.markdown {
         let cmd = format!("aerolink {}", std::env::args().skip(1).collect::<Vec<_>>().join(" "));
         let date = aerolink_lab::record::rfc3339(std::time::SystemTime::now());

@@ -23,7 +23,9 @@
 //! `ratio`, `difference`; by default from the entry's kind and whether
 //! `vs` is given); `scale` (ours × scale is in the entry's unit, e.g.
 //! 0.001 for ms → s); `per` (a count of round trips: each repetition's
-//! value divided by `per` and rounded, rule "count"); `setup`.
+//! value divided by `per` and rounded, rule "count"); `setup`;
+//! `explanation` (the hypothesis a mapping tests: judged by `experiment
+//! check FILE` only, never the entry's verdict in the catalogue).
 //!
 //! The interval is a 95 % percentile bootstrap over 10 000 resamples, each
 //! side of each case resampled on its own, seeded by the entry's id; with
@@ -165,6 +167,11 @@ pub struct Mapping {
     pub scale: f64,
     pub per: Option<f64>,
     pub setup: Option<String>,
+    /// The hypothesis this mapping tests (`explanation`): it judges its
+    /// entry in `experiment check FILE` only, never as the entry's verdict
+    /// in the catalogue, where the experiment that measures the entry as
+    /// the study did speaks.
+    pub explanation: Option<String>,
 }
 
 /// Why a `[[judge]]` entry is not usable.
@@ -176,7 +183,7 @@ pub struct JudgeError {
     pub message: String,
 }
 
-const KEYS: &[&str] = &["id", "metric", "of", "vs", "cases", "over", "statistic", "quantity", "scale", "per", "setup"];
+const KEYS: &[&str] = &["id", "metric", "of", "vs", "cases", "over", "statistic", "quantity", "scale", "per", "setup", "explanation"];
 
 /// The `[[judge]]` entries of an experiment file (none if it has none).
 pub fn parse(doc: &toml::Table) -> Result<Vec<Mapping>, JudgeError> {
@@ -253,6 +260,7 @@ fn parse_one(index: usize, v: &toml::Value) -> Result<Mapping, JudgeError> {
         scale: num("scale")?.unwrap_or(1.0),
         per: num("per")?,
         setup: t.get("setup").map(|_| text("setup")).transpose()?,
+        explanation: t.get("explanation").map(|_| text("explanation")).transpose()?,
     })
 }
 
@@ -314,7 +322,11 @@ pub fn judge(entry: &Entry, map: &Mapping, experiment: &str, runs: &[RunRow]) ->
     let mut out = Judged::unjudged(entry, Verdict::NotRun, "");
     out.experiment = Some(experiment.to_string());
     out.metric = Some(map.metric);
-    out.setup = map.setup.clone();
+    out.setup = match (&map.explanation, &map.setup) {
+        (Some(x), Some(s)) => Some(format!("tests an explanation: {x}; {s}")),
+        (Some(x), None) => Some(format!("tests an explanation: {x}")),
+        (None, s) => s.clone(),
+    };
     if entry.kind == Kind::Qualitative {
         out.verdict = Verdict::Qualitative;
         out.why = Some("qualitative: not judged by number".into());
@@ -469,14 +481,16 @@ pub struct Source<'a> {
 
 /// Every catalogue entry judged: by the mapping with the most runs behind
 /// it where several experiments measure it, else not run (or qualitative).
-pub fn judge_catalogue(entries: &[Entry], sources: &[Source<'_>]) -> Vec<Judged> {
+/// Mappings that test an explanation count only with `explanations`
+/// (`experiment check FILE`, FILE's own mappings).
+pub fn judge_catalogue(entries: &[Entry], sources: &[Source<'_>], explanations: bool) -> Vec<Judged> {
     entries
         .iter()
         .filter(|e| !e.withdrawn())
         .map(|e| {
             let mut best: Option<Judged> = None;
             for s in sources {
-                for m in s.mappings.iter().filter(|m| m.id == e.id) {
+                for m in s.mappings.iter().filter(|m| m.id == e.id && (explanations || m.explanation.is_none())) {
                     let j = judge(e, m, s.experiment, s.runs);
                     let better = match &best {
                         None => true,

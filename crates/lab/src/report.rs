@@ -108,7 +108,7 @@ fn findings_section(h: &mut String, experiments: &[ExperimentRow], runs: &[RunRo
     }
     let sources: Vec<crate::judge::Source<'_>> = maps.iter().map(|(n, m, r)| crate::judge::Source { experiment: n, mappings: m, runs: r }).collect();
     let entries = crate::catalogue::builtin();
-    let judged = crate::judge::judge_catalogue(&entries, &sources);
+    let judged = crate::judge::judge_catalogue(&entries, &sources, false);
     let _ = write!(h, "<h2>The studies' results</h2><p class=\"note\">Each study's agreement: the entries of its catalogue (findings/, written from its text before any run) that hold, over all its scored entries — those no experiment of this store measures count as not run. Ours is the statistic the entry names (the mean unless it says otherwise) over at least 10 repetitions a side, with a 95 % percentile bootstrap interval over 10 000 resamples; bands and verdicts are findings/README.md's.</p><table><tr><th>study</th><th>agreement</th></tr>");
     for sc in crate::judge::scores(&judged) {
         let _ = write!(h, "<tr><td style=\"text-align:left;white-space:normal\">{}</td><td style=\"text-align:left;white-space:normal\">{}</td></tr>", esc(&sc.study), esc(&sc.text()));

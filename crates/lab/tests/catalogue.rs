@@ -145,7 +145,7 @@ fn the_whole_catalogue_gets_a_verdict_each_and_a_score() {
     let entries = catalogue::load(&root().join("findings")).unwrap();
     let m = mapping("[[judge]]\nid = \"iridium-ping-ir-pots-mean\"\nmetric = \"plt_ms\"\nof = { profile = \"a\" }\nscale = 0.001\n");
     let r = runs("a", 10, around(1200.0));
-    let judged = judge::judge_catalogue(&entries, &[Source { experiment: "x", mappings: &m, runs: &r }]);
+    let judged = judge::judge_catalogue(&entries, &[Source { experiment: "x", mappings: &m, runs: &r }], false);
     assert_eq!(judged.len(), entries.iter().filter(|e| !e.withdrawn()).count());
     let j = judged.iter().find(|j| j.entry.id == "iridium-ping-ir-pots-mean").unwrap();
     assert_eq!(j.verdict, Verdict::Holds, "{j:?}");
@@ -190,4 +190,22 @@ fn every_mapping_selects_runs_its_experiment_plans() {
             }
         }
     }
+}
+
+#[test]
+fn an_explanation_judges_its_entry_only_when_its_file_is_checked() {
+    let entries = vec![entry("c", Kind::Count, 2.0)];
+    // The study's setup: one round trip (does not hold); the explanation's
+    // setup: two (holds). The catalogue keeps the first.
+    let main = mapping("[[judge]]\nid = \"c\"\nmetric = \"plt_ms\"\nof = { profile = \"a\" }\nper = 600\n");
+    let why = mapping("[[judge]]\nid = \"c\"\nmetric = \"plt_ms\"\nof = { profile = \"b\" }\nper = 600\nexplanation = \"the seed's delay is per pass\"\n");
+    let (ra, rb) = (runs("a", 10, around(600.0)), runs("b", 10, around(1200.0)));
+    let sources = [Source { experiment: "why", mappings: &why, runs: &rb }, Source { experiment: "main", mappings: &main, runs: &ra }];
+    let j = &judge::judge_catalogue(&entries, &sources, false)[0];
+    assert_eq!((j.verdict, j.experiment.as_deref()), (Verdict::DoesNotHold, Some("main")));
+    let j = &judge::judge_catalogue(&entries, &sources[..1], true)[0];
+    assert_eq!(j.verdict, Verdict::Holds);
+    assert!(j.setup.as_deref().is_some_and(|s| s.starts_with("tests an explanation: the seed's delay is per pass")), "{j:?}");
+    // Alone in the catalogue, an explanation is no verdict either.
+    assert_eq!(judge::judge_catalogue(&entries, &sources[..1], false)[0].verdict, Verdict::NotRun);
 }
