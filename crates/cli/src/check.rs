@@ -117,14 +117,17 @@ pub fn check(a: CheckArgs) -> anyhow::Result<i32> {
     };
     // A file checked on its own shows its explanations' verdicts too.
     let judged: Vec<Judged> = judge::judge_catalogue(&wanted, &sources, a.file.is_some());
+    // Catalogue-wide, the explanations apart (a file checked alone shows
+    // its own among its entries).
+    let explanations = if a.file.is_some() { Vec::new() } else { judge::judge_explanations(&wanted, &sources) };
     if let Some(md) = &a.markdown {
         let cmd = format!("aerolink {}", std::env::args().skip(1).collect::<Vec<_>>().join(" "));
         let date = aerolink_lab::record::rfc3339(std::time::SystemTime::now());
-        std::fs::write(md, aerolink_lab::reproductions::markdown(&judged, &cmd, &date[..10], &commit())).map_err(|e| user(format!("--markdown {}: {e}", md.display())))?;
+        std::fs::write(md, aerolink_lab::reproductions::markdown(&judged, &explanations, &cmd, &date[..10], &commit())).map_err(|e| user(format!("--markdown {}: {e}", md.display())))?;
         eprintln!("wrote {}", md.display());
     }
     if a.json {
-        let v = serde_json::json!({ "scores": judge::scores(&judged), "entries": judged });
+        let v = serde_json::json!({ "scores": judge::scores(&judged), "entries": judged, "explanations": explanations });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         let n: usize = runs.iter().map(|r| r.len()).sum();

@@ -512,6 +512,20 @@ pub fn judge_catalogue(entries: &[Entry], sources: &[Source<'_>], explanations: 
         .collect()
 }
 
+/// Every mapping that tests an explanation (`explanation = …`), judged by
+/// its own experiment's runs, in the order of the sources.
+pub fn judge_explanations(entries: &[Entry], sources: &[Source<'_>]) -> Vec<Judged> {
+    let mut out = Vec::new();
+    for s in sources {
+        for m in s.mappings.iter().filter(|m| m.explanation.is_some()) {
+            if let Some(e) = entries.iter().find(|e| e.id == m.id && !e.withdrawn()) {
+                out.push(judge(e, m, s.experiment, s.runs));
+            }
+        }
+    }
+    out
+}
+
 /// A study's agreement: holds over scored entries, and each verdict's count.
 #[derive(Clone, Debug, Serialize)]
 pub struct Score {

@@ -55,7 +55,7 @@ fn cell(t: &str) -> String {
 
 /// `docs/reproductions.md`: when and how it was made, each study's score
 /// and every entry's verdict beside the paper's number.
-pub fn markdown(judged: &[Judged], made_by: &str, date: &str, commit: &str) -> String {
+pub fn markdown(judged: &[Judged], explanations: &[Judged], made_by: &str, date: &str, commit: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Reproductions: the studies' results, judged on our runs\n");
     let _ = writeln!(s, "Written by `{made_by}` on {date} at commit `{commit}`, from the result stores named in the command — not by hand. The entries are the catalogue in `findings/` (a copy of `../shared/findings`, written from the studies' texts before any run); the bands and verdicts are its `README.md`'s: ours is the statistic the entry names (the mean unless it says otherwise) over at least 10 repetitions a side, with a 95 % percentile bootstrap interval over 10 000 resamples, each side resampled on its own. An experiment file only maps an entry to its runs (`[[judge]]`); it carries no number and no rule. `setup` says where our runs depart from the entry's conditions.\n");
@@ -85,28 +85,40 @@ pub fn markdown(judged: &[Judged], made_by: &str, date: &str, commit: &str) -> S
         let _ = writeln!(s, "| Entry | Where | Claim | Paper | Band | Ours (95 % interval, reps) | Verdict | Why / setup |");
         let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
         for j in judged.iter().filter(|j| j.entry.seed == sc.seed) {
-            let e = &j.entry;
-            let band = e.paper.map(|p| band_text(e.kind, p)).unwrap_or_else(|| "—".into());
-            let mut why = j.why.clone().unwrap_or_default();
-            if let Some(x) = &j.experiment {
-                why = format!("{why}{}runs of `{x}`{}", if why.is_empty() { "" } else { "; " }, j.metric.as_ref().map(|m| format!(", `{m}`")).unwrap_or_default());
-            }
-            if let Some(setup) = &j.setup {
-                why = format!("{why}; setup: {setup}");
-            }
-            let _ = writeln!(
-                s,
-                "| `{}` | {} | {} | {} | {} | {} | **{}** | {} |",
-                e.id,
-                cell(&e.place),
-                cell(&e.claim),
-                e.paper.map(|p| p.text()).unwrap_or_else(|| "—".into()),
-                cell(&band),
-                ours(j),
-                j.verdict.as_str(),
-                cell(&why)
-            );
+            s.push_str(&row(j));
+        }
+    }
+    if !explanations.is_empty() {
+        let _ = writeln!(s, "\n## Explanations tested\n\nA result that does not hold is a finding to explain with an experiment. These mappings (`explanation = …` in an experiment file) run the entry under a hypothesis about the study's setup; their verdicts are not the entries' above, which stay those of the runs made as the study describes.\n");
+        let _ = writeln!(s, "| Entry | Where | Claim | Paper | Band | Ours (95 % interval, reps) | Verdict | Hypothesis, runs, setup |");
+        let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
+        for j in explanations {
+            s.push_str(&row(j));
         }
     }
     s
+}
+
+/// One judged entry as a row of the page's tables.
+fn row(j: &Judged) -> String {
+    let e = &j.entry;
+    let band = e.paper.map(|p| band_text(e.kind, p)).unwrap_or_else(|| "—".into());
+    let mut why = j.why.clone().unwrap_or_default();
+    if let Some(x) = &j.experiment {
+        why = format!("{why}{}runs of `{x}`{}", if why.is_empty() { "" } else { "; " }, j.metric.as_ref().map(|m| format!(", `{m}`")).unwrap_or_default());
+    }
+    if let Some(setup) = &j.setup {
+        why = format!("{why}; setup: {setup}");
+    }
+    format!(
+        "| `{}` | {} | {} | {} | {} | {} | **{}** | {} |\n",
+        e.id,
+        cell(&e.place),
+        cell(&e.claim),
+        e.paper.map(|p| p.text()).unwrap_or_else(|| "—".into()),
+        cell(&band),
+        ours(j),
+        j.verdict.as_str(),
+        cell(&why)
+    )
 }

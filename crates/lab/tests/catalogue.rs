@@ -154,7 +154,7 @@ fn the_whole_catalogue_gets_a_verdict_each_and_a_score() {
     assert_eq!(s4.holds, 1);
     assert_eq!(s4.scored, entries.iter().filter(|e| e.seed == "004" && e.scored()).count());
     assert!(s4.study.contains("Torgerson"));
-    let page = aerolink_lab::reproductions::markdown(&judged, "aerolink experiment check", "2026-11-26", "abc1234");
+    let page = aerolink_lab::reproductions::markdown(&judged, &[], "aerolink experiment check", "2026-11-26", "abc1234");
     assert!(page.contains("| `iridium-ping-ir-pots-mean` |") && page.contains("**holds**") && page.contains("abc1234"));
 }
 
@@ -208,4 +208,10 @@ fn an_explanation_judges_its_entry_only_when_its_file_is_checked() {
     assert!(j.setup.as_deref().is_some_and(|s| s.starts_with("tests an explanation: the seed's delay is per pass")), "{j:?}");
     // Alone in the catalogue, an explanation is no verdict either.
     assert_eq!(judge::judge_catalogue(&entries, &sources[..1], false)[0].verdict, Verdict::NotRun);
+    // The page lists it apart, with its hypothesis.
+    let why = judge::judge_explanations(&entries, &sources);
+    assert_eq!(why.iter().map(|j| (j.entry.id.as_str(), j.verdict)).collect::<Vec<_>>(), vec![("c", Verdict::Holds)]);
+    let page = aerolink_lab::reproductions::markdown(&judge::judge_catalogue(&entries, &sources, false), &why, "aerolink experiment check", "2026-11-27", "abc1234");
+    let tail = &page[page.find("## Explanations tested").expect("the explanations' section")..];
+    assert!(tail.contains("| `c` |") && tail.contains("**holds**") && tail.contains("the seed's delay is per pass"), "{tail}");
 }
