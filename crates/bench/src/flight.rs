@@ -62,7 +62,7 @@ fn flight(exe: &Path, profile: &Path, out: &Path, seconds: u32, seed: u32) -> an
     Ok(())
 }
 
-fn fit(log: &Path, name: &str, out: &Path) -> anyhow::Result<Value> {
+fn fit(log: &Path, name: &str, out: &Path) -> anyhow::Result<aerolink_flight::fit::FitSummary> {
     let (records, _) = aerolink_flight::probe::record::read_dir_or_file(log)?;
     let o = aerolink_flight::fit::Options { name: name.into(), stem: name.into(), outage_min_s: 10.0, source: format!("probe log {}", log.display()), loss_trace_window_s: None };
     let f = aerolink_flight::fit::fit(&records, &o).map_err(|e| anyhow::anyhow!("{}: {e}", log.display()))?;
@@ -70,7 +70,7 @@ fn fit(log: &Path, name: &str, out: &Path) -> anyhow::Result<Value> {
         std::fs::write(out.parent().unwrap_or(Path::new(".")).join(n), text)?;
     }
     std::fs::write(out, &f.toml)?;
-    Ok(serde_json::to_value(&f.summary)?)
+    Ok(f.summary)
 }
 
 /// Delays measured through the lab carry its own latency (the pump's
@@ -104,17 +104,16 @@ pub fn run(a: FlightArgs) -> anyhow::Result<i32> {
     let fm = fit(&mss, "fitted-mss", &dir.join("fitted-mss.toml"))?;
     let fd = fit(&da2gc, "fitted-da2gc", &dir.join("fitted-da2gc.toml"))?;
     let mut rows = Vec::new();
-    for d in ["down", "up"] {
-        let (m, g) = (&fm[d], &fd[d]);
-        let num = |v: &Value| v.as_f64().unwrap_or(f64::NAN);
-        rows.push(row("mss", d, "delay ms", 380.5, num(&m["delay_ms"]), Some(num(&m["delay_ci_ms"]))));
-        rows.push(row("mss", d, "Gilbert p", 0.01, num(&m["loss"]["p"]), Some(num(&m["loss"]["p_ci"]))));
-        rows.push(row("mss", d, "Gilbert r", 0.30, num(&m["loss"]["r"]), Some(num(&m["loss"]["r_ci"]))));
-        rows.push(row("mss", d, "rate Mbit/s", 1.89, num(&m["rate_bps"]) / 1e6, None));
-        rows.push(row("da2gc", d, "delay ms", 131.0, num(&g["delay_ms"]), Some(num(&g["delay_ci_ms"]))));
-        let n = num(&g["loss"]["packets"]);
-        rows.push(row("da2gc", d, "loss", 0.01664, num(&g["loss"]["mean"]), Some(1.96 * (0.01664 * (1.0 - 0.01664) / n).sqrt())));
-        rows.push(row("da2gc", d, "rate Mbit/s", 0.468, num(&g["rate_bps"]) / 1e6, None));
+    for (d, m, g) in [("down", &fm.down, &fd.down), ("up", &fm.up, &fd.up)] {
+        let mbps = |r: Option<f64>| r.map_or(f64::NAN, |r| r / 1e6);
+        rows.push(row("mss", d, "delay ms", 380.5, m.delay_ms, Some(m.delay_ci_ms)));
+        rows.push(row("mss", d, "Gilbert p", 0.01, m.loss.p, Some(m.loss.p_ci)));
+        rows.push(row("mss", d, "Gilbert r", 0.30, m.loss.r, Some(m.loss.r_ci)));
+        rows.push(row("mss", d, "rate Mbit/s", 1.89, mbps(m.rate_bps), None));
+        rows.push(row("da2gc", d, "delay ms", 131.0, g.delay_ms, Some(g.delay_ci_ms)));
+        let n = g.loss.packets as f64;
+        rows.push(row("da2gc", d, "loss", 0.01664, g.loss.mean, Some(1.96 * (0.01664 * (1.0 - 0.01664) / n).sqrt())));
+        rows.push(row("da2gc", d, "rate Mbit/s", 0.468, mbps(g.rate_bps), None));
     }
     eprintln!("[2/2] replaying the fitted MSS profile for {} s…", a.seconds);
     let replay = dir.join("replay-log");

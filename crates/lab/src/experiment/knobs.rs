@@ -30,7 +30,7 @@ pub const KNOBS: &[KnobDef] = &[
         key: "pep_initcwnd",
         pep: true,
         set: |k, v| {
-            let n = int_in(v, 1, 1000).ok_or_else(|| format!("{v}: expected segments from 1 to 1000"))?;
+            let n = whole(v, 1, 1000, "segments").map_err(|m| format!("{v}: {m}"))?;
             pep(k).initcwnd = Some(n);
             Ok(())
         },
@@ -58,7 +58,7 @@ pub const KNOBS: &[KnobDef] = &[
         key: "initcwnd",
         pep: false,
         set: |k, v| {
-            k.initcwnd = Some(int_in(v, 1, 1000).ok_or("expected segments from 1 to 1000")?);
+            k.initcwnd = Some(whole(v, 1, 1000, "segments")?);
             Ok(())
         },
     },
@@ -77,7 +77,7 @@ pub const KNOBS: &[KnobDef] = &[
         key: "quic_max_cwnd",
         pep: false,
         set: |k, v| {
-            k.quic.max_cwnd_packets = Some(int_in(v, 1, 10_000_000).ok_or("expected packets from 1 to 10000000")?);
+            k.quic.max_cwnd_packets = Some(whole(v, 1, 10_000_000, "packets")?);
             Ok(())
         },
     },
@@ -95,7 +95,7 @@ pub const KNOBS: &[KnobDef] = &[
         key: "mss",
         pep: false,
         set: |k, v| {
-            k.tcp.mss = Some(int_in(v, 88, 65_535).ok_or("expected bytes from 88 to 65535")?);
+            k.tcp.mss = Some(whole(v, 88, 65_535, "bytes")?);
             Ok(())
         },
     },
@@ -103,7 +103,7 @@ pub const KNOBS: &[KnobDef] = &[
         key: "rcvbuf",
         pep: false,
         set: |k, v| {
-            k.tcp.rcvbuf = Some(int_in(v, 1_024, 1 << 30).ok_or("expected bytes from 1024 to 1073741824")?);
+            k.tcp.rcvbuf = Some(whole(v, 1_024, 1 << 30, "bytes")?);
             Ok(())
         },
     },
@@ -113,7 +113,7 @@ pub const KNOBS: &[KnobDef] = &[
         key: "push",
         pep: false,
         set: |k, v| {
-            k.push = int_in(v, 0, 100).ok_or("expected a share of a page's objects in % from 0 to 100")?;
+            k.push = whole(v, 0, 100, "a share of a page's objects in %")?;
             Ok(())
         },
     },
@@ -142,9 +142,9 @@ fn boolean(v: &toml::Value) -> Result<bool, String> {
     v.as_bool().ok_or_else(|| "expected true or false".into())
 }
 
-/// A whole number from `lo` to `hi`.
-fn int_in<T: TryFrom<i64>>(v: &toml::Value, lo: i64, hi: i64) -> Option<T> {
-    v.as_integer().filter(|i| (lo..=hi).contains(i)).and_then(|i| T::try_from(i).ok())
+/// A whole number of `what` from `lo` to `hi`; the error says so.
+fn whole<T: TryFrom<i64>>(v: &toml::Value, lo: i64, hi: i64, what: &str) -> Result<T, String> {
+    v.as_integer().filter(|i| (lo..=hi).contains(i)).and_then(|i| T::try_from(i).ok()).ok_or_else(|| format!("expected {what} from {lo} to {hi}"))
 }
 
 /// Every combination of the knobs `t` sweeps, starting from `base`.
