@@ -7,10 +7,15 @@
 //!
 //! A request that gets no reply before ping gives up (`--wait` after the
 //! last request) counts as lost; replies are matched by sequence number,
-//! so a duplicate is counted once.
+//! so a duplicate is counted once. With a deadline (`-w`) iputils' ping
+//! keeps sending past COUNT until COUNT replies have come (its manual:
+//! "ping does not stop after count packets are sent"), so only the
+//! replies to the first COUNT requests are kept: lost ones are not made
+//! up by later requests. (Before 2026-11-27 they were, and a run's loss
+//! was understated; RTTs were not affected.)
 
 use crate::error::{Result, WorkError};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
 use std::time::Duration;
@@ -19,7 +24,7 @@ use std::time::Duration;
 pub const MAX_SIZE: u32 = 65_507;
 
 /// What a ping run saw.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct PingResult {
     /// Echo requests sent.
     pub sent: u32,
@@ -30,6 +35,39 @@ pub struct PingResult {
     pub interval_ms: f64,
     /// The round-trip time of every answered request, in the order sent.
     pub rtts_ms: Vec<f64>,
+    /// The sequence number of each answered request (`icmp_seq`, from 1),
+    /// beside `rtts_ms`: which requests were lost, and when. (Empty in
+    /// results stored before it was kept.)
+    #[serde(default)]
+    pub seqs: Vec<u32>,
+}
+
+impl PingResult {
+    /// The share of requests lost in each whole window of `window_ms`
+    /// from the first request (request `n` is sent at `(n − 1) ×
+    /// interval`); a last, partial window is left out. Seed 000 §4.2 gives
+    /// its flights' loss per 100 s window. Empty when the run is shorter
+    /// than one window or the sequence numbers were not kept.
+    pub fn loss_windows(&self, window_ms: f64) -> Vec<f64> {
+        if self.seqs.len() != self.rtts_ms.len() || (self.seqs.is_empty() && self.received > 0) || self.interval_ms <= 0.0 {
+            return Vec::new();
+        }
+        let whole = (self.sent as f64 * self.interval_ms / window_ms).floor() as usize;
+        let mut sent = vec![0u32; whole];
+        let mut answered = vec![0u32; whole];
+        let window = |seq: u32| ((seq - 1) as f64 * self.interval_ms / window_ms).floor() as usize;
+        for seq in 1..=self.sent {
+            if let Some(n) = sent.get_mut(window(seq)) {
+                *n += 1;
+            }
+        }
+        for &seq in self.seqs.iter().filter(|s| (1..=self.sent).contains(*s)) {
+            if let Some(n) = answered.get_mut(window(seq)) {
+                *n += 1;
+            }
+        }
+        sent.iter().zip(&answered).map(|(s, a)| (s - a) as f64 / *s as f64).collect()
+    }
 }
 
 /// The round-trip time of one reply line of iputils' ping
@@ -41,13 +79,14 @@ pub fn reply(line: &str) -> Option<(u32, f64)> {
     Some((seq, ms))
 }
 
-/// The replies in ping's output, once per sequence number, in order.
-pub fn replies(text: &str) -> Vec<f64> {
+/// The replies in ping's output, once per sequence number, in order:
+/// `(icmp_seq, ms)`.
+pub fn replies(text: &str) -> Vec<(u32, f64)> {
     let by_seq: BTreeMap<u32, f64> = text.lines().filter_map(reply).fold(BTreeMap::new(), |mut m, (seq, ms)| {
         m.entry(seq).or_insert(ms);
         m
     });
-    by_seq.into_values().collect()
+    by_seq.into_iter().collect()
 }
 
 /// Runs `ping` to `server`: `count` requests of `size` bytes, one every
@@ -74,8 +113,8 @@ pub async fn run(server: IpAddr, count: u32, interval: Duration, size: u32, wait
     if !out.status.success() && out.status.code() != Some(1) {
         return Err(WorkError::Program { program: "ping", why: format!("{}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim()) });
     }
-    let rtts_ms = replies(&text);
-    Ok(PingResult { sent: count, received: rtts_ms.len() as u32, size_bytes: size, interval_ms: interval.as_secs_f64() * 1e3, rtts_ms })
+    let (seqs, rtts_ms): (Vec<u32>, Vec<f64>) = replies(&text).into_iter().filter(|(seq, _)| (1..=count).contains(seq)).unzip();
+    Ok(PingResult { sent: count, received: rtts_ms.len() as u32, size_bytes: size, interval_ms: interval.as_secs_f64() * 1e3, rtts_ms, seqs })
 }
 
 #[cfg(test)]
@@ -89,8 +128,23 @@ mod tests {
 64 bytes from 198.18.0.2: icmp_seq=3 ttl=64 time=3105.5 ms\n\
 64 bytes from 198.18.0.2: icmp_seq=3 ttl=64 time=3106 ms (DUP!)\n\
 \n--- 198.18.0.2 ping statistics ---\n4 packets transmitted, 2 received, +1 duplicates, 50% packet loss, time 3004ms\n";
-        assert_eq!(replies(text), vec![612.0, 3105.5]);
+        assert_eq!(replies(text), vec![(1, 612.0), (3, 3105.5)]);
         assert_eq!(reply("64 bytes from 2001:2::2: icmp_seq=12 ttl=64 time=0.043 ms"), Some((12, 0.043)));
         assert_eq!(reply("From 198.18.0.1 icmp_seq=2 Destination Host Unreachable"), None);
+    }
+
+    #[test]
+    fn loss_is_counted_per_whole_window_from_the_first_request() {
+        // 125 requests every 2 s: windows of 100 s hold 50 each, two whole
+        // windows; the last 25 requests (a partial window) are left out.
+        let lost = [3u32, 4, 60, 120];
+        let seqs: Vec<u32> = (1..=125).filter(|s| !lost.contains(s)).collect();
+        let r = PingResult { sent: 125, received: seqs.len() as u32, size_bytes: 56, interval_ms: 2000.0, rtts_ms: vec![600.0; seqs.len()], seqs };
+        assert_eq!(r.loss_windows(100_000.0), vec![2.0 / 50.0, 1.0 / 50.0]);
+        // Shorter than a window: none.
+        assert!(r.loss_windows(1_000_000.0).is_empty());
+        // A result stored before the sequence numbers were kept: none.
+        let old = PingResult { seqs: vec![], ..r };
+        assert!(old.loss_windows(100_000.0).is_empty());
     }
 }
