@@ -31,14 +31,19 @@ pub enum BaseDelay {
     /// A delay that jumps at reconfigurations — at `from`, then every
     /// `every` — to a value drawn uniformly from `[min, max]` (LEO
     /// constellations re-plan their paths on a global schedule; Starlink's
-    /// is 15 s). The values come from the run's seed when the stage is
-    /// built, the same for every direction and hop of a run, since the
-    /// schedule is global; until then `values` is empty.
+    /// is 15 s), or, with `mean`, from `min` plus an exponential of mean
+    /// `mean − min` capped at `max` (a flight's queueing delay: mostly
+    /// near the least, now and then far above it; seed 000's MSS flights
+    /// had a least RTT of 536–682 ms and a mean of 730–1100 ms). The
+    /// values come from the run's seed when the stage is built, the same
+    /// for every direction and hop of a run, since the schedule is global;
+    /// until then `values` is empty.
     Steps {
         from: Duration,
         every: Duration,
         min: Duration,
         max: Duration,
+        mean: Option<Duration>,
         values: Vec<Duration>,
     },
 }
@@ -60,11 +65,20 @@ impl BaseDelay {
     /// unchanged).
     pub fn resolved(&self, seed: u64) -> BaseDelay {
         match self {
-            BaseDelay::Steps { from, every, min, max, .. } => {
+            BaseDelay::Steps { from, every, min, max, mean, .. } => {
                 let mut rng = crate::stage::stage_rng(seed, STEP_STREAM);
                 let span = max.0.saturating_sub(min.0);
-                let values = (0..STEP_VALUES).map(|_| Duration(min.0 + if span == 0 { 0 } else { rng.random_range(0..=span) })).collect();
-                BaseDelay::Steps { from: *from, every: *every, min: *min, max: *max, values }
+                let values = (0..STEP_VALUES)
+                    .map(|_| match mean {
+                        // −ln(U) × (mean − min), U in (0, 1], capped at max.
+                        Some(m) => {
+                            let u = 1.0 - rng.random::<f64>();
+                            Duration(min.0 + ((-u.ln() * m.0.saturating_sub(min.0) as f64) as u64).min(span))
+                        }
+                        None => Duration(min.0 + if span == 0 { 0 } else { rng.random_range(0..=span) }),
+                    })
+                    .collect();
+                BaseDelay::Steps { from: *from, every: *every, min: *min, max: *max, mean: *mean, values }
             }
             other => other.clone(),
         }
@@ -110,6 +124,7 @@ impl BaseDelay {
     pub fn mean_hint(&self) -> Duration {
         match self {
             BaseDelay::Constant(d) => *d,
+            BaseDelay::Steps { mean: Some(m), .. } => *m,
             BaseDelay::Steps { min, max, .. } => Duration((min.0 + max.0) / 2),
             BaseDelay::Trace(p) => Duration((p.iter().map(|x| x.1 .0 as u128).sum::<u128>() / p.len().max(1) as u128) as u64),
         }
@@ -288,18 +303,29 @@ impl StageKind for Kind {
             d.delay = match &r.value {
                 toml::Value::String(s) => BaseDelay::Constant(units::parse_duration(s).map_err(|m| r.err(format!("expected {m}")))?),
                 toml::Value::Table(t) if t.contains_key("steps") => {
-                    only_keys(r, t, &["steps", "from", "min", "max"])?;
+                    only_keys(r, t, &["steps", "from", "min", "max", "mean"])?;
                     let dur = |k: &str| -> Result<Duration, ProfileError> {
                         let s = table_str(r, t, k, units::DURATION_HELP)?;
                         units::parse_duration(&s).map_err(|m| r.err(format!("{k}: expected {m}")))
                     };
-                    let (every, min, max) = (dur("steps")?, dur("min")?, dur("max")?);
+                    let (every, min) = (dur("steps")?, dur("min")?);
+                    let mean = if t.contains_key("mean") { Some(dur("mean")?) } else { None };
+                    let max = match (t.contains_key("max"), mean) {
+                        (true, _) => dur("max")?,
+                        // Uncapped in effect: P(exponential > 10 means) = e⁻¹⁰.
+                        (false, Some(m)) => Duration(min.0 + 10 * m.0.saturating_sub(min.0)),
+                        (false, None) => return Err(r.err("steps: expected max (uniform from min to max) or mean (exponential above min)")),
+                    };
                     let from = if t.contains_key("from") { dur("from")? } else { Duration::ZERO };
-                    if every.0 == 0 || max < min {
-                        return Err(r.err("steps: expected an interval above 0 and min ≤ max"));
+                    if every.0 == 0 || max < min || mean.is_some_and(|m| m < min || m > max) {
+                        return Err(r.err("steps: expected an interval above 0 and min ≤ mean ≤ max"));
                     }
-                    d.described.insert("delay_steps".into(), format!("uniform {min}–{max}, new every {every} from {from}"));
-                    BaseDelay::Steps { from, every, min, max, values: Vec::new() }
+                    let dist = match mean {
+                        Some(m) => format!("{min} + exponential of mean {} (capped at {max})", Duration(m.0 - min.0)),
+                        None => format!("uniform {min}–{max}"),
+                    };
+                    d.described.insert("delay_steps".into(), format!("{dist}, new every {every} from {from}"));
+                    BaseDelay::Steps { from, every, min, max, mean, values: Vec::new() }
                 }
                 toml::Value::Table(t) => {
                     let path = table_str(r, t, "trace", "a delay trace file path")?;
@@ -320,7 +346,7 @@ impl StageKind for Kind {
                     d.described.insert("delay_trace".into(), path);
                     b
                 }
-                _ => return Err(r.err(format!("expected {} in quotes, {{ trace = \"file\", every? = \"10 ms\" }} or {{ steps = \"15 s\", from = \"12 s\", min, max }}", units::DURATION_HELP))),
+                _ => return Err(r.err(format!("expected {} in quotes, {{ trace = \"file\", every? = \"10 ms\" }} or {{ steps = \"15 s\", from = \"12 s\", min, max | mean }}", units::DURATION_HELP))),
             };
         }
         d.described.insert("delay".into(), d.delay.mean_hint().to_string());

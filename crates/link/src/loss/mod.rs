@@ -6,11 +6,13 @@
 
 mod bernoulli;
 mod gilbert_elliott;
+mod levels;
 pub mod stage;
 mod trace;
 
 pub use bernoulli::Bernoulli;
 pub use gilbert_elliott::GilbertElliott;
+pub use levels::{LevelsSpec, LossLevels};
 pub use stage::{LossStage, KIND};
 pub use trace::LossTrace;
 

@@ -59,6 +59,10 @@ pub static KIND: Kind = Kind;
 /// The loss stage's RNG slot (see [`StageContext::rng`]).
 pub const RNG_SLOT: u64 = 0;
 
+/// The hop-shared RNG key of the `levels` model's schedule (keys
+/// `slot × 256 + i`, as the bonded stage's).
+const LEVELS_HOP_KEY: u64 = RNG_SLOT * 256;
+
 impl StageKind for Kind {
     fn name(&self) -> &'static str {
         "loss"
@@ -78,11 +82,12 @@ impl StageKind for Kind {
             LossSpec::Bernoulli(p) => pct(*p),
             LossSpec::GilbertElliott { p, r, bad_loss, good_loss } => format!("gilbert-elliott p={} r={} bad_loss={} good_loss={}", pct(*p), pct(*r), pct(*bad_loss), pct(*good_loss)),
             LossSpec::Trace { path, trace } => format!("trace {path} per {} (mean {})", trace.window, pct(trace.mean_loss())),
+            LossSpec::Levels(spec) => spec.describe(),
         };
         d.described.insert("loss".into(), text);
         Ok(())
     }
     fn build(&self, spec: &DirectionSpec, ctx: &StageContext) -> Option<Box<dyn Stage>> {
-        Some(Box::new(LossStage::new(spec.build_loss()?, ctx.rng(RNG_SLOT))))
+        Some(Box::new(LossStage::new(spec.build_loss(|| ctx.hop_rng(LEVELS_HOP_KEY))?, ctx.rng(RNG_SLOT))))
     }
 }

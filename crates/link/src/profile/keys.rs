@@ -4,7 +4,7 @@
 //! is allowed.
 
 use crate::jitter::Jitter;
-use crate::loss::LossTrace;
+use crate::loss::{LevelsSpec, LossTrace};
 use crate::outage::{OutageMode, OutageWindow};
 use crate::profile::{Loader, LossSpec, ProfileError};
 use crate::time::{Duration, Instant};
@@ -119,7 +119,7 @@ pub(crate) fn parse_jitter(r: &Raw, load: Loader<'_>) -> Result<Option<Jitter>, 
     }
 }
 
-pub(crate) const LOSS_HELP: &str = "a probability like \"3.3%\", netem's \"gemodel p r 1-h 1-k\", or a table { model = \"bernoulli\", p } | { model = \"gilbert-elliott\", p, r, bad_loss, good_loss } | { trace = \"file\", window = \"100 s\" }";
+pub(crate) const LOSS_HELP: &str = "a probability like \"3.3%\", netem's \"gemodel p r 1-h 1-k\", or a table { model = \"bernoulli\", p } | { model = \"gilbert-elliott\", p, r, bad_loss, good_loss } | { model = \"levels\", rates = [\"0%\", \"20%\"], weights = [3, 1], hold = \"100 s\" } | { trace = \"file\", window = \"100 s\" }";
 
 pub(crate) fn parse_loss(r: &Raw, load: Loader<'_>) -> Result<LossSpec, ProfileError> {
     match &r.value {
@@ -154,8 +154,9 @@ pub(crate) fn parse_loss(r: &Raw, load: Loader<'_>) -> Result<LossSpec, ProfileE
             let trace = LossTrace::parse(&text, window).map_err(|m| r.err(format!("trace {path:?}: {m}")))?;
             Ok(LossSpec::Trace { path, trace })
         }
+        toml::Value::Table(t) if t.get("model").and_then(|m| m.as_str()) == Some("levels") => parse_levels(r, t),
         toml::Value::Table(t) => {
-            let model = table_str(r, t, "model", "bernoulli or gilbert-elliott")?;
+            let model = table_str(r, t, "model", "bernoulli, gilbert-elliott or levels")?;
             match model.as_str() {
                 "bernoulli" => {
                     only_keys(r, t, &["model", "p"])?;
@@ -172,11 +173,41 @@ pub(crate) fn parse_loss(r: &Raw, load: Loader<'_>) -> Result<LossSpec, ProfileE
                     }
                     Ok(LossSpec::GilbertElliott { p, r: rr, bad_loss, good_loss })
                 }
-                _ => Err(r.err(format!("model: expected bernoulli or gilbert-elliott, got {model:?}"))),
+                _ => Err(r.err(format!("model: expected bernoulli, gilbert-elliott or levels, got {model:?}"))),
             }
         }
         _ => Err(r.err(format!("expected {LOSS_HELP}"))),
     }
+}
+
+/// `{ model = "levels", rates = ["0%", "20%"], weights = [3, 1], hold =
+/// "100 s" }`: a loss rate that holds for an exponential time of mean
+/// `hold`, then the next is drawn by weight (weights default to equal).
+fn parse_levels(r: &Raw, t: &toml::Table) -> Result<LossSpec, ProfileError> {
+    only_keys(r, t, &["model", "rates", "weights", "hold"])?;
+    let rates: Vec<f64> = match t.get("rates") {
+        Some(toml::Value::Array(a)) => a
+            .iter()
+            .map(|v| match v {
+                toml::Value::String(s) => units::parse_probability(s).map_err(|m| r.err(format!("rates: expected {m}"))),
+                _ => Err(r.err("rates: expected loss rates in quotes, like [\"0%\", \"7%\", \"40%\"]")),
+            })
+            .collect::<Result<_, _>>()?,
+        _ => return Err(r.err("rates: expected a list of loss rates, like [\"0%\", \"7%\", \"40%\"]")),
+    };
+    let weights: Vec<f64> = match t.get("weights") {
+        None => vec![1.0; rates.len()],
+        Some(toml::Value::Array(a)) => {
+            a.iter().map(|v| v.as_float().or_else(|| v.as_integer().map(|i| i as f64)).ok_or_else(|| r.err("weights: expected numbers, like [3, 1]"))).collect::<Result<_, _>>()?
+        }
+        Some(_) => return Err(r.err("weights: expected a list of numbers, one per rate, like [3, 1]")),
+    };
+    if weights.len() != rates.len() {
+        return Err(r.err(format!("weights: expected one per rate ({}), got {}", rates.len(), weights.len())));
+    }
+    let hold = dur_in(r, t, "hold")?;
+    let spec = LevelsSpec::new(rates.into_iter().zip(weights).collect(), hold).map_err(|m| r.err(format!("levels: {m}")))?;
+    Ok(LossSpec::Levels(spec))
 }
 
 pub(crate) fn parse_outages(r: &Raw) -> Result<Vec<OutageWindow>, ProfileError> {

@@ -27,8 +27,8 @@ pub mod keys;
 use std::collections::BTreeMap;
 
 use crate::delay::BaseDelay;
-use crate::jitter::Jitter;
-use crate::loss::{Bernoulli, GilbertElliott, LossModel, LossTrace};
+use crate::jitter::{Jitter, LinkRng};
+use crate::loss::{Bernoulli, GilbertElliott, LevelsSpec, LossLevels, LossModel, LossTrace};
 use crate::outage::{OutageSchedule, OutageWindow};
 use crate::queue::{DropTail, QueueLimit};
 use crate::rate::{ConstantRate, MahimahiTrace, Server, Unlimited};
@@ -60,8 +60,18 @@ pub enum RateSpec {
 pub enum LossSpec {
     None,
     Bernoulli(f64),
-    GilbertElliott { p: f64, r: f64, bad_loss: f64, good_loss: f64 },
-    Trace { path: String, trace: LossTrace },
+    GilbertElliott {
+        p: f64,
+        r: f64,
+        bad_loss: f64,
+        good_loss: f64,
+    },
+    Trace {
+        path: String,
+        trace: LossTrace,
+    },
+    /// A loss rate that changes with time, shared by the hop's directions.
+    Levels(LevelsSpec),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -197,12 +207,15 @@ impl DirectionSpec {
     pub fn build_queue(&self, rtt: Duration) -> DropTail {
         DropTail::new(self.queue_limit(rtt))
     }
-    pub fn build_loss(&self) -> Option<Box<dyn LossModel>> {
+    /// The direction's loss model; `schedule` gives the hop's shared RNG
+    /// (drawn only by models whose state both directions share).
+    pub fn build_loss(&self, schedule: impl FnOnce() -> LinkRng) -> Option<Box<dyn LossModel>> {
         match &self.loss {
             LossSpec::None | LossSpec::Bernoulli(0.0) => None,
             LossSpec::Bernoulli(p) => Some(Box::new(Bernoulli { p: *p })),
             LossSpec::GilbertElliott { p, r, bad_loss, good_loss } => Some(Box::new(GilbertElliott::new(*p, *r, *bad_loss, *good_loss))),
             LossSpec::Trace { trace, .. } => Some(Box::new(trace.clone())),
+            LossSpec::Levels(spec) => Some(Box::new(LossLevels::new(spec.clone(), schedule()))),
         }
     }
     pub fn build_outages(&self) -> OutageSchedule {
@@ -210,7 +223,13 @@ impl DirectionSpec {
     }
     /// Mean loss probability of the configured model.
     pub fn mean_loss(&self) -> f64 {
-        self.build_loss().map(|l| l.mean_loss()).unwrap_or(0.0)
+        match &self.loss {
+            LossSpec::None => 0.0,
+            LossSpec::Bernoulli(p) => *p,
+            LossSpec::GilbertElliott { p, r, bad_loss, good_loss } => GilbertElliott::new(*p, *r, *bad_loss, *good_loss).mean_loss(),
+            LossSpec::Trace { trace, .. } => trace.mean_loss(),
+            LossSpec::Levels(spec) => spec.mean_loss(),
+        }
     }
     pub fn mean_delay(&self) -> Duration {
         self.delay.mean_hint() + self.bonded.as_ref().map(|b| b.mean_delay()).unwrap_or(Duration::ZERO)
