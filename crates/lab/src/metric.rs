@@ -131,6 +131,12 @@ metrics! {
     RttMsMax = "rtt_ms_max", "largest ping RTT", Ms, Lower;
     RttMsSd = "rtt_ms_sd", "ping RTT standard deviation", Ms, Lower;
     PingLossPct = "ping_loss_pct", "pings unanswered", Number, Lower;
+    // Loss per 100 s window of pings (seed 000 §4.2, Figure 4), in %.
+    LossWindowsFreePct = "loss_windows_free_pct", "100 s windows without a lost ping", Number, Higher;
+    LossWindowsOver30Pct = "loss_windows_over_30_pct", "100 s windows losing over 30 % of pings", Number, Lower;
+    LossWindowMedianPct = "loss_window_median_pct", "median loss of a 100 s window", Number, Lower;
+    LossWindowP90Pct = "loss_window_p90_pct", "90th-percentile loss of a 100 s window", Number, Lower;
+    LossWindowMaxPct = "loss_window_max_pct", "largest loss of a 100 s window", Number, Lower;
     // What the emulator saw (every run).
     LinkDropsDown = "link_drops_down", "link drops ↓", Number, Neither;
     LinkDropsUp = "link_drops_up", "link drops ↑", Number, Neither;

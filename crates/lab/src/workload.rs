@@ -501,6 +501,26 @@ fn ping_metrics(m: &mut Metrics, v: &serde_json::Value) {
             m.insert(RttMsSd, (rtt.iter().map(|x| (x - mu).powi(2)).sum::<f64>() / (n - 1.0)).sqrt());
         }
     }
+    loss_window_metrics(m, v);
+}
+
+/// Seed 000 §4.2's loss windows: the share of pings lost in each whole
+/// 100 s window of the run, summarised (none when the run is shorter).
+const LOSS_WINDOW_MS: f64 = 100_000.0;
+
+fn loss_window_metrics(m: &mut Metrics, v: &serde_json::Value) {
+    let Ok(r) = serde_json::from_value::<aerolink_work::ping::PingResult>(v.clone()) else { return };
+    let mut w: Vec<f64> = r.loss_windows(LOSS_WINDOW_MS).into_iter().map(|x| 100.0 * x).collect();
+    if w.is_empty() {
+        return;
+    }
+    w.sort_by(f64::total_cmp);
+    let share = |f: &dyn Fn(f64) -> bool| 100.0 * w.iter().filter(|x| f(**x)).count() as f64 / w.len() as f64;
+    m.insert(LossWindowsFreePct, share(&|x| x == 0.0));
+    m.insert(LossWindowsOver30Pct, share(&|x| x > 30.0));
+    m.insert(LossWindowMedianPct, crate::stats::quantile(&w, 0.5));
+    m.insert(LossWindowP90Pct, crate::stats::quantile(&w, 0.9));
+    m.insert(LossWindowMaxPct, w[w.len() - 1]);
 }
 
 /// Adds, for every mean latency in ms, the same in round trips of the link
