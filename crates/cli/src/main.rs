@@ -6,6 +6,7 @@ mod check;
 mod cluster;
 mod error;
 mod experiment;
+mod manners;
 mod pep;
 mod probe;
 mod profiles;
@@ -32,7 +33,7 @@ Inside a run, $AEROLINK_SERVER / $AEROLINK_SERVER_V6 and $AEROLINK_CLIENT / _V6 
 Docs: docs/guide.md";
 
 #[derive(Parser, Debug)]
-#[command(name = "aerolink", version, about = ABOUT, after_help = AFTER_HELP)]
+#[command(name = "aerolink", version = manners::VERSION, about = ABOUT, after_help = AFTER_HELP)]
 struct Cli {
     #[command(subcommand)]
     pub(crate) cmd: Cmd,
@@ -113,6 +114,10 @@ enum Cmd {
         #[command(subcommand)]
         what: aerolink_work::cli::WorkloadCmd,
     },
+    /// Print shell completions (bash, zsh, fish, elvish, powershell).
+    Completions(manners::CompletionsArgs),
+    /// Print the manual page, or write one per command with --dir.
+    Man(manners::ManArgs),
     #[command(name = "__hold", hide = true)]
     Hold(updown::UpArgs),
 }
@@ -198,7 +203,13 @@ fn main() {
     // closes never kills a workload.
     let printing = matches!(
         cli.cmd,
-        Cmd::Profiles { .. } | Cmd::Replay { what: replay::ReplayCmd::List { .. } } | Cmd::Stats { .. } | Cmd::Results { .. } | Cmd::Experiment { what: experiment::ExperimentCmd::Plan { .. } }
+        Cmd::Profiles { .. }
+            | Cmd::Completions(_)
+            | Cmd::Man(_)
+            | Cmd::Replay { what: replay::ReplayCmd::List { .. } }
+            | Cmd::Stats { .. }
+            | Cmd::Results { .. }
+            | Cmd::Experiment { what: experiment::ExperimentCmd::Plan { .. } }
     );
     if printing {
         // SAFETY: setting a signal disposition before any thread starts.
@@ -237,6 +248,8 @@ fn main() {
         Cmd::Probe { what } => probe::run(what),
         Cmd::Analyze(a) => probe::analyze(a),
         Cmd::Fit(a) => probe::fit(a),
+        Cmd::Completions(a) => manners::completions(&a),
+        Cmd::Man(a) => manners::man(&a),
     };
     match result {
         Ok(code) => std::process::exit(code),
