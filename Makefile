@@ -6,8 +6,13 @@ CARGO ?= cargo
 # Debian packages the emulator, its tests and the demo use (jq and sqlite3:
 # the guide's examples, which crates/cli/tests/guide.rs runs).
 # slurmctld, slurmd, slurm-client and munge: a one-node Slurm for the cluster test
-# (scripts/slurm-local.sh starts it).
+# (scripts/slurm-local.sh starts it). irtt: the community's round-trip
+# tester, whose JSON `aerolink analyze` reads (crates/cli/tests/irtt.rs); its
+# package would start a server on every interface, so it is installed with
+# service starts refused and its service left disabled: the tests run irtt
+# only inside labs.
 APT_PACKAGES := iproute2 iputils-ping iperf3 nftables util-linux procps chromium dnsmasq-base tinyproxy-bin slurmctld slurmd slurm-client munge jq sqlite3
+QUIET_PACKAGES := irtt
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 AEROLINK := ./target/release/aerolink
 
@@ -21,6 +26,15 @@ deps:
 	  echo "installing:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
 	fi
+	@for p in $(QUIET_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" && continue; \
+	  echo "installing $$p (its service not started)"; \
+	  policy=/usr/sbin/policy-rc.d; made=""; \
+	  if [ ! -e $$policy ]; then printf '#!/bin/sh\nexit 101\n' | $(SUDO) tee $$policy >/dev/null && $(SUDO) chmod 755 $$policy && made=1; fi; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$p >/dev/null; rc=$$?; \
+	  [ -n "$$made" ] && $(SUDO) rm -f $$policy; \
+	  if [ -d /run/systemd/system ]; then $(SUDO) systemctl disable --now $$p >/dev/null 2>&1 || true; fi; \
+	  [ $$rc = 0 ] || exit $$rc; \
+	done
 	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs)"; exit 1; }
 	@$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy

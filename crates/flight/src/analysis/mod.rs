@@ -119,7 +119,7 @@ pub fn probes(records: &[Record]) -> Vec<Probe> {
             if let (Some(max), Some(bits)) = (u.rx_max, u.rx_bitmap) {
                 windows.entry(u.session).or_default().push((max, bits));
             }
-            out.push(Probe { t: r.t, session: u.session, seq: u.seq, rtt_ms: u.rtt_ms, up_ms: u.up_ms, down_ms: u.down_ms, up_arrived: u.rtt_ms.map(|_| true) });
+            out.push(Probe { t: r.t, session: u.session, seq: u.seq, rtt_ms: u.rtt_ms, up_ms: u.up_ms, down_ms: u.down_ms, up_arrived: u.rtt_ms.map(|_| true).or(u.up_arrived) });
         }
     }
     for w in windows.values_mut() {

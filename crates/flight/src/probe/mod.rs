@@ -12,6 +12,7 @@
 
 pub mod agent;
 pub mod dns;
+pub mod irtt;
 pub mod plain;
 pub mod record;
 pub mod trace;

@@ -56,6 +56,10 @@ pub struct UdpProbe {
     pub rx_max: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rx_bitmap: Option<u64>,
+    /// Whether the request reached the far end, when the log itself says
+    /// (irtt's `true_up` / `true_down`); ours tell by the bitmaps.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub up_arrived: Option<bool>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -196,7 +200,18 @@ pub fn files(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
 
 /// Reads a log: every record of every file in order. A line that is not a
 /// record (a torn last line after a power cut) is skipped and counted.
+///
+/// A file that is irtt's JSON output (`irtt client -o`, also gzipped) is
+/// read as one ([`super::irtt`]); a mistake in it is an `InvalidData`
+/// error naming the round trip.
 pub fn read_dir_or_file(path: &Path) -> std::io::Result<(Vec<Record>, usize)> {
+    if path.is_file() {
+        let mut head = [0u8; 4096];
+        let n = std::io::Read::read(&mut File::open(path)?, &mut head)?;
+        if super::irtt::looks_like_irtt(path, &head[..n]) {
+            return super::irtt::read(path).map(|r| (r, 0)).map_err(|m| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("irtt JSON: {m}")));
+        }
+    }
     let files = if path.is_dir() { files(path)? } else { vec![path.to_path_buf()] };
     let (mut out, mut bad) = (Vec::new(), 0);
     for f in files {

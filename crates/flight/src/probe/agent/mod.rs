@@ -201,7 +201,7 @@ async fn udp_task(a: Arc<AgentArgs>, target: SocketAddr, session: u64, token: To
                 lost.sort_by_key(|(s, _)| *s);
                 for (s, t) in lost {
                     pending.remove(&s);
-                    log(&w, t, Measurement::Udp(UdpProbe { seq: s, session, rtt_ms: None, up_ms: None, down_ms: None, rx_max: None, rx_bitmap: None }));
+                    log(&w, t, Measurement::Udp(UdpProbe { seq: s, session, rtt_ms: None, up_ms: None, down_ms: None, rx_max: None, rx_bitmap: None, up_arrived: None }));
                 }
             }
             got = sock.recv_from(&mut buf) => {
@@ -217,7 +217,7 @@ async fn udp_task(a: Arc<AgentArgs>, target: SocketAddr, session: u64, token: To
                 } else {
                     (None, None)
                 };
-                log(&w, t, Measurement::Udp(UdpProbe { seq: rep.seq, session, rtt_ms: Some(rtt_ms), up_ms, down_ms, rx_max: Some(rep.rx_max), rx_bitmap: Some(rep.rx_bitmap) }));
+                log(&w, t, Measurement::Udp(UdpProbe { seq: rep.seq, session, rtt_ms: Some(rtt_ms), up_ms, down_ms, rx_max: Some(rep.rx_max), rx_bitmap: Some(rep.rx_bitmap), up_arrived: None }));
                 if last_from != Some(rep.from.ip()) {
                     last_from = Some(rep.from.ip());
                     log(&w, epoch_s(), Measurement::Address { public: rep.from.ip().to_string(), network: networks.name(rep.from.ip()) });
