@@ -97,3 +97,64 @@ fn a_leoreplayer_delay_series_is_one_value_per_10_ms() {
     let bad = Profile::parse("[link]\ndelay = { trace = \"d.txt\", every = \"0 ms\" }\n", "leo.toml", &[], &mut |_| Ok("1\n".into())).unwrap_err();
     assert_eq!(bad.key, "link.delay");
 }
+
+/// A real Starlink downlink recording (LeoReplayer's example, MIT: see
+/// `tests/data/leoreplayer-starlink/LICENSE`), read unchanged as a profile.
+fn recording() -> Profile {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/leoreplayer-starlink");
+    let text = "name = \"starlink-recording\"\n[down]\nrate = { trace = \"bw_example.txt\" }\ndelay = { trace = \"delay_example.txt\", every = \"10 ms\" }\nqueue = \"unlimited\"\n";
+    Profile::parse(text, "starlink-recording", &[], &mut |f| std::fs::read_to_string(dir.join(f)).map_err(|e| e.to_string())).unwrap()
+}
+
+#[test]
+fn the_real_starlink_recording_replays_its_rate_and_its_delays() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/leoreplayer-starlink");
+    let opportunities = std::fs::read_to_string(dir.join("bw_example.txt")).unwrap().lines().filter(|l| !l.trim().is_empty()).count();
+    let delays: Vec<f64> = std::fs::read_to_string(dir.join("delay_example.txt")).unwrap().lines().filter_map(|l| l.trim().parse().ok()).collect();
+    assert_eq!(delays.len(), 11_999);
+    let prof = recording();
+
+    // Saturated: a backlog larger than the recording can carry in 120 s.
+    // Each line is a delivery opportunity of 1504 bytes (Mahimahi's), so
+    // the recording carries 487 652 × 1504 B in its 120.05 s: 48.9 Mbit/s.
+    let mut down: Pipeline<()> = Pipeline::new(&prof.down, prof.base_rtt(), 1, 1);
+    for _ in 0..opportunities + 50_000 {
+        down.enqueue(Instant(0), 1500, ());
+    }
+    let mut sent = 0usize;
+    while let Some(w) = down.next_wakeup() {
+        if w.0 >= 120_000 * MS {
+            break;
+        }
+        if let Some(p) = down.dequeue(w) {
+            // Its last bit left within the first 120 s.
+            sent += (p.meta.tx_end.0 < 120_000 * MS) as usize;
+        }
+    }
+    let ours = sent as f64 * 1500.0 * 8.0 / 120.0;
+    let recorded = opportunities as f64 * 1504.0 * 8.0 / 120.052;
+    assert!((ours / recorded - 1.0).abs() < 0.005, "{:.2} Mbit/s replayed, {:.2} recorded", ours / 1e6, recorded / 1e6);
+
+    // Idle: a small probe every 370 ms waits for the next delivery
+    // opportunity, then sees the recorded one-way delay of the 10 ms
+    // interval it left in (interpolated towards the next).
+    let mut idle: Pipeline<()> = Pipeline::new(&recording().down, prof.base_rtt(), 1, 1);
+    let mut samples = Vec::new();
+    for i in 0..320u64 {
+        idle.enqueue(Instant((i * 370 + 3) * MS), 64, ());
+        while let Some(w) = idle.next_wakeup() {
+            if let Some(p) = idle.dequeue(w) {
+                samples.push((p.meta.tx_end.0 / MS, (p.meta.due.0 - p.meta.tx_end.0) as f64 / 1e6));
+            }
+        }
+    }
+    assert_eq!(samples.len(), 320);
+    for (t, d) in &samples {
+        let k = (*t / 10) as usize;
+        let (a, b) = (delays[k], delays[(k + 1) % delays.len()]);
+        assert!(*d >= a.min(b) - 0.01 && *d <= a.max(b) + 0.01, "at {t} ms: {d} ms, recorded {a}–{b}");
+    }
+    let mut ours: Vec<f64> = samples.iter().map(|s| s.1).collect();
+    let mut theirs = delays.clone();
+    assert!((median(&mut ours) - median(&mut theirs)).abs() <= 1.0, "median {} vs the recording's {}", median(&mut ours), median(&mut theirs));
+}
