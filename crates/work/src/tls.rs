@@ -10,6 +10,12 @@
 //! Chromium's `--ignore-certificate-errors-spki-list`), so nothing is
 //! installed system-wide. The key is in the source tree on purpose (as
 //! WprGo's is): it only ever signs certificates for servers inside a lab.
+//!
+//! Every client and server config here (HTTP/1.1 and /2 over TLS, HTTP/3
+//! and the QUIC tunnel, both ends) writes its session keys to the file
+//! `SSLKEYLOGFILE` names, in the NSS key log format, when it is set, so
+//! Wireshark or `tshark -o tls.keylog_file:FILE` decrypts a capture of a
+//! run (Chromium honours the same variable itself).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -88,6 +94,7 @@ pub fn server_config(alpn: &[&[u8]]) -> Result<rustls::ServerConfig> {
     cfg.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
     cfg.send_tls13_tickets = 0;
     cfg.max_fragment_size = Some(4096);
+    cfg.key_log = Arc::new(rustls::KeyLogFile::new());
     Ok(cfg)
 }
 
@@ -100,6 +107,7 @@ pub fn client_config(alpn: &[&[u8]]) -> Result<rustls::ClientConfig> {
         .with_no_client_auth();
     cfg.alpn_protocols = alpn.iter().map(|a| a.to_vec()).collect();
     cfg.resumption = rustls::client::Resumption::disabled();
+    cfg.key_log = Arc::new(rustls::KeyLogFile::new());
     Ok(cfg)
 }
 
