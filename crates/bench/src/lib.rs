@@ -278,6 +278,7 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
             knobs: knobs.clone(),
             timeout: std::time::Duration::from_nanos(timeout.0),
             ipv6: c.ipv6,
+            pcap: None,
         };
         // On a terminal, a spinner with the elapsed time while the run goes.
         let spinner = (!c.json && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {

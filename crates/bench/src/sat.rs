@@ -182,6 +182,7 @@ fn request(link: SatLink, stack: Stack, bytes: u64, seed: u64, timeout: std::tim
         knobs,
         timeout,
         ipv6: false,
+        pcap: None,
     })
 }
 

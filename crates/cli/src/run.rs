@@ -35,6 +35,8 @@ pub struct RunArgs {
     /// Record every packet event to FILE (see `aerolink stats`).
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
+    #[command(flatten)]
+    pub capture: CaptureArgs,
     /// Write what the link did (packets, drops, timing) as JSON to FILE.
     #[arg(long, value_name = "FILE")]
     pub report: Option<PathBuf>,
@@ -72,9 +74,52 @@ pub struct ShellArgs {
     /// Record every packet event to FILE.
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
+    #[command(flatten)]
+    pub capture: CaptureArgs,
     /// The command to run in the client namespace (default: $SHELL).
     #[arg(last = true, value_name = "CMD")]
     pub cmd: Vec<String>,
+}
+
+/// The capture flags of `run`, `shell` and `up`.
+#[derive(Args, Debug, Clone)]
+pub struct CaptureArgs {
+    /// Capture every hop into DIR/hopN.pcapng for Wireshark or tshark:
+    /// each packet as it entered the link, its fate as the packet's comment
+    /// (departed with its delay, or dropped: loss, queue, outage, ARQ), and
+    /// as it left. Turns segmentation offload off (docs/guide.md §4).
+    #[arg(long, value_name = "DIR", help_heading = "Capture")]
+    pub pcap: Option<PathBuf>,
+    /// Bytes kept of each captured packet, headers first (128 keeps the IP
+    /// and TCP or UDP headers and leaves payloads out).
+    #[arg(long, value_name = "BYTES", default_value_t = 65535, value_parser = clap::value_parser!(u32).range(40..=262_144), help_heading = "Capture")]
+    pub pcap_snap: u32,
+    /// A capture file stops taking packets at this size; what it leaves
+    /// out is counted.
+    #[arg(long, value_name = "SIZE", default_value = "1 GB", value_parser = pcap_max_arg, help_heading = "Capture")]
+    pub pcap_max: u64,
+}
+
+fn pcap_max_arg(s: &str) -> Result<u64, String> {
+    match aerolink_link::units::parse_size(s)? {
+        aerolink_link::units::Size::Bytes(b) if b > 0 => Ok(b),
+        _ => Err("expected a size in bytes above 0, like \"100 MB\" or \"2 GB\"".into()),
+    }
+}
+
+impl CaptureArgs {
+    pub fn spec(&self) -> Option<aerolink_net::pcap::PcapSpec> {
+        self.pcap.as_ref().map(|dir| aerolink_net::pcap::PcapSpec { dir: dir.clone(), snap: self.pcap_snap, max_bytes: self.pcap_max })
+    }
+}
+
+/// What a capture wrote, for people.
+pub fn print_capture(rep: &Option<aerolink_net::pcap::PcapReport>) {
+    if let Some(p) = rep {
+        let files: Vec<String> = p.files.iter().map(|f| f.display().to_string()).collect();
+        let left = if p.not_captured > 0 { format!("; {} left out past --pcap-max", p.not_captured) } else { String::new() };
+        eprintln!("aerolink: capture in {} ({} packet records{left}); read it with `tshark -r FILE -T fields -e frame.comment`", files.join(", "), p.records);
+    }
 }
 
 /// The stop token (`aerolink_net::stop`): signals that ask us to stop.
@@ -112,7 +157,7 @@ pub fn lab_spec(link: &LinkArgs, run: String) -> anyhow::Result<(LabSpec, String
     for (i, h) in hops.iter().enumerate() {
         meta.push((format!("hop{i}"), h.name.clone()));
     }
-    Ok((LabSpec { run, hosts, hops, seed: link.seed, log_meta: meta, lateness_target_ns: None, packet_by_packet: false }, label))
+    Ok((LabSpec { run, hosts, hops, seed: link.seed, log_meta: meta, lateness_target_ns: None, packet_by_packet: false, pcap: None }, label))
 }
 
 fn open_log(path: &Option<PathBuf>) -> anyhow::Result<Option<Box<dyn Write + Send>>> {
@@ -202,7 +247,8 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     args.quiet |= args.json;
     let timeout = args.ready_timeout;
     let pep = args.pep.checked_flags()?;
-    let (spec, label) = lab_spec(&args.link, run_id())?;
+    let (mut spec, label) = lab_spec(&args.link, run_id())?;
+    spec.pcap = args.capture.spec();
     if pep.mode != PepMode::None && !spec.hosts.iter().any(|h| h == "airgw") {
         return Err(user(format!("--pep {}: needs the gateway chain (--topology ifc, or a topology with hosts airgw and groundgw)", pep.mode)));
     }
@@ -279,6 +325,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
         if let Some(p) = &args.log {
             eprintln!("aerolink: packet log in {} ({} events); summarise it with `aerolink stats {}`", p.display(), rep.log_events.unwrap_or(0), p.display());
         }
+        print_capture(&rep.pcap);
     }
     match outcome? {
         Ok(st) => Ok(exit_code(st)),
@@ -292,7 +339,8 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
 }
 
 pub fn shell(args: ShellArgs) -> anyhow::Result<i32> {
-    let (spec, label) = lab_spec(&args.link, run_id())?;
+    let (mut spec, label) = lab_spec(&args.link, run_id())?;
+    spec.pcap = args.capture.spec();
     let log = open_log(&args.log)?;
     let signals = aerolink_net::stop::on_signals();
     let lab = Lab::build(&spec, log)?;
@@ -320,6 +368,7 @@ pub fn shell(args: ShellArgs) -> anyhow::Result<i32> {
     }
     let rep = lab.shutdown();
     print_report(&rep, &spec.hosts);
+    print_capture(&rep.pcap);
     Ok(match r {
         Ok(st) => exit_code(st),
         Err(sig) => 128 + sig,

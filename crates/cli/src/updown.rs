@@ -33,6 +33,8 @@ pub struct UpArgs {
     /// Record every packet event to FILE.
     #[arg(long, value_name = "FILE")]
     pub log: Option<PathBuf>,
+    #[command(flatten)]
+    pub capture: crate::run::CaptureArgs,
 }
 
 #[derive(Args, Debug)]
@@ -130,7 +132,8 @@ pub fn up(args: UpArgs, raw_args: Vec<String>) -> anyhow::Result<i32> {
 
 /// The detached holder behind `up`.
 pub fn hold(args: UpArgs) -> anyhow::Result<i32> {
-    let (spec, label) = lab_spec(&args.link, args.name.clone())?;
+    let (mut spec, label) = lab_spec(&args.link, args.name.clone())?;
+    spec.pcap = args.capture.spec();
     let log = match &args.log {
         Some(p) => Some(Box::new(std::fs::File::create(p).map_err(|e| user(format!("--log {}: {e}", p.display())))?) as Box<dyn std::io::Write + Send>),
         None => None,
@@ -146,6 +149,7 @@ pub fn hold(args: UpArgs) -> anyhow::Result<i32> {
     }
     let rep = lab.shutdown();
     print_report(&rep, &spec.hosts);
+    crate::run::print_capture(&rep.pcap);
     let _ = std::fs::remove_file(state_path(&args.name));
     Ok(0)
 }

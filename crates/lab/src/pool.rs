@@ -23,12 +23,21 @@ pub struct Finished {
 /// unique among the workers. Once `stop` is set no new run starts (the ones
 /// under way are cut short by `run_once`). The channel closes when every
 /// worker is done; join the handles to wait for their labs to be removed.
-pub fn start(e: Arc<Experiment>, plan: impl IntoIterator<Item = PlannedRun>, parallel: usize, exe: PathBuf, base: String, stop: Arc<AtomicBool>) -> (mpsc::Receiver<Finished>, Vec<JoinHandle<()>>) {
+/// With `pcap`, each run is captured into `pcap/RUN_KEY/`.
+pub fn start(
+    e: Arc<Experiment>,
+    plan: impl IntoIterator<Item = PlannedRun>,
+    parallel: usize,
+    exe: PathBuf,
+    base: String,
+    pcap: Option<PathBuf>,
+    stop: Arc<AtomicBool>,
+) -> (mpsc::Receiver<Finished>, Vec<JoinHandle<()>>) {
     let queue: Arc<Mutex<VecDeque<PlannedRun>>> = Arc::new(Mutex::new(plan.into_iter().collect()));
     let (tx, rx) = mpsc::channel();
     let workers = (0..parallel)
         .map(|w| {
-            let (queue, tx, stop, e, exe, base) = (queue.clone(), tx.clone(), stop.clone(), e.clone(), exe.clone(), base.clone());
+            let (queue, tx, stop, e, exe, base, pcap) = (queue.clone(), tx.clone(), stop.clone(), e.clone(), exe.clone(), base.clone(), pcap.clone());
             std::thread::spawn(move || {
                 let mut k = 0;
                 while !stop.load(Ordering::SeqCst) {
@@ -44,6 +53,7 @@ pub fn start(e: Arc<Experiment>, plan: impl IntoIterator<Item = PlannedRun>, par
                         knobs: e.cases[p.case].knobs.clone(),
                         timeout: e.timeout,
                         ipv6: false,
+                        pcap: pcap.as_ref().map(|d| aerolink_net::pcap::PcapSpec { dir: d.join(&p.key), snap: 65_535, max_bytes: 1_000_000_000 }),
                     };
                     let started = SystemTime::now();
                     let t = Instant::now();

@@ -37,6 +37,8 @@ pub struct RunRequest {
     pub timeout: Duration,
     /// Use the server's IPv6 address.
     pub ipv6: bool,
+    /// Capture the run (`experiment run --pcap`).
+    pub pcap: Option<aerolink_net::pcap::PcapSpec>,
 }
 
 #[derive(Debug, Serialize, Deserialize, Clone)]
@@ -173,7 +175,7 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     let topo = req.chain.build(&req.profile);
     // The hop whose bytes and drops are reported: the profile's.
     let measured_hop = topo.measured_hop();
-    let spec = LabSpec { run: req.run_name.clone(), hosts: topo.hosts, hops: topo.hops, seed: req.seed, log_meta: vec![], lateness_target_ns: None, packet_by_packet: false };
+    let spec = LabSpec { run: req.run_name.clone(), hosts: topo.hosts, hops: topo.hops, seed: req.seed, log_meta: vec![], lateness_target_ns: None, packet_by_packet: false, pcap: req.pcap.clone() };
     let lab = match Lab::build(&spec, None) {
         Ok(l) => l,
         Err(e) => return failed(format!("building the lab: {e}")),

@@ -45,6 +45,11 @@ pub struct RunArgs {
     /// `{shard}` in --db is replaced by I.
     #[arg(long, value_name = "I/N", value_parser = shard_arg)]
     pub shard: Option<Shard>,
+    /// Capture every run into DIR/RUN_KEY/hopN.pcapng (`aerolink run
+    /// --pcap`: each packet's fate as its comment; segmentation offload off
+    /// during those runs).
+    #[arg(long, value_name = "DIR")]
+    pub pcap: Option<PathBuf>,
 }
 
 impl RunArgs {
@@ -60,6 +65,9 @@ impl RunArgs {
         }
         if let Some(sh) = self.shard {
             v.extend(["--shard".into(), sh.to_string()]);
+        }
+        if let Some(p) = &self.pcap {
+            v.extend(["--pcap".into(), p.display().to_string()]);
         }
         v
     }
@@ -262,7 +270,7 @@ pub fn run(a: &RunArgs, exe: PathBuf, base: String, progress: &mut dyn Progress)
     let n_todo = todo.len();
     progress.start(&Start { experiment: &e, db: &db, total, skipped, todo: n_todo, parallel, default_parallel: a.parallel.is_none() });
     let stop = aerolink_net::stop::on_signals().flag().clone();
-    let (rx, workers) = crate::pool::start(e.clone(), todo, parallel, exe, base, stop.clone());
+    let (rx, workers) = crate::pool::start(e.clone(), todo, parallel, exe, base, a.pcap.clone(), stop.clone());
     let host = hostname();
     let (mut done, mut failed) = (0usize, 0usize);
     let t0 = Instant::now();

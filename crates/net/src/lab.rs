@@ -18,14 +18,13 @@ use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc;
 use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use aerolink_link::{Pipeline, Profile};
 use serde::{Deserialize, Serialize};
 
-use crate::log::{self, Dir, Event};
+use crate::log::Dir;
 use crate::pump::{Clock, PollTimer, Pump, PumpReport, Side};
 use crate::sys::{self, in_netns, ip};
 use crate::tun::{Tun, VNET_HDR_LEN};
@@ -54,6 +53,9 @@ pub struct LabSpec {
     /// one packet over a link that cannot tell them from their segments,
     /// cut into segments for one that shapes ([`crate::gso`]).
     pub packet_by_packet: bool,
+    /// Capture every hop into pcapng files ([`crate::pcap`]; turns
+    /// segmentation offload off, as `packet_by_packet`).
+    pub pcap: Option<crate::pcap::PcapSpec>,
 }
 
 /// `AEROLINK_PACKET_BY_PACKET=1` turns segmentation offload off on every
@@ -79,7 +81,7 @@ pub struct Lab {
     stop: Arc<AtomicBool>,
     stop_fd: i32,
     pumps: Vec<JoinHandle<[PumpReport; 2]>>,
-    logger: Option<JoinHandle<std::io::Result<u64>>>,
+    logger: Option<JoinHandle<std::io::Result<crate::sink::SinkReport>>>,
     /// Link monitor files by hop (hops whose capacity changes).
     monitors: Vec<(usize, std::path::PathBuf)>,
     /// The run's own temporary directory (`TMPDIR` for its programs),
@@ -94,6 +96,9 @@ pub struct Lab {
 pub struct LabReport {
     pub directions: Vec<PumpReport>,
     pub log_events: Option<u64>,
+    /// What the capture wrote (`--pcap`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pcap: Option<crate::pcap::PcapReport>,
 }
 
 impl LabReport {
@@ -311,27 +316,14 @@ impl Lab {
             lab.hosts.push(HostInfo { name: h.clone(), netns: ns, ipv4: v4(hop, side), ipv6: v6(hop, side) });
         }
         let clock = Clock::start();
-        let (log_tx, logger) = match log_to {
-            Some(mut w) => {
-                let (tx, rx) = mpsc::channel::<Vec<Event>>();
-                let mut meta = spec.log_meta.clone();
-                meta.push(("run".into(), spec.run.clone()));
-                meta.push(("seed".into(), spec.seed.to_string()));
-                let handle = std::thread::spawn(move || -> std::io::Result<u64> {
-                    let mut w = std::io::BufWriter::with_capacity(1 << 20, &mut w);
-                    log::write_header(&mut w, &meta)?;
-                    let mut count = 0u64;
-                    for batch in rx {
-                        for e in &batch {
-                            log::write_event(&mut w, e)?;
-                        }
-                        count += batch.len() as u64;
-                    }
-                    w.flush()?;
-                    Ok(count)
-                });
-                (Some(tx), Some(handle))
-            }
+        let epoch_ns = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
+        let mut meta = spec.log_meta.clone();
+        meta.push(("run".into(), spec.run.clone()));
+        meta.push(("seed".into(), spec.seed.to_string()));
+        let sink = crate::sink::spawn(log_to, &meta, spec.pcap.as_ref(), spec.hops.len(), epoch_ns)
+            .map_err(|e| NetError::Io(spec.pcap.as_ref().map_or("writing the packet log".into(), |p| format!("writing the capture in {}", p.dir.display())), e))?;
+        let (log_tx, logger) = match sink {
+            Some((tx, h)) => (Some(tx), Some(h)),
             None => (None, None),
         };
         lab.logger = logger;
@@ -339,7 +331,7 @@ impl Lab {
             let rtt = prof.base_rtt();
             let up: Pipeline<crate::pump::Frame> = Pipeline::new(&prof.up, rtt, spec.seed, (i * 2) as u64);
             let down: Pipeline<crate::pump::Frame> = Pipeline::new(&prof.down, rtt, spec.seed, (i * 2 + 1) as u64);
-            let gso = !spec.packet_by_packet && !packet_by_packet_from_env();
+            let gso = !spec.packet_by_packet && spec.pcap.is_none() && !packet_by_packet_from_env();
             // A hop whose capacity changes (bonded channels) gets a link
             // monitor file, named in the programs' environment.
             let monitor = (up.capacity_bps().is_some() || down.capacity_bps().is_some()).then(|| crate::monitor::path(&spec.run, i));
@@ -383,6 +375,7 @@ impl Lab {
                 timer: PollTimer { clock, fds: [tl.raw(), tr.raw(), stop_fd] },
                 stop: lab.stop.clone(),
                 log: log_tx.clone(),
+                snap: spec.pcap.as_ref().map(|p| p.snap),
                 buf_len,
                 max_spin_ns: crate::pump::default_spin_ns(),
                 lateness_target_ns: spec.lateness_target_ns.unwrap_or_else(crate::pump::default_lateness_target_ns),
@@ -495,7 +488,7 @@ impl Lab {
             libc::write(self.stop_fd, (&one as *const u64).cast(), 8);
         }
         let directions: Vec<PumpReport> = self.pumps.drain(..).filter_map(|h| h.join().ok()).flatten().collect();
-        let log_events = self.logger.take().and_then(|h| h.join().ok()).and_then(|r| r.ok());
+        let sink = self.logger.take().and_then(|h| h.join().ok()).and_then(|r| r.ok()).unwrap_or_default();
         if !self.torn_down {
             for ns in &self.namespaces {
                 remove_namespace(ns);
@@ -511,7 +504,7 @@ impl Lab {
             }
             self.torn_down = true;
         }
-        LabReport { directions, log_events }
+        LabReport { directions, log_events: sink.log_events, pcap: sink.pcap }
     }
 }
 
@@ -630,9 +623,9 @@ mod tests {
         let sound = PumpReport { hop: 0, dir: Some(crate::log::Dir::Up), dropped_loss: 40, ..Default::default() };
         let refusing =
             PumpReport { hop: 1, dir: Some(crate::log::Dir::Down), refused: 3, refused_why: Some("write to-client (1200 bytes): Invalid argument (os error 22)".into()), ..Default::default() };
-        let rep = LabReport { directions: vec![sound.clone()], log_events: None };
+        let rep = LabReport { directions: vec![sound.clone()], log_events: None, pcap: None };
         assert!(rep.faults().is_empty(), "a link model's losses are not faults");
-        let rep = LabReport { directions: vec![sound, refusing], log_events: None };
+        let rep = LabReport { directions: vec![sound, refusing], log_events: None, pcap: None };
         assert_eq!(
             rep.faults().iter().map(Fault::to_string).collect::<Vec<_>>(),
             vec!["hop 1 down: 3 frames refused by the kernel (the first: write to-client (1200 bytes): Invalid argument (os error 22))".to_string()]

@@ -25,7 +25,7 @@ struct Hop {
     left: Arc<SimDevice>,
     /// The ground side.
     right: Arc<SimDevice>,
-    log: mpsc::Receiver<Vec<Event>>,
+    log: mpsc::Receiver<aerolink_net::sink::Batch>,
     /// Rounds of polling the pump did.
     spins: Arc<AtomicU64>,
 }
@@ -53,6 +53,7 @@ fn hop_with_target(profile: &str, oversleep_ns: u64, max_spin_ns: u64, lateness_
         timer: SimTimer { clock, inputs: vec![left.clone(), right.clone()], oversleep_ns, spin_ns: 1_000, spins: spins.clone(), stop: stop.clone() },
         stop,
         log: Some(tx),
+        snap: None,
         buf_len,
         max_spin_ns,
         lateness_target_ns,
@@ -70,7 +71,7 @@ fn packet(n: u32, len: usize) -> Vec<u8> {
 
 fn run(h: Hop) -> ([PumpReport; 2], Arc<SimDevice>, Arc<SimDevice>, Vec<Event>) {
     let reps = h.pump.run();
-    let events: Vec<Event> = h.log.try_iter().flatten().collect();
+    let events: Vec<Event> = h.log.try_iter().flat_map(|b| b.events).collect();
     (reps, h.left, h.right, events)
 }
 

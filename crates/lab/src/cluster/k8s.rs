@@ -137,6 +137,7 @@ pub fn k8s_manifests(a: &K8sArgs, name: &str, file_name: &str, text: &str, compa
         db: PathBuf::from(format!("{RESULTS_DIR}/shard-{{shard}}.db")),
         keep_failed: false,
         shard: Some(Shard { index: ShardIndex::Auto, of: a.shards }),
+        pcap: None,
     };
     let shard_container = Container {
         name: "shard".into(),

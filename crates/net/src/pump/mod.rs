@@ -150,7 +150,10 @@ pub struct Pump<D, T> {
     pub sides: [Side<D>; 2],
     pub timer: T,
     pub stop: Arc<AtomicBool>,
-    pub log: Option<Sender<Vec<Event>>>,
+    pub log: Option<Sender<crate::sink::Batch>>,
+    /// When capturing (`--pcap`): how many bytes of each arriving packet
+    /// go to the sink with its events.
+    pub snap: Option<u32>,
     /// Buffer size per packet: the MTU plus headers, or 64 KB with
     /// segmentation offload.
     pub buf_len: usize,
@@ -302,6 +305,85 @@ fn send_run<D: Device>(dst: &D, handed: Instant, stop: &AtomicBool, rep: &mut Pu
 }
 
 impl<D: Device, T: Timer> Pump<D, T> {
+    /// 1. Takes in what is waiting on each side (bounded, so departures
+    ///    are not starved by a flood); a source the last wait saw empty is
+    ///    not asked again. With logging or capture, each arrival's event
+    ///    (and bytes) go into `events` (`snaps`).
+    fn take_in(&mut self, reps: &mut [PumpReport; 2], readable: [bool; 2], whole: [bool; 2], bufs: &mut Buffers, events: &mut Vec<Event>, snaps: &mut Vec<crate::pcap::Snap>) {
+        let hop = self.hop;
+        for (((side, rep), readable), whole) in self.sides.iter_mut().zip(reps.iter_mut()).zip(readable).zip(whole) {
+            // 1. Take in what is waiting (bounded, so departures are not
+            //    starved by a flood); a source the wait saw empty is not
+            //    asked again.
+            if !readable {
+                continue;
+            }
+            for _ in 0..MAX_READS_PER_ROUND {
+                let mut buf = bufs.big.pop().unwrap_or_else(|| vec![0u8; self.buf_len]);
+                match side.src.read(&mut buf) {
+                    Ok(Some(n)) if n > VNET_HDR_LEN => {
+                        let now = self.timer.now();
+                        // A burst through a shaping link: one packet per
+                        // segment, sized as on the wire.
+                        if let Some(burst) = (!whole).then(|| Burst::parse(&buf[..n])).flatten() {
+                            // A short burst gets a buffer of its size, so
+                            // a queue of them does not hold 64 KB each.
+                            let cut = if n <= SHORT_BURST {
+                                let short = buf[..n].to_vec();
+                                bufs.big.push(buf);
+                                Arc::new(Cut { buf: short, len: n, burst })
+                            } else {
+                                Arc::new(Cut { buf, len: n, burst })
+                            };
+                            for seg in 0..burst.count() {
+                                let bytes = burst.segment_len(seg);
+                                let id = side.pipeline.enqueue(now, bytes, Frame::Segment { cut: cut.clone(), seg: seg as u16 });
+                                rep.packets_in += 1;
+                                if self.log.is_some() {
+                                    events.push(Event { t: now, hop, dir: side.dir, id, bytes, kind: EventKind::Arrive });
+                                }
+                            }
+                            continue;
+                        }
+                        // The packet's bytes for the capture, before
+                        // the buffer goes into the link.
+                        let snapped = self.snap.map(|s| buf[VNET_HDR_LEN..n.min(VNET_HDR_LEN + s as usize)].to_vec());
+                        let frame = if n <= SMALL_FRAME && buf.len() > SMALL_FRAME {
+                            let mut small = bufs.small.pop().unwrap_or_else(|| vec![0u8; SMALL_FRAME]);
+                            small[..n].copy_from_slice(&buf[..n]);
+                            bufs.big.push(buf);
+                            Frame::Whole { buf: small, len: n }
+                        } else {
+                            Frame::Whole { buf, len: n }
+                        };
+                        let bytes = (n - VNET_HDR_LEN) as u32;
+                        let id = side.pipeline.enqueue(now, bytes, frame);
+                        rep.packets_in += 1;
+                        if self.log.is_some() {
+                            events.push(Event { t: now, hop, dir: side.dir, id, bytes, kind: EventKind::Arrive });
+                        }
+                        if let Some(b) = snapped {
+                            snaps.push(crate::pcap::Snap { t: now, hop, dir: side.dir, id, len: bytes, bytes: b });
+                        }
+                    }
+                    Ok(Some(_)) => bufs.big.push(buf),
+                    Ok(None) => {
+                        bufs.big.push(buf);
+                        break;
+                    }
+                    Err(e) => {
+                        rep.error = Some(match e.raw_os_error() {
+                            Some(libc::EBADFD) => format!("the TUN device {} was removed under the link", side.src.name()),
+                            _ => format!("read {}: {e}", side.src.name()),
+                        });
+                        self.stop.store(true, Ordering::Relaxed);
+                        break;
+                    }
+                }
+            }
+        }
+    }
+
     pub fn run(mut self) -> [PumpReport; 2] {
         let realtime = self.timer.prepare();
         let mut reps = [0, 1].map(|i| PumpReport { hop: self.hop, dir: Some(self.sides[i].dir), realtime, ..Default::default() });
@@ -309,6 +391,7 @@ impl<D: Device, T: Timer> Pump<D, T> {
         let mut bufs = Buffers { buf_len: self.buf_len, big: Vec::new(), small: Vec::new(), dues: Vec::new(), out: Vec::new() };
         let whole = [0, 1].map(|i| self.sides[i].pipeline.is_aggregate_safe());
         let mut events: Vec<Event> = Vec::new();
+        let mut snaps: Vec<crate::pcap::Snap> = Vec::new();
         let mut notes: Vec<aerolink_link::StageEvent> = Vec::new();
         // A channel went down or came back this round: rewrite the monitor.
         let mut capacity_changed = false;
@@ -320,71 +403,7 @@ impl<D: Device, T: Timer> Pump<D, T> {
         let mut readable = [true, true];
         let hop = self.hop;
         while !self.stop.load(Ordering::Relaxed) {
-            for (((side, rep), readable), whole) in self.sides.iter_mut().zip(reps.iter_mut()).zip(readable).zip(whole) {
-                // 1. Take in what is waiting (bounded, so departures are not
-                //    starved by a flood); a source the wait saw empty is not
-                //    asked again.
-                if !readable {
-                    continue;
-                }
-                for _ in 0..MAX_READS_PER_ROUND {
-                    let mut buf = bufs.big.pop().unwrap_or_else(|| vec![0u8; self.buf_len]);
-                    match side.src.read(&mut buf) {
-                        Ok(Some(n)) if n > VNET_HDR_LEN => {
-                            let now = self.timer.now();
-                            // A burst through a shaping link: one packet per
-                            // segment, sized as on the wire.
-                            if let Some(burst) = (!whole).then(|| Burst::parse(&buf[..n])).flatten() {
-                                // A short burst gets a buffer of its size, so
-                                // a queue of them does not hold 64 KB each.
-                                let cut = if n <= SHORT_BURST {
-                                    let short = buf[..n].to_vec();
-                                    bufs.big.push(buf);
-                                    Arc::new(Cut { buf: short, len: n, burst })
-                                } else {
-                                    Arc::new(Cut { buf, len: n, burst })
-                                };
-                                for seg in 0..burst.count() {
-                                    let bytes = burst.segment_len(seg);
-                                    let id = side.pipeline.enqueue(now, bytes, Frame::Segment { cut: cut.clone(), seg: seg as u16 });
-                                    rep.packets_in += 1;
-                                    if logging {
-                                        events.push(Event { t: now, hop, dir: side.dir, id, bytes, kind: EventKind::Arrive });
-                                    }
-                                }
-                                continue;
-                            }
-                            let frame = if n <= SMALL_FRAME && buf.len() > SMALL_FRAME {
-                                let mut small = bufs.small.pop().unwrap_or_else(|| vec![0u8; SMALL_FRAME]);
-                                small[..n].copy_from_slice(&buf[..n]);
-                                bufs.big.push(buf);
-                                Frame::Whole { buf: small, len: n }
-                            } else {
-                                Frame::Whole { buf, len: n }
-                            };
-                            let bytes = (n - VNET_HDR_LEN) as u32;
-                            let id = side.pipeline.enqueue(now, bytes, frame);
-                            rep.packets_in += 1;
-                            if logging {
-                                events.push(Event { t: now, hop, dir: side.dir, id, bytes, kind: EventKind::Arrive });
-                            }
-                        }
-                        Ok(Some(_)) => bufs.big.push(buf),
-                        Ok(None) => {
-                            bufs.big.push(buf);
-                            break;
-                        }
-                        Err(e) => {
-                            rep.error = Some(match e.raw_os_error() {
-                                Some(libc::EBADFD) => format!("the TUN device {} was removed under the link", side.src.name()),
-                                _ => format!("read {}: {e}", side.src.name()),
-                            });
-                            self.stop.store(true, Ordering::Relaxed);
-                            break;
-                        }
-                    }
-                }
-            }
+            self.take_in(&mut reps, readable, whole, &mut bufs, &mut events, &mut snaps);
             for ((side, rep), late) in self.sides.iter_mut().zip(reps.iter_mut()).zip(late.iter_mut()) {
                 // 2. Send what is due. Consecutive segments of one burst
                 //    due by now leave as one frame.
@@ -465,9 +484,9 @@ impl<D: Device, T: Timer> Pump<D, T> {
                 // the link.
                 let _ = crate::monitor::write(path, cap(0), cap(1));
             }
-            if let (Some(tx), false) = (&self.log, events.is_empty()) {
+            if let (Some(tx), false) = (&self.log, events.is_empty() && snaps.is_empty()) {
                 // A closed log only loses the log, never the link.
-                let _ = tx.send(std::mem::take(&mut events));
+                let _ = tx.send(crate::sink::Batch { events: std::mem::take(&mut events), snaps: std::mem::take(&mut snaps) });
             }
             // 3. Sleep until the next departure or the next packet.
             let wake = match (self.sides[0].pipeline.next_wakeup(), self.sides[1].pipeline.next_wakeup()) {
