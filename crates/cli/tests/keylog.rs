@@ -1,7 +1,8 @@
 //! `SSLKEYLOGFILE` makes every TLS endpoint of ours write its session keys,
 //! and Debian's tshark decrypts a capture of a run with them: HTTP/1.1 and
 //! HTTP/2 requests over TLS, HTTP/3 over QUIC. Without the key log the
-//! same capture shows nothing of them (so the test can fail).
+//! same capture shows nothing of them (so the test can fail). `QLOGDIR`
+//! gives every QUIC connection a qlog file of its own (JSON-SEQ).
 
 mod common;
 use common::*;
@@ -70,4 +71,40 @@ fn tshark_decrypts_h1_h2_and_h3_with_the_key_log() {
 
 fn hex(s: &str) -> String {
     s.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The records of a JSON-SEQ file (RFC 7464: each starts with 0x1E).
+fn json_seq(path: &std::path::Path) -> Vec<serde_json::Value> {
+    let text = std::fs::read_to_string(path).unwrap();
+    assert!(text.starts_with('\u{1e}'), "{}: not JSON-SEQ", path.display());
+    text.split('\u{1e}').filter(|r| !r.trim().is_empty()).map(|r| serde_json::from_str(r).unwrap_or_else(|e| panic!("{}: {e}: {r}", path.display()))).collect()
+}
+
+#[test]
+fn qlogdir_gives_each_quic_connection_its_own_qlog() {
+    let d = tempdir("qlog");
+    let ql = d.join("qlog");
+    let dir = std::path::Path::new(bin()).parent().unwrap();
+    let path = format!("{}:{}", dir.display(), std::env::var("PATH").unwrap_or_default());
+    // Two page loads over h3: two client processes, one server process
+    // with two connections.
+    let client = "for i in 1 2; do aerolink workload web --server $AEROLINK_SERVER --protocol h3 --page 2x10KB > /dev/null || exit 1; done";
+    let o = aerolink_cmd().env("PATH", path).env("QLOGDIR", &ql).args(["run", "--rtt", "20ms", "--server", "aerolink workload serve", "--client", client]).output().unwrap();
+    assert!(o.status.success(), "{:?}", text(&o));
+    let mut files: Vec<String> = std::fs::read_dir(&ql).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    files.sort();
+    let (clients, servers): (Vec<&String>, Vec<&String>) = files.iter().partition(|f| f.starts_with("client-"));
+    assert_eq!((clients.len(), servers.len()), (2, 2), "{files:?}");
+    // The server's two connections are two files of one process.
+    let pid = |f: &str| f.split('-').nth(1).unwrap().to_string();
+    assert_eq!(pid(servers[0]), pid(servers[1]), "{files:?}");
+    for f in &files {
+        let recs = json_seq(&ql.join(f));
+        assert_eq!(recs[0]["qlog_format"], "JSON-SEQ", "{f}");
+        let count = |name: &str| recs.iter().filter(|r| r["name"] == name).count();
+        assert!(count("transport:packet_sent") > 3 && count("transport:packet_received") > 3, "{f}: {} records", recs.len());
+    }
+    // A client's first packet is its Initial.
+    let first = json_seq(&ql.join(clients[0])).into_iter().find(|r| r["name"] == "transport:packet_sent").unwrap();
+    assert_eq!(first["data"]["header"]["packet_type"], "initial");
 }

@@ -282,6 +282,29 @@ impl Controller for Capped {
     }
 }
 
+/// Where each QUIC connection writes its qlog, when `QLOGDIR` names a
+/// directory (the variable quic-go, quiche and neqo read): a file per
+/// connection, `ROLE-PID-N.sqlog` (qlog's JSON-SEQ, which qvis opens),
+/// written as events happen. Unset: no qlog.
+pub fn qlog_factory(role: &'static str) -> Option<quinn_proto::QlogFactory> {
+    let dir = std::path::PathBuf::from(std::env::var_os("QLOGDIR")?);
+    let next = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    Some(Arc::new(move || {
+        let n = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = dir.join(format!("{role}-{}-{n}.sqlog", std::process::id()));
+        let file = match std::fs::create_dir_all(&dir).and_then(|_| std::fs::File::create(&path)) {
+            Ok(f) => f,
+            Err(e) => {
+                eprintln!("aerolink: QLOGDIR: cannot write {}: {e} (this connection has no qlog)", path.display());
+                return None;
+            }
+        };
+        let mut c = quinn_proto::QlogConfig::default();
+        c.writer(Box::new(file)).title(Some(format!("aerolink {role}"))).description(Some(format!("{role} connection {n} of process {}", std::process::id())));
+        c.into_stream()
+    }))
+}
+
 pub fn server_endpoint(addr: std::net::SocketAddr, knobs: &QuicKnobs, alpn: &[&[u8]]) -> Result<quinn::Endpoint> {
     Ok(quinn::Endpoint::server(server_config(knobs, alpn)?, addr)?)
 }
@@ -291,7 +314,9 @@ pub fn server_config(knobs: &QuicKnobs, alpn: &[&[u8]]) -> Result<quinn::ServerC
     let tls = crate::tls::server_config(alpn)?;
     let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls)?;
     let mut cfg = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-    cfg.transport_config(Arc::new(knobs.transport()?));
+    let mut t = knobs.transport()?;
+    t.qlog_per_connection(qlog_factory("server"));
+    cfg.transport_config(Arc::new(t));
     Ok(cfg)
 }
 
@@ -299,7 +324,9 @@ pub fn client_endpoint(server: std::net::SocketAddr, knobs: &QuicKnobs, alpn: &[
     let tls = crate::tls::client_config(alpn)?;
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)?;
     let mut cfg = quinn::ClientConfig::new(Arc::new(crypto));
-    cfg.transport_config(Arc::new(knobs.transport()?));
+    let mut t = knobs.transport()?;
+    t.qlog_per_connection(qlog_factory("client"));
+    cfg.transport_config(Arc::new(t));
     let bind = if server.is_ipv6() { std::net::SocketAddr::from(([0u16; 8], 0)) } else { std::net::SocketAddr::from(([0u8; 4], 0)) };
     let mut ep = if knobs.preset == Preset::Sat {
         // `sat`: the client's connection IDs are empty, so every packet the

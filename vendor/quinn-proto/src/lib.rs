@@ -57,7 +57,7 @@ pub use rustls;
 
 mod config;
 #[cfg(feature = "qlog")]
-pub use config::QlogConfig;
+pub use config::{QlogConfig, QlogFactory};
 pub use config::{
     AckFrequencyConfig, ClientConfig, ConfigError, EndpointConfig, IdleTimeout, MtuDiscoveryConfig,
     ServerConfig, StdSystemTime, TimeSource, TransportConfig, ValidationTokenConfig,

@@ -145,6 +145,8 @@ impl Transports {
             k.rate_bps = tuning.rate_bps;
         }
         let mut t = k.transport()?;
+        // QLOGDIR: a qlog per tunnel connection (either half).
+        t.qlog_per_connection(aerolink_work::quic::qlog_factory("tunnel"));
         if let Some(datagram) = route_mtu.filter(|m| *m > DEFAULT_MTU).map(|m| (m - IP_UDP_HEADERS).min(MAX_DATAGRAM as u32) as u16) {
             let mut mtu = quinn::MtuDiscoveryConfig::default();
             mtu.upper_bound(datagram);

@@ -27,7 +27,7 @@ use crate::{
 
 mod transport;
 #[cfg(feature = "qlog")]
-pub use transport::QlogConfig;
+pub use transport::{QlogConfig, QlogFactory};
 pub use transport::{AckFrequencyConfig, IdleTimeout, MtuDiscoveryConfig, TransportConfig};
 
 /// Global configuration for the endpoint, affecting all connections

@@ -58,7 +58,15 @@ pub struct TransportConfig {
     pub(crate) enable_segmentation_offload: bool,
 
     pub(crate) qlog_sink: QlogSink,
+
+    /// aerolink's addition: a qlog stream made for each connection.
+    #[cfg(feature = "qlog")]
+    pub(crate) qlog_factory: Option<QlogFactory>,
 }
+
+/// Makes the qlog stream of one connection (aerolink's addition).
+#[cfg(feature = "qlog")]
+pub type QlogFactory = Arc<dyn Fn() -> Option<QlogStream> + Send + Sync>;
 
 impl TransportConfig {
     /// Maximum number of incoming bidirectional streams that may be open concurrently
@@ -382,6 +390,24 @@ impl TransportConfig {
         self.qlog_sink = stream.into();
         self
     }
+
+    /// aerolink's addition: each connection made with this config asks
+    /// `factory` for a qlog stream of its own (one file per connection),
+    /// instead of sharing [`Self::qlog_stream`]'s.
+    #[cfg(feature = "qlog")]
+    pub fn qlog_per_connection(&mut self, factory: Option<QlogFactory>) -> &mut Self {
+        self.qlog_factory = factory;
+        self
+    }
+
+    /// The qlog sink of a new connection.
+    pub(crate) fn connection_qlog(&self) -> QlogSink {
+        #[cfg(feature = "qlog")]
+        if let Some(f) = &self.qlog_factory {
+            return f().into();
+        }
+        self.qlog_sink.clone()
+    }
 }
 
 impl Default for TransportConfig {
@@ -427,6 +453,8 @@ impl Default for TransportConfig {
             enable_segmentation_offload: true,
 
             qlog_sink: QlogSink::default(),
+            #[cfg(feature = "qlog")]
+            qlog_factory: None,
         }
     }
 }
@@ -462,6 +490,8 @@ impl fmt::Debug for TransportConfig {
             congestion_controller_factory: _,
             enable_segmentation_offload,
             qlog_sink,
+            #[cfg(feature = "qlog")]
+                qlog_factory: _,
         } = self;
         let mut s = fmt.debug_struct("TransportConfig");
 

@@ -133,6 +133,9 @@ use timer::{Timer, TimerTable};
 pub struct Connection {
     endpoint_config: Arc<EndpointConfig>,
     config: Arc<TransportConfig>,
+    /// This connection's qlog (aerolink's addition: its own stream when
+    /// the config makes one per connection).
+    pub(crate) qlog: qlog::QlogSink,
     rng: StdRng,
     crypto: Box<dyn crypto::Session>,
     /// The CID we initially chose, for use during the handshake
@@ -279,6 +282,7 @@ impl Connection {
         });
         let mut rng = StdRng::from_seed(rng_seed);
         let mut this = Self {
+            qlog: config.connection_qlog(),
             endpoint_config,
             crypto,
             handshake_cid: loc_cid,
@@ -936,7 +940,7 @@ impl Connection {
                 .congestion
                 .on_sent(now, buf.len() as u64, last_packet_number);
 
-            self.config.qlog_sink.emit_recovery_metrics(
+            self.qlog.emit_recovery_metrics(
                 self.pto_count,
                 &mut self.path,
                 now,
@@ -1151,7 +1155,7 @@ impl Connection {
                     self.handle_coalesced(now, remote, ecn, data);
                 }
 
-                self.config.qlog_sink.emit_recovery_metrics(
+                self.qlog.emit_recovery_metrics(
                     self.pto_count,
                     &mut self.path,
                     now,
@@ -1209,7 +1213,7 @@ impl Connection {
                 Timer::LossDetection => {
                     self.on_loss_detection_timeout(now);
 
-                    self.config.qlog_sink.emit_recovery_metrics(
+                    self.qlog.emit_recovery_metrics(
                         self.pto_count,
                         &mut self.path,
                         now,
@@ -1783,7 +1787,7 @@ impl Connection {
 
             for &packet in &lost_packets {
                 let info = self.spaces[pn_space].take(packet).unwrap(); // safe: lost_packets is populated just above
-                self.config.qlog_sink.emit_packet_lost(
+                self.qlog.emit_packet_lost(
                     packet,
                     &info,
                     loss_delay,
@@ -1986,7 +1990,7 @@ impl Connection {
             self.spin = self.side.is_client() ^ spin;
         }
 
-        self.config.qlog_sink.emit_packet_received(
+        self.qlog.emit_packet_received(
             packet,
             space_id,
             !is_1rtt,
@@ -2062,7 +2066,7 @@ impl Connection {
             self.handle_coalesced(now, remote, ecn, data);
         }
 
-        self.config.qlog_sink.emit_recovery_metrics(
+        self.qlog.emit_recovery_metrics(
             self.pto_count,
             &mut self.path,
             now,
