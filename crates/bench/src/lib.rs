@@ -123,6 +123,10 @@ pub enum BenchCmd {
         /// Write a screenshot after onload here (with --repeat, per seed).
         #[arg(long, value_name = "FILE")]
         screenshot: Option<std::path::PathBuf>,
+        /// Chromium writes its net log here (JSON; Chrome's netlog viewer
+        /// reads it; with --repeat, per seed).
+        #[arg(long, value_name = "FILE")]
+        net_log: Option<std::path::PathBuf>,
     },
     /// One bulk transfer over kernel TCP or QUIC across a link.
     Bulk {
@@ -216,9 +220,9 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
         BenchCmd::Orchestration(a) => return orchestration::run(a),
         BenchCmd::SatTargets(a) => return exit_on_interrupt(sat::run(a)),
         BenchCmd::Web { common, params: WebParams { protocol, page, depth } } => (common, Workload::Web { protocol, page, depth }),
-        BenchCmd::Browser { common, params, har, screenshot } => {
+        BenchCmd::Browser { common, params, har, screenshot, net_log } => {
             let abs = |p: Option<std::path::PathBuf>| p.map(|p| std::path::absolute(&p).unwrap_or(p));
-            (common, Workload::Browser { protocol: params.protocol, page: params.page, warm: params.warm, har: abs(har), screenshot: abs(screenshot) })
+            (common, Workload::Browser { protocol: params.protocol, page: params.page, warm: params.warm, har: abs(har), screenshot: abs(screenshot), net_log: abs(net_log) })
         }
         BenchCmd::Bulk { mut common, transport, direction, size, tcp } => {
             let bytes = parse_size(&size)?;
@@ -348,8 +352,8 @@ fn per_seed(w: &aerolink_lab::workload::Workload, seed: u64, repeat: u32) -> aer
         })
     };
     match w {
-        Workload::Browser { protocol, page, warm, har, screenshot } if repeat > 1 => {
-            Workload::Browser { protocol: *protocol, page: page.clone(), warm: *warm, har: tag(har), screenshot: tag(screenshot) }
+        Workload::Browser { protocol, page, warm, har, screenshot, net_log } if repeat > 1 => {
+            Workload::Browser { protocol: *protocol, page: page.clone(), warm: *warm, har: tag(har), screenshot: tag(screenshot), net_log: tag(net_log) }
         }
         other => other.clone(),
     }

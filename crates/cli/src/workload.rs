@@ -65,11 +65,11 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                 let p = aerolink_work::realtime::Params { scenario, count, interval_ms, size: size as usize };
                 print(&aerolink_work::realtime::run(ip, mechanism, &p, !no_nagle).await?)
             }
-            WorkloadCmd::Browser(BrowserArgs { server, params: BrowserParams { protocol, page, warm }, har, screenshot, timeout }) => {
+            WorkloadCmd::Browser(BrowserArgs { server, params: BrowserParams { protocol, page, warm }, har, screenshot, net_log, timeout }) => {
                 let url = browser::page_url(&page).ok_or_else(|| {
                     user(format!("--page {page}: expected a corpus page ({}), a synthetic page like 10x100KB, or an http:// or https:// URL", aerolink_work::corpus::names().join(", ")))
                 })?;
-                let o = browser::LoadOpts { protocol, resolve_to: Some(addr(&server)?.ip()), timeout: std::time::Duration::from_nanos(timeout.0), har, screenshot, warm, bodies: false };
+                let o = browser::LoadOpts { protocol, resolve_to: Some(addr(&server)?.ip()), timeout: std::time::Duration::from_nanos(timeout.0), har, screenshot, warm, bodies: false, net_log };
                 print(&browser::load(&page, &url, &o).await?.result)
             }
             WorkloadCmd::Ping(PingArgs { server, count, interval, size, wait }) => {

@@ -56,11 +56,28 @@ fn every_request_goes_over_the_protocol_asked_and_the_har_is_har_1_2() {
     // The news page: 44 responses from 15 origins (the browser may add its
     // favicon request).
     for (proto, wire, per_origin) in [("h1", "http/1.1", 6), ("h2", "h2", 2), ("h3", "h3", 2)] {
-        let (har, shot) = (dir.join(format!("{proto}.har")), dir.join(format!("{proto}.png")));
+        let (har, shot, netlog) = (dir.join(format!("{proto}.har")), dir.join(format!("{proto}.png")), dir.join(format!("{proto}.netlog.json")));
         // The h2 server offers push; Chromium refuses it (since 106) and
         // loads every object by request.
         let push = if proto == "h2" { "100" } else { "0" };
-        let r = browser(&["--rtt", "40ms", "--rate", "20Mbit/s", "--page", "news", "--protocol", proto, "--push", push, "--har", har.to_str().unwrap(), "--screenshot", shot.to_str().unwrap()]);
+        let r = browser(&[
+            "--rtt",
+            "40ms",
+            "--rate",
+            "20Mbit/s",
+            "--page",
+            "news",
+            "--protocol",
+            proto,
+            "--push",
+            push,
+            "--har",
+            har.to_str().unwrap(),
+            "--screenshot",
+            shot.to_str().unwrap(),
+            "--net-log",
+            netlog.to_str().unwrap(),
+        ]);
         let requests = r["requests"].as_u64().unwrap();
         assert!((44..=46).contains(&requests), "{proto}: {r}");
         assert_eq!(r["failed_requests"], 0, "{proto}: {r}");
@@ -92,6 +109,14 @@ fn every_request_goes_over_the_protocol_asked_and_the_har_is_har_1_2() {
         let version = if proto == "h1" { "HTTP/1.1" } else { proto };
         assert!(entries.iter().all(|e| e["response"]["httpVersion"] == version), "{proto}: every entry over {version}");
         assert!(colours(&shot) > 10, "{proto}: the screenshot is blank");
+        // Chromium's net log, complete (it closes the JSON when it exits):
+        // QUIC sessions over h3 only (the session pool is asked either way).
+        let nl: Value = serde_json::from_slice(&std::fs::read(&netlog).unwrap()).unwrap_or_else(|e| panic!("{proto}: net log: {e}"));
+        let types: std::collections::HashMap<u64, String> = nl["constants"]["logEventTypes"].as_object().unwrap().iter().map(|(k, v)| (v.as_u64().unwrap(), k.clone())).collect();
+        let quic =
+            nl["events"].as_array().unwrap().iter().filter(|e| types.get(&e["type"].as_u64().unwrap()).is_some_and(|t| t.starts_with("QUIC_SESSION_") && !t.starts_with("QUIC_SESSION_POOL"))).count();
+        assert!(nl["events"].as_array().unwrap().len() > 100, "{proto}: a short net log");
+        assert_eq!(quic > 0, proto == "h3", "{proto}: {quic} QUIC session events");
     }
     std::fs::remove_dir_all(&dir).unwrap();
     assert!(leftover_namespaces().is_empty());

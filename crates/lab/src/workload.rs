@@ -94,6 +94,9 @@ pub enum Workload {
         har: Option<std::path::PathBuf>,
         #[serde(skip)]
         screenshot: Option<std::path::PathBuf>,
+        /// Where Chromium writes its net log (`bench browser --net-log`).
+        #[serde(skip)]
+        net_log: Option<std::path::PathBuf>,
     },
 }
 
@@ -344,9 +347,9 @@ impl Workload {
                 // Iridium backlog.
                 wait: Duration::from_secs(60),
             }),
-            Workload::Browser { protocol, page, warm, har, screenshot } => {
+            Workload::Browser { protocol, page, warm, har, screenshot, net_log } => {
                 let params = BrowserParams { protocol: *protocol, page: page.clone(), warm: *warm };
-                WorkloadCmd::Browser(BrowserArgs { server, params, har: har.clone(), screenshot: screenshot.clone(), timeout: Duration::from_secs(600) })
+                WorkloadCmd::Browser(BrowserArgs { server, params, har: har.clone(), screenshot: screenshot.clone(), net_log: net_log.clone(), timeout: Duration::from_secs(600) })
             }
         }
     }

@@ -82,6 +82,9 @@ pub struct LoadOpts {
     pub warm: bool,
     /// Keep every response body (for recording).
     pub bodies: bool,
+    /// Chromium's net log (`--log-net-log`), written as the browser runs
+    /// and closed when it exits.
+    pub net_log: Option<PathBuf>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -144,6 +147,9 @@ pub fn flags(o: &LoadOpts) -> Vec<String> {
         BrowserProtocol::H3 => a.extend(["--enable-quic".into(), "--origin-to-force-quic-on=*".into()]),
         BrowserProtocol::Auto => a.push("--enable-quic".into()),
     }
+    if let Some(p) = &o.net_log {
+        a.push(format!("--log-net-log={}", p.display()));
+    }
     a
 }
 
@@ -153,7 +159,16 @@ mod tests {
 
     #[test]
     fn flags_choose_the_protocol_and_keep_the_browser_inside_the_lab() {
-        let o = LoadOpts { protocol: BrowserProtocol::H3, resolve_to: Some("2001:2::2".parse().unwrap()), timeout: Duration::from_secs(1), har: None, screenshot: None, warm: false, bodies: false };
+        let o = LoadOpts {
+            protocol: BrowserProtocol::H3,
+            resolve_to: Some("2001:2::2".parse().unwrap()),
+            timeout: Duration::from_secs(1),
+            har: None,
+            screenshot: None,
+            warm: false,
+            bodies: false,
+            net_log: None,
+        };
         let f = flags(&o);
         assert!(f.contains(&"--origin-to-force-quic-on=*".to_string()));
         assert!(f.contains(&"--host-resolver-rules=MAP * [2001:2::2], EXCLUDE localhost".to_string()));

@@ -105,6 +105,10 @@ pub struct BrowserArgs {
     /// Write a PNG screenshot taken after onload here.
     #[arg(long, value_name = "FILE")]
     pub screenshot: Option<std::path::PathBuf>,
+    /// Chromium writes its net log here (JSON, every socket, stream and
+    /// QUIC session event; Chrome's netlog viewer reads it).
+    #[arg(long, value_name = "FILE")]
+    pub net_log: Option<std::path::PathBuf>,
     /// Give up on a load after this long.
     #[arg(long, default_value = "300s", value_parser = duration_arg)]
     pub timeout: Duration,
@@ -450,6 +454,9 @@ impl WorkloadCmd {
                 if let Some(p) = &b.screenshot {
                     flag(&mut a, "screenshot", p.display());
                 }
+                if let Some(p) = &b.net_log {
+                    flag(&mut a, "net-log", p.display());
+                }
                 flag(&mut a, "timeout", duration_text(b.timeout));
             }
         }
@@ -537,6 +544,7 @@ mod tests {
                 params,
                 har: (i == 2).then(|| "/tmp/x.har".into()),
                 screenshot: (i != 2).then(|| "s.png".into()),
+                net_log: (i == 1).then(|| "n.json".into()),
                 timeout: Duration::from_secs(60),
             }));
         }

@@ -166,7 +166,7 @@ fn browser(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
     let mut out = Vec::new();
     for protocol in picks(t, &["protocols", "protocol"], vec![BrowserProtocol::H2])? {
         for page in list_of(t, &["pages", "page"])? {
-            out.push(Workload::Browser { protocol, page: page.clone(), warm, har: None, screenshot: None });
+            out.push(Workload::Browser { protocol, page: page.clone(), warm, har: None, screenshot: None, net_log: None });
         }
     }
     Ok(out)
