@@ -232,9 +232,27 @@ pub fn run_key(exp: &str, chain: &Chain, profile: &Profile, case: &Case, rep: u3
     if let Chain::File(t) = chain {
         v["topology"] = t.build_key(profile).into();
     }
-    let text = v.to_string();
+    let text = sorted_json(&v);
     let h = sha2::Sha256::digest(text.as_bytes());
     h.iter().take(10).map(|b| format!("{b:02x}")).collect()
+}
+
+/// `v` as compact JSON with every object's keys in sorted order, whatever
+/// order its maps keep: a run key must not change when a dependency turns
+/// on serde_json's `preserve_order` (qlog does), which makes `to_string`
+/// write keys in insertion order. Sorted is what `to_string` wrote before,
+/// so the keys of stored runs hold.
+pub fn sorted_json(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            let parts: Vec<String> = keys.iter().map(|k| format!("{}:{}", serde_json::Value::String((*k).clone()), sorted_json(&m[k.as_str()]))).collect();
+            format!("{{{}}}", parts.join(","))
+        }
+        serde_json::Value::Array(a) => format!("[{}]", a.iter().map(sorted_json).collect::<Vec<_>>().join(",")),
+        other => other.to_string(),
+    }
 }
 
 pub fn profile_hash(p: &Profile) -> String {
@@ -379,4 +397,23 @@ fn cases(t: &toml::Table, gateways: bool) -> Result<Vec<Case>, KeyErr> {
         }
     }
     Ok(cases)
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::sorted_json;
+
+    #[test]
+    fn keys_hash_the_same_json_whatever_order_the_maps_keep() {
+        // Inserted out of order (with serde_json's preserve_order the map
+        // keeps this order), nested in an array.
+        let mut inner = serde_json::Map::new();
+        inner.insert("zeta".into(), 1.into());
+        inner.insert("alpha".into(), serde_json::json!([true, null, "x\"y"]));
+        let mut outer = serde_json::Map::new();
+        outer.insert("rep".into(), 3.into());
+        outer.insert("knobs".into(), serde_json::Value::Object(inner));
+        let v = serde_json::Value::Object(outer);
+        assert_eq!(sorted_json(&v), r#"{"knobs":{"alpha":[true,null,"x\"y"],"zeta":1},"rep":3}"#);
+    }
 }
