@@ -12,7 +12,7 @@ CARGO ?= cargo
 # service starts refused and its service left disabled: the tests run irtt
 # only inside labs.
 APT_PACKAGES := iproute2 iputils-ping iperf3 nftables util-linux procps chromium dnsmasq-base tinyproxy-bin slurmctld slurmd slurm-client munge jq sqlite3 tshark
-QUIET_PACKAGES := irtt
+QUIET_PACKAGES := irtt openvpn
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 AEROLINK := ./target/release/aerolink
 

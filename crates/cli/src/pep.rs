@@ -137,7 +137,12 @@ pub fn run(cmd: PepCmd) -> anyhow::Result<i32> {
             })?;
             finish("quic-tunnel ground", &stats, json)
         }
-        PepCmd::Vpn(VpnArgs { end, peer, port }) => {
+        PepCmd::Vpn(VpnArgs { end, peer, port, openvpn_key: Some(key) }) => {
+            let stop = aerolink_net::stop::on_signals().flag().clone();
+            aerolink_pep::openvpn::run(end, peer, port, &key, &stop, ready)?;
+            Ok(0)
+        }
+        PepCmd::Vpn(VpnArgs { end, peer, port, openvpn_key: None }) => {
             let stop = aerolink_net::stop::on_signals().flag().clone();
             let st = aerolink_pep::vpn::run(aerolink_pep::vpn::Options { end, peer, port }, &stop, ready)?;
             eprintln!("vpn: {} packets out, {} in, {} foreign datagrams dropped", st.packets_out, st.packets_in, st.foreign_dropped);

@@ -141,12 +141,16 @@ pub enum GatewayError {
     /// A proxy started but did not report ready.
     #[error("the proxy in {host} did not start: {why}")]
     NotReady { host: String, why: String },
+    /// OpenVPN's key could not be made (no openvpn installed: the user's).
+    #[error("{0}")]
+    OpenVpn(aerolink_pep::PepError),
 }
 
 impl GatewayError {
     /// Whether the user must change the topology or the settings.
     pub fn is_user(&self) -> bool {
         matches!(self, GatewayError::NeedsHost(_) | GatewayError::RateWithoutRate | GatewayError::FlagRateWithoutRate | GatewayError::FollowWithoutRate(_) | GatewayError::NoMonitor)
+            || matches!(self, GatewayError::OpenVpn(e) if e.is_user())
     }
 }
 
@@ -211,17 +215,21 @@ impl PepSpec {
         let mut out = Vec::new();
         match self.mode {
             PepMode::None => {}
-            PepMode::SplitTcp | PepMode::Vpn => {
+            PepMode::SplitTcp | PepMode::Vpn | PepMode::OpenVpn => {
+                let vpn = self.mode != PepMode::SplitTcp;
                 for (gw, from, at) in [("airgw", "client", PepAt::Air), ("groundgw", "airgw", PepAt::Ground)] {
-                    if self.mode == PepMode::Vpn || self.at == PepAt::Both || self.at == at {
+                    if vpn || self.at == PepAt::Both || self.at == at {
                         out.push((gw.to_string(), self.split_tcp(from)));
                     }
                 }
-                if self.mode == PepMode::Vpn {
+                if vpn {
                     let (_, c) = host(lab, "client")?;
                     let s = lab.hosts.last().ok_or_else(|| GatewayError::NeedsHost("server".into()))?;
-                    out.push((s.name.clone(), PepCmd::Vpn(VpnArgs { end: 2, peer: lab_addr(&c.ipv4, aerolink_pep::vpn::DEFAULT_PORT), port: aerolink_pep::vpn::DEFAULT_PORT })));
-                    out.push(("client".to_string(), PepCmd::Vpn(VpnArgs { end: 1, peer: lab_addr(&s.ipv4, aerolink_pep::vpn::DEFAULT_PORT), port: aerolink_pep::vpn::DEFAULT_PORT })));
+                    let port = aerolink_pep::vpn::DEFAULT_PORT;
+                    // OpenVPN's static key sits beside the tunnel's key.
+                    let key = (self.mode == PepMode::OpenVpn).then(|| psk.with_file_name("openvpn.key"));
+                    out.push((s.name.clone(), PepCmd::Vpn(VpnArgs { end: 2, peer: lab_addr(&c.ipv4, port), port, openvpn_key: key.clone() })));
+                    out.push(("client".to_string(), PepCmd::Vpn(VpnArgs { end: 1, peer: lab_addr(&s.ipv4, port), port, openvpn_key: key })));
                 }
             }
             PepMode::QuicTunnel => {
@@ -318,13 +326,16 @@ impl Gateways {
             if spec.mode == PepMode::QuicTunnel {
                 write_private(&psk, &aerolink_pep::quic_tunnel::Psk::generate()).map_err(|source| GatewayError::File { path: psk.display().to_string(), source })?;
             }
+            if spec.mode == PepMode::OpenVpn {
+                aerolink_pep::openvpn::genkey(&psk.with_file_name("openvpn.key")).map_err(GatewayError::OpenVpn)?;
+            }
             for (name, cmd) in spec.commands(lab, &psk)? {
                 start(&name, cmd)?;
             }
             Ok(())
         })();
         g.dir = Some(dir.to_path_buf());
-        if spec.mode == PepMode::Vpn {
+        if matches!(spec.mode, PepMode::Vpn | PepMode::OpenVpn) {
             g.server_override = Some((aerolink_pep::vpn::inner_v4(2), aerolink_pep::vpn::inner_v6(2)));
         }
         r.map(|_| g)
@@ -367,6 +378,7 @@ impl Gateways {
         self.children.clear();
         if let Some(d) = self.dir.take() {
             let _ = std::fs::remove_file(d.join("tunnel.psk"));
+            let _ = std::fs::remove_file(d.join("openvpn.key"));
         }
     }
 }

@@ -23,7 +23,7 @@ aerolink_work::choice! {
     /// Which proxy runs on the gateway chain: none, transparent split TCP,
     /// TCP over the QUIC tunnel, or an end-to-end VPN (with split-TCP
     /// proxies that it leaves nothing to act on).
-    pub enum PepMode { None = "none", SplitTcp = "split-tcp", QuicTunnel = "quic-tunnel", Vpn = "vpn" }
+    pub enum PepMode { None = "none", SplitTcp = "split-tcp", QuicTunnel = "quic-tunnel", Vpn = "vpn", OpenVpn = "openvpn" }
 }
 
 aerolink_work::choice! {
@@ -180,6 +180,11 @@ pub struct VpnArgs {
     pub peer: SocketAddr,
     #[arg(long, default_value_t = crate::vpn::DEFAULT_PORT)]
     pub port: u16,
+    /// Run Debian's OpenVPN (static-key mode, AES-256-CBC + HMAC-SHA256)
+    /// with this key file (`openvpn --genkey secret FILE`) instead of our
+    /// unencrypted tunnel.
+    #[arg(long, value_name = "FILE")]
+    pub openvpn_key: Option<std::path::PathBuf>,
 }
 
 fn addr_with_default(s: &str, default_port: u16) -> Result<SocketAddr, String> {
@@ -278,6 +283,9 @@ impl PepCmd {
                 flag(&mut a, "end", v.end);
                 flag(&mut a, "peer", v.peer);
                 flag(&mut a, "port", v.port);
+                if let Some(k) = &v.openvpn_key {
+                    flag(&mut a, "openvpn-key", k.display());
+                }
             }
             PepCmd::Keygen => a.push("keygen".into()),
         }
@@ -326,7 +334,7 @@ mod tests {
             v.push(PepCmd::QuicTunnel { half: Half::Ground(GroundArgs { listen: "[::]:4433".parse().unwrap(), tcp_cc, initcwnd: (i % 2 == 1).then_some(10), tuning: t, json: false }) });
         }
         for end in [1u8, 2] {
-            v.push(PepCmd::Vpn(VpnArgs { end, peer: "198.18.2.2:4789".parse().unwrap(), port: 4789 }));
+            v.push(PepCmd::Vpn(VpnArgs { end, peer: "198.18.2.2:4789".parse().unwrap(), port: 4789, openvpn_key: (end == 2).then(|| "/tmp/k".into()) }));
         }
         v
     }

@@ -18,6 +18,7 @@
 
 pub mod cli;
 pub mod error;
+pub mod openvpn;
 pub mod quic_tunnel;
 pub mod rate_cc;
 pub mod relay;
