@@ -16,31 +16,42 @@ QUIET_PACKAGES := irtt openvpn
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 AEROLINK := ./target/release/aerolink
 
-.PHONY: all deps build run demo test bench soak fuzz fuzz-smoke fuzz-deps clean reproduce
+.PHONY: all deps apt-deps toolchain build run demo test bench soak fuzz fuzz-smoke fuzz-deps clean reproduce
 
 all: build
 
-deps:
+# The Debian packages (make build installs them while cargo compiles).
+apt-deps:
 	@missing=""; for p in $(APT_PACKAGES); do dpkg -s $$p >/dev/null 2>&1 || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing:$$missing"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing >/dev/null; \
 	fi
-	@for p in $(QUIET_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" && continue; \
-	  echo "installing $$p (its service not started)"; \
+	@quiet=""; for p in $(QUIET_PACKAGES); do dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || quiet="$$quiet $$p"; done; \
+	if [ -n "$$quiet" ]; then \
+	  echo "installing$$quiet (their services not started)"; \
 	  policy=/usr/sbin/policy-rc.d; made=""; \
 	  if [ ! -e $$policy ]; then printf '#!/bin/sh\nexit 101\n' | $(SUDO) tee $$policy >/dev/null && $(SUDO) chmod 755 $$policy && made=1; fi; \
-	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$p >/dev/null; rc=$$?; \
+	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$quiet >/dev/null; rc=$$?; \
 	  [ -n "$$made" ] && $(SUDO) rm -f $$policy; \
-	  if [ -d /run/systemd/system ]; then $(SUDO) systemctl disable --now $$p >/dev/null 2>&1 || true; fi; \
+	  if [ -d /run/systemd/system ]; then for p in $$quiet; do $(SUDO) systemctl disable --now $$p >/dev/null 2>&1 || true; done; fi; \
 	  [ $$rc = 0 ] || exit $$rc; \
-	done
+	fi
+
+toolchain:
 	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust (https://rustup.rs)"; exit 1; }
 	@$(CARGO) fmt --version >/dev/null 2>&1 || rustup component add rustfmt
 	@$(CARGO) clippy --version >/dev/null 2>&1 || rustup component add clippy
 
-build: deps
-	$(CARGO) build --release --locked
+deps: apt-deps toolchain
+
+# Compiles while apt installs what is missing (on a fresh machine the two
+# take minutes each); either failing fails the build.
+build: toolchain
+	@mkdir -p target; ( $(MAKE) --no-print-directory apt-deps > target/apt-deps.log 2>&1 ) & apt=$$!; \
+	$(CARGO) build --release --locked; b=$$?; \
+	if ! wait $$apt; then cat target/apt-deps.log; echo "make: installing the Debian packages failed (above)"; exit 1; fi; \
+	cat target/apt-deps.log; exit $$b
 
 # The main job: seed 000 §6 (experiments/ifc-web.toml), about 10 minutes on
 # 2 cores; resumable (a second `make run` only redraws the report).
