@@ -286,6 +286,11 @@ fn lab_addr(ip: &str, port: u16) -> std::net::SocketAddr {
     std::net::SocketAddr::new(ip.parse().expect("a lab address"), port)
 }
 
+/// How long a proxy may take to say it is ready: above the QUIC tunnel's
+/// own 60 s to open its connection across the space link (its air half is
+/// ready once the ground half answered), so only a hung proxy meets it.
+const READY_WITHIN: Duration = Duration::from_secs(120);
+
 impl Gateways {
     /// Starts what `spec` asks for in `lab` and waits until each part is
     /// ready (its rules in, its tunnel up). `dir` holds the tunnel's key
@@ -309,15 +314,23 @@ impl Gateways {
                 cmd.stderr(f);
             }
             let mut child = cmd.spawn().map_err(|source| GatewayError::Spawn { host: name.into(), source })?;
-            let mut line = String::new();
+            // Its first line, "ready", within READY_WITHIN: a proxy that
+            // hangs before it is ready must not hang the run.
             let out = child.stdout.take().expect("piped stdout");
-            let _ = std::io::BufReader::new(out).read_line(&mut line);
-            let ok = line.trim() == "ready";
+            let (tx, rx) = std::sync::mpsc::channel();
+            std::thread::spawn(move || {
+                let mut line = String::new();
+                let _ = std::io::BufReader::new(out).read_line(&mut line);
+                let _ = tx.send(line);
+            });
+            let line = rx.recv_timeout(READY_WITHIN);
+            let ok = line.as_deref().is_ok_and(|l| l.trim() == "ready");
             g.children.push((name.to_string(), child));
             if ok {
                 Ok(())
             } else {
-                let why = if quiet { std::fs::read_to_string(&log).ok().and_then(|t| t.lines().last().map(str::to_string)).unwrap_or_default() } else { "see its message above".into() };
+                let said = if quiet { std::fs::read_to_string(&log).ok().and_then(|t| t.lines().last().map(str::to_string)).unwrap_or_default() } else { "see its message above".into() };
+                let why = if line.is_err() { format!("not ready within {} s; {said}", READY_WITHIN.as_secs()) } else { said };
                 Err(GatewayError::NotReady { host: name.into(), why })
             }
         };
