@@ -194,6 +194,10 @@ pub struct RunCommon {
     /// The bulk client's TCP settings (`bench bulk` sets them).
     #[arg(skip)]
     pub tcp: aerolink_work::cli::TcpClientArgs,
+    /// Capture each run into DIR (with --repeat, DIR/seedN): a pcapng file
+    /// per hop with each packet's fate, as `aerolink run --pcap`.
+    #[arg(long, value_name = "DIR")]
+    pub pcap: Option<std::path::PathBuf>,
 }
 
 pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
@@ -282,7 +286,8 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
             knobs: knobs.clone(),
             timeout: std::time::Duration::from_nanos(timeout.0),
             ipv6: c.ipv6,
-            pcap: None,
+            pcap: c.pcap.as_ref().map(|d| aerolink_net::pcap::PcapSpec { dir: if c.repeat > 1 { d.join(format!("seed{seed}")) } else { d.clone() }, snap: 65_535, max_bytes: 1_000_000_000 }),
+            traces: None,
         };
         // On a terminal, a spinner with the elapsed time while the run goes.
         let spinner = (!c.json && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {

@@ -50,7 +50,7 @@ pub fn run(a: OrchestrationArgs) -> anyhow::Result<i32> {
     for &p in &levels {
         eprintln!("{} runs of {} at --parallel {p}…", plan.len(), e.name);
         let t0 = std::time::Instant::now();
-        let (rx, workers) = aerolink_lab::pool::start(e.clone(), plan.clone(), p, exe.clone(), run_id(), None, stop.clone());
+        let (rx, workers) = aerolink_lab::pool::start(e.clone(), plan.clone(), p, exe.clone(), run_id(), Default::default(), stop.clone());
         let mut finished: Vec<_> = rx.into_iter().collect();
         finished.sort_by(|a, b| a.planned.key.cmp(&b.planned.key));
         let outs: Vec<aerolink_lab::runner::RunOutcome> = finished.into_iter().map(|f| f.outcome).collect();

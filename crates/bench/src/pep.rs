@@ -79,6 +79,7 @@ fn pep_plt(a: &PepBenchArgs, stop: &std::sync::atomic::AtomicBool) -> anyhow::Re
                     timeout: std::time::Duration::from_secs(300),
                     ipv6: false,
                     pcap: None,
+                    traces: None,
                 };
                 let o = aerolink_lab::runner::run_once(&req, stop);
                 match o.result["plt_ms"].as_f64() {

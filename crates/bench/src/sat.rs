@@ -183,6 +183,7 @@ fn request(link: SatLink, stack: Stack, bytes: u64, seed: u64, timeout: std::tim
         timeout,
         ipv6: false,
         pcap: None,
+        traces: None,
     })
 }
 

@@ -157,10 +157,29 @@ fn shards_run_apart_and_merge_into_the_unsharded_set() {
     let plan: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(plan.len(), 2);
     let mut shard_dbs = Vec::new();
+    let (pcap, traces) = (d.join("pcap"), d.join("traces"));
     for i in 1..=2 {
         let db = d.join(format!("shard-{i}.db"));
-        let o = aerolink(&["experiment", "run", spec.to_str().unwrap(), "--shard", &format!("{i}/2"), "--db", db.to_str().unwrap()]);
+        let shard = format!("{i}/2");
+        let mut args = vec!["experiment", "run", spec.to_str().unwrap(), "--shard", &shard, "--db", db.to_str().unwrap()];
+        // The first shard keeps each run's capture and traces.
+        if i == 1 {
+            args.extend(["--pcap", pcap.to_str().unwrap(), "--traces", traces.to_str().unwrap()]);
+        }
+        let o = aerolink(&args);
         assert!(o.status.success(), "{}", text(&o).1);
+        if i == 1 {
+            for r in stored(&db) {
+                let key = r["run_key"].as_str().unwrap();
+                assert!(pcap.join(key).join("hop0.pcapng").metadata().is_ok_and(|m| m.len() > 1000), "{key}: no capture");
+                // TLS keys for every run (h3's QUIC uses TLS 1.3 too); a
+                // qlog per QUIC connection for h3's, none for the others.
+                let keys = std::fs::read_to_string(traces.join(key).join("keys.log")).unwrap_or_default();
+                assert!(keys.contains("CLIENT_TRAFFIC_SECRET_0 "), "{key}: no TLS keys");
+                let qlogs = std::fs::read_dir(traces.join(key).join("qlog")).map(|d| d.count()).unwrap_or(0);
+                assert_eq!(qlogs > 0, r["protocol"] == "h3", "{key} ({}): {qlogs} qlog files", r["protocol"]);
+            }
+        }
         // Each shard ran exactly the runs the plan gave it.
         let keys: std::collections::BTreeSet<String> = stored(&db).iter().map(|r| r["run_key"].as_str().unwrap().to_string()).collect();
         let planned: std::collections::BTreeSet<String> = plan[i - 1]["keys"].as_array().unwrap().iter().map(|k| k.as_str().unwrap().to_string()).collect();

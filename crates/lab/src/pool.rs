@@ -19,25 +19,34 @@ pub struct Finished {
     pub seconds: f64,
 }
 
+/// What runs keep beside their results, each in `DIR/RUN_KEY/`.
+#[derive(Clone, Debug, Default)]
+pub struct Keep {
+    /// Captures (`experiment run --pcap`).
+    pub pcap: Option<PathBuf>,
+    /// TLS keys and qlogs (`experiment run --traces`).
+    pub traces: Option<PathBuf>,
+}
+
 /// Starts `parallel` workers on `plan`. Lab names are `{base}w{worker}r{k}`,
 /// unique among the workers. Once `stop` is set no new run starts (the ones
 /// under way are cut short by `run_once`). The channel closes when every
 /// worker is done; join the handles to wait for their labs to be removed.
-/// With `pcap`, each run is captured into `pcap/RUN_KEY/`.
+/// With `keep`, each run keeps its captures or traces in `DIR/RUN_KEY/`.
 pub fn start(
     e: Arc<Experiment>,
     plan: impl IntoIterator<Item = PlannedRun>,
     parallel: usize,
     exe: PathBuf,
     base: String,
-    pcap: Option<PathBuf>,
+    keep: Keep,
     stop: Arc<AtomicBool>,
 ) -> (mpsc::Receiver<Finished>, Vec<JoinHandle<()>>) {
     let queue: Arc<Mutex<VecDeque<PlannedRun>>> = Arc::new(Mutex::new(plan.into_iter().collect()));
     let (tx, rx) = mpsc::channel();
     let workers = (0..parallel)
         .map(|w| {
-            let (queue, tx, stop, e, exe, base, pcap) = (queue.clone(), tx.clone(), stop.clone(), e.clone(), exe.clone(), base.clone(), pcap.clone());
+            let (queue, tx, stop, e, exe, base, keep) = (queue.clone(), tx.clone(), stop.clone(), e.clone(), exe.clone(), base.clone(), keep.clone());
             std::thread::spawn(move || {
                 let mut k = 0;
                 while !stop.load(Ordering::SeqCst) {
@@ -53,7 +62,8 @@ pub fn start(
                         knobs: e.cases[p.case].knobs.clone(),
                         timeout: e.timeout,
                         ipv6: false,
-                        pcap: pcap.as_ref().map(|d| aerolink_net::pcap::PcapSpec { dir: d.join(&p.key), snap: 65_535, max_bytes: 1_000_000_000 }),
+                        pcap: keep.pcap.as_ref().map(|d| aerolink_net::pcap::PcapSpec { dir: d.join(&p.key), snap: 65_535, max_bytes: 1_000_000_000 }),
+                        traces: keep.traces.as_ref().map(|d| d.join(&p.key)),
                     };
                     let started = SystemTime::now();
                     let t = Instant::now();

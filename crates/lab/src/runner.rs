@@ -39,6 +39,20 @@ pub struct RunRequest {
     pub ipv6: bool,
     /// Capture the run (`experiment run --pcap`).
     pub pcap: Option<aerolink_net::pcap::PcapSpec>,
+    /// Keep the run's TLS keys and qlogs here (`experiment run --traces`).
+    pub traces: Option<PathBuf>,
+}
+
+/// The programs' environment, with `SSLKEYLOGFILE` (`DIR/keys.log`) and
+/// `QLOGDIR` (`DIR/qlog`) when the run keeps its traces.
+fn with_traces(req: &RunRequest, mut env: Vec<(String, String)>) -> Vec<(String, String)> {
+    if let Some(d) = &req.traces {
+        // Made here, so the programs (whoever they run as) find it.
+        let _ = std::fs::create_dir_all(d.join("qlog"));
+        env.push(("SSLKEYLOGFILE".into(), d.join("keys.log").display().to_string()));
+        env.push(("QLOGDIR".into(), d.join("qlog").display().to_string()));
+    }
+    env
 }
 
 #[derive(Debug, Serialize, Deserialize, Clone)]
@@ -196,10 +210,7 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
         },
         None => None,
     };
-    let env = match &gateways {
-        Some(g) => g.env(&lab),
-        None => lab.env(),
-    };
+    let env = with_traces(req, gateways.as_ref().map_or_else(|| lab.env(), |g| g.env(&lab)));
     let server_ns = lab.hosts.last().expect("hosts").netns.clone();
     let mut argv: Vec<String> = vec![exe.clone()];
     argv.extend(req.knobs.server_args());

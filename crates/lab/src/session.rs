@@ -50,6 +50,10 @@ pub struct RunArgs {
     /// during those runs).
     #[arg(long, value_name = "DIR")]
     pub pcap: Option<PathBuf>,
+    /// Keep every run's TLS keys (DIR/RUN_KEY/keys.log, SSLKEYLOGFILE) and
+    /// QUIC qlogs (DIR/RUN_KEY/qlog/, QLOGDIR).
+    #[arg(long, value_name = "DIR")]
+    pub traces: Option<PathBuf>,
 }
 
 impl RunArgs {
@@ -68,6 +72,9 @@ impl RunArgs {
         }
         if let Some(p) = &self.pcap {
             v.extend(["--pcap".into(), p.display().to_string()]);
+        }
+        if let Some(p) = &self.traces {
+            v.extend(["--traces".into(), p.display().to_string()]);
         }
         v
     }
@@ -270,7 +277,8 @@ pub fn run(a: &RunArgs, exe: PathBuf, base: String, progress: &mut dyn Progress)
     let n_todo = todo.len();
     progress.start(&Start { experiment: &e, db: &db, total, skipped, todo: n_todo, parallel, default_parallel: a.parallel.is_none() });
     let stop = aerolink_net::stop::on_signals().flag().clone();
-    let (rx, workers) = crate::pool::start(e.clone(), todo, parallel, exe, base, a.pcap.clone(), stop.clone());
+    let keep = crate::pool::Keep { pcap: a.pcap.clone(), traces: a.traces.clone() };
+    let (rx, workers) = crate::pool::start(e.clone(), todo, parallel, exe, base, keep, stop.clone());
     let host = hostname();
     let (mut done, mut failed) = (0usize, 0usize);
     let t0 = Instant::now();

@@ -138,6 +138,7 @@ pub fn k8s_manifests(a: &K8sArgs, name: &str, file_name: &str, text: &str, compa
         keep_failed: false,
         shard: Some(Shard { index: ShardIndex::Auto, of: a.shards }),
         pcap: None,
+        traces: None,
     };
     let shard_container = Container {
         name: "shard".into(),

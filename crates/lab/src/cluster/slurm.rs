@@ -63,8 +63,15 @@ pub struct SlurmScripts {
 pub fn slurm_scripts(a: &SlurmArgs, name: &str, exe: &Path, file: &Path, dir: &Path) -> SlurmScripts {
     let n = a.shards;
     let exe_q = quote(&[exe.display().to_string()]);
-    let run =
-        RunArgs { file: file.display().to_string(), parallel: a.parallel, db: dir.join("shard-{shard}.db"), keep_failed: false, shard: Some(Shard { index: ShardIndex::Auto, of: n }), pcap: None };
+    let run = RunArgs {
+        file: file.display().to_string(),
+        parallel: a.parallel,
+        db: dir.join("shard-{shard}.db"),
+        keep_failed: false,
+        shard: Some(Shard { index: ShardIndex::Auto, of: n }),
+        pcap: None,
+        traces: None,
+    };
     let mut head = format!(
         "#!/bin/bash\n# aerolink experiment {name}: shard $SLURM_ARRAY_TASK_ID of {n} (written by `aerolink experiment slurm`).\n\
          # aerolink builds network namespaces and TUN devices: it runs as root on the node, or as a user\n\
