@@ -12,8 +12,11 @@ use std::process::Command;
 /// The client side of the run: tshark captures the client's end of the
 /// link while it loads the same page over h1, h2 and h3. A ping seen in
 /// tshark's live output marks that everything sent before it is in the
-/// file (tshark says "Capturing" before it captures).
+/// file (tshark says "Capturing" before it captures). seen.txt is made
+/// first: the background job's redirection may not have made it yet when
+/// `mark` first counts (it then read an empty count and pinged forever).
 const CLIENT: &str = r#"
+: > seen.txt
 tshark -i to-server -w cap.pcapng -P -l > seen.txt 2> tshark.err & pid=$!
 mark() { n=$(grep -c ICMP seen.txt); until [ "$(grep -c ICMP seen.txt)" -gt "$n" ]; do kill -0 $pid || exit 1; ping -c 1 -W 1 $AEROLINK_SERVER > /dev/null; done; }
 mark
