@@ -6,12 +6,13 @@ CARGO ?= cargo
 # Debian packages the emulator, its tests and the demo use (jq and sqlite3:
 # the guide's examples, which crates/cli/tests/guide.rs runs).
 # slurmctld, slurmd, slurm-client and munge: a one-node Slurm for the cluster test
-# (scripts/slurm-local.sh starts it). irtt: the community's round-trip
-# tester, whose JSON `aerolink analyze` reads (crates/cli/tests/irtt.rs); its
-# package would start a server on every interface, so it is installed with
-# service starts refused and its service left disabled: the tests run irtt
-# only inside labs.
-APT_PACKAGES := iproute2 iputils-ping iperf3 nftables util-linux procps chromium dnsmasq-base tinyproxy-bin slurmctld slurmd slurm-client munge jq sqlite3 tshark
+# (scripts/slurm-local.sh starts it). tshark, man-db and groff-base: the
+# capture, key-log and manual-page tests. irtt (the community's round-trip
+# tester, whose JSON `aerolink analyze` reads) and openvpn (`--pep openvpn`):
+# their packages would start services on the host, so they are installed
+# with service starts refused and their services left disabled; the tests
+# run them only inside labs.
+APT_PACKAGES := iproute2 iputils-ping iperf3 nftables util-linux procps chromium dnsmasq-base tinyproxy-bin slurmctld slurmd slurm-client munge jq sqlite3 tshark man-db groff-base
 QUIET_PACKAGES := irtt openvpn
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 AEROLINK := ./target/release/aerolink

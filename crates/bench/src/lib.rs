@@ -286,7 +286,7 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
             knobs: knobs.clone(),
             timeout: std::time::Duration::from_nanos(timeout.0),
             ipv6: c.ipv6,
-            pcap: c.pcap.as_ref().map(|d| aerolink_net::pcap::PcapSpec { dir: if c.repeat > 1 { d.join(format!("seed{seed}")) } else { d.clone() }, snap: 65_535, max_bytes: 1_000_000_000 }),
+            pcap: c.pcap.as_ref().map(|d| aerolink_net::pcap::PcapSpec::whole(if c.repeat > 1 { d.join(format!("seed{seed}")) } else { d.clone() })),
             traces: None,
         };
         // On a terminal, a spinner with the elapsed time while the run goes.

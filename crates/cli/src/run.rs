@@ -92,7 +92,7 @@ pub struct CaptureArgs {
     pub pcap: Option<PathBuf>,
     /// Bytes kept of each captured packet, headers first (128 keeps the IP
     /// and TCP or UDP headers and leaves payloads out).
-    #[arg(long, value_name = "BYTES", default_value_t = 65535, value_parser = clap::value_parser!(u32).range(40..=262_144), help_heading = "Capture")]
+    #[arg(long, value_name = "BYTES", default_value_t = aerolink_net::pcap::DEFAULT_SNAP, value_parser = clap::value_parser!(u32).range(40..=262_144), help_heading = "Capture")]
     pub pcap_snap: u32,
     /// A capture file stops taking packets at this size; what it leaves
     /// out is counted.

@@ -62,7 +62,7 @@ pub fn start(
                         knobs: e.cases[p.case].knobs.clone(),
                         timeout: e.timeout,
                         ipv6: false,
-                        pcap: keep.pcap.as_ref().map(|d| aerolink_net::pcap::PcapSpec { dir: d.join(&p.key), snap: 65_535, max_bytes: 1_000_000_000 }),
+                        pcap: keep.pcap.as_ref().map(|d| aerolink_net::pcap::PcapSpec::whole(d.join(&p.key))),
                         traces: keep.traces.as_ref().map(|d| d.join(&p.key)),
                     };
                     let started = SystemTime::now();

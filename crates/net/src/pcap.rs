@@ -46,6 +46,18 @@ pub struct PcapSpec {
     pub max_bytes: u64,
 }
 
+/// Bytes kept of each packet unless asked otherwise: all of it.
+pub const DEFAULT_SNAP: u32 = 65_535;
+/// A file's size limit unless asked otherwise: 1 GB.
+pub const DEFAULT_MAX_BYTES: u64 = 1_000_000_000;
+
+impl PcapSpec {
+    /// Whole packets into `dir`, up to [`DEFAULT_MAX_BYTES`] a file.
+    pub fn whole(dir: PathBuf) -> PcapSpec {
+        PcapSpec { dir, snap: DEFAULT_SNAP, max_bytes: DEFAULT_MAX_BYTES }
+    }
+}
+
 /// The bytes of a packet as it arrived at the link.
 #[derive(Clone, Debug)]
 pub struct Snap {
