@@ -265,6 +265,8 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
         tcp: c.tcp,
         pep: c.link.topology.is_some().then_some(pep),
         cross: None,
+        tcp_reordering: Default::default(),
+        message_stamp: Default::default(),
     };
     knobs.quic.validate().map_err(user)?;
     aerolink_net::sys::check_preconditions()?;

@@ -76,10 +76,10 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                 let ip = addr(&server)?.ip();
                 print(&aerolink_work::ping::run(ip, count, std::time::Duration::from_nanos(interval.0), size, std::time::Duration::from_nanos(wait.0)).await?)
             }
-            WorkloadCmd::Messages(MessagesArgs { server, params, rate, nagle, quic }) => {
+            WorkloadCmd::Messages(MessagesArgs { server, params, rate, nagle, stamp, quic }) => {
                 let a = with_port(addr(&server)?, server::MESSAGES_PORT);
                 let d = std::time::Duration::from_nanos(params.duration.0);
-                print(&messages::run(a, params.transport, params.direction, params.size, rate.bits_per_sec, d, nagle, &quic.knobs()).await?)
+                print(&messages::run(a, params.transport, params.direction, params.size, rate.bits_per_sec, d, nagle, stamp, &quic.knobs()).await?)
             }
         }
     })

@@ -140,6 +140,12 @@ metrics! {
     // What the emulator saw (every run).
     LinkDropsDown = "link_drops_down", "link drops ↓", Number, Neither;
     LinkDropsUp = "link_drops_up", "link drops ↑", Number, Neither;
+    // A bonded link's calls (seed 004's connection statistics).
+    CallDropsCh0 = "call_drops_ch0", "call drops, channel 0", Number, Lower;
+    CallDropsCh1 = "call_drops_ch1", "call drops, channel 1", Number, Lower;
+    CallDropsCh2 = "call_drops_ch2", "call drops, channel 2", Number, Lower;
+    CallDropsCh3 = "call_drops_ch3", "call drops, channel 3", Number, Lower;
+    RedialMsMean = "redial_ms_mean", "mean time to redial a dropped call", Ms, Lower;
     EmulatorRefused = "emulator_refused", "frames the emulator lost (refused by the kernel; an aerolink bug)", Number, Lower;
 }
 

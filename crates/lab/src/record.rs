@@ -26,6 +26,13 @@ pub fn record(e: &Experiment, f: &Finished, host: &str) -> RunRecord {
         // as retransmitted or lost.
         metrics.insert(Metric::LinkDropsDown, f.outcome.link_drops_down as f64);
         metrics.insert(Metric::LinkDropsUp, f.outcome.link_drops_up as f64);
+        let channels = [Metric::CallDropsCh0, Metric::CallDropsCh1, Metric::CallDropsCh2, Metric::CallDropsCh3];
+        for (m, n) in channels.into_iter().zip(&f.outcome.channel_drops) {
+            metrics.insert(m, *n as f64);
+        }
+        if !f.outcome.redials_s.is_empty() {
+            metrics.insert(Metric::RedialMsMean, f.outcome.redials_s.iter().sum::<f64>() * 1e3 / f.outcome.redials_s.len() as f64);
+        }
     }
     let refused = f.outcome.emulator_refused();
     if refused > 0 {

@@ -87,6 +87,12 @@ pub struct RunOutcome {
     /// stored with the metric `emulator_refused` ([`RunOutcome::emulator_refused`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub emulator_faults: Vec<aerolink_net::lab::Fault>,
+    /// A bonded link's call drops per channel on the measured hop, and
+    /// each completed redial's time, seconds (`PumpReport::channel_drops`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub channel_drops: Vec<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redials_s: Vec<f64>,
 }
 
 impl RunOutcome {
@@ -112,6 +118,8 @@ fn failed(e: impl std::fmt::Display) -> RunOutcome {
         client_ms: 0.0,
         lateness_us_p99: 0.0,
         emulator_faults: Vec::new(),
+        channel_drops: Vec::new(),
+        redials_s: Vec::new(),
     }
 }
 
@@ -183,6 +191,49 @@ impl Drop for Cross {
     }
 }
 
+/// Sets the end hosts' TCP (client and server namespaces) as the run's
+/// knobs ask, before any program starts; the lab is removed if it cannot.
+fn end_host_tcp(lab: Lab, reordering: crate::workload::Reordering) -> Result<Lab, String> {
+    let ends = [lab.hosts[0].netns.clone(), lab.hosts.last().expect("hosts").netns.clone()];
+    for ns in ends {
+        let set = aerolink_net::sys::in_netns(&ns, move || reordering.sysctls().iter().try_for_each(|(k, v)| aerolink_net::sys::write_sysctl(k, v)));
+        if let Err(e) = set {
+            lab.shutdown();
+            return Err(format!("setting TCP's reordering to {reordering} in {ns}: {e}"));
+        }
+    }
+    Ok(lab)
+}
+
+/// What the link did in a run: its accuracy, faults, and the measured
+/// hop's bytes, drops and call drops (for each of its `channels`, those
+/// that never dropped too).
+fn link_figures(rep: &LabReport, measured_hop: usize, channels: usize, outcome: &mut RunOutcome) {
+    outcome.lateness_us_p99 = rep.directions.iter().map(|d| d.lateness_us_p99).fold(0.0, f64::max);
+    outcome.emulator_faults = rep.faults();
+    for d in rep.directions.iter().filter(|d| d.hop as usize == measured_hop) {
+        let dropped = d.dropped_loss + d.dropped_arq + d.dropped_queue + d.dropped_outage + d.refused;
+        match d.dir {
+            Some(aerolink_net::log::Dir::Up) => {
+                outcome.wire_bytes_up += d.bytes_out;
+                outcome.link_drops_up += dropped;
+            }
+            _ => {
+                outcome.wire_bytes_down += d.bytes_out;
+                outcome.link_drops_down += dropped;
+            }
+        }
+        outcome.link_drops_loss += d.dropped_loss + d.dropped_arq;
+        outcome.link_drops_queue += d.dropped_queue;
+        // A call carries both directions: its drops are counted once.
+        if d.dir == Some(aerolink_net::log::Dir::Up) {
+            outcome.channel_drops.clone_from(&d.channel_drops);
+            outcome.channel_drops.resize(channels.max(d.channel_drops.len()), 0);
+            outcome.redials_s.clone_from(&d.redials_s);
+        }
+    }
+}
+
 /// Runs one request. `stop` aborts it (Ctrl-C): the lab is still removed.
 pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     let t0 = Instant::now();
@@ -190,7 +241,7 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     // The hop whose bytes and drops are reported: the profile's.
     let measured_hop = topo.measured_hop();
     let spec = LabSpec { run: req.run_name.clone(), hosts: topo.hosts, hops: topo.hops, seed: req.seed, log_meta: vec![], lateness_target_ns: None, packet_by_packet: false, pcap: req.pcap.clone() };
-    let lab = match Lab::build(&spec, None) {
+    let lab = match Lab::build(&spec, None).map_err(|e| e.to_string()).and_then(|l| end_host_tcp(l, req.knobs.tcp_reordering)) {
         Ok(l) => l,
         Err(e) => return failed(format!("building the lab: {e}")),
     };
@@ -310,22 +361,6 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
         outcome.ok = false;
         outcome.error = Some(format!("the link stopped: {}", link_errors.join("; ")));
     }
-    outcome.lateness_us_p99 = rep.directions.iter().map(|d| d.lateness_us_p99).fold(0.0, f64::max);
-    outcome.emulator_faults = rep.faults();
-    for d in rep.directions.iter().filter(|d| d.hop as usize == measured_hop) {
-        let dropped = d.dropped_loss + d.dropped_arq + d.dropped_queue + d.dropped_outage + d.refused;
-        match d.dir {
-            Some(aerolink_net::log::Dir::Up) => {
-                outcome.wire_bytes_up += d.bytes_out;
-                outcome.link_drops_up += dropped;
-            }
-            _ => {
-                outcome.wire_bytes_down += d.bytes_out;
-                outcome.link_drops_down += dropped;
-            }
-        }
-        outcome.link_drops_loss += d.dropped_loss + d.dropped_arq;
-        outcome.link_drops_queue += d.dropped_queue;
-    }
+    link_figures(&rep, measured_hop, req.profile.up.bonded.as_ref().map_or(0, |b| b.channels.len()), &mut outcome);
     outcome
 }

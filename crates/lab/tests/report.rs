@@ -36,6 +36,8 @@ fn outcome(plt_ms: f64, ok: bool) -> RunOutcome {
         client_ms: plt_ms,
         lateness_us_p99: 40.0,
         emulator_faults: Vec::new(),
+        channel_drops: Vec::new(),
+        redials_s: Vec::new(),
     }
 }
 

@@ -509,3 +509,27 @@ fn a_burst_through_an_exact_timer_leaves_segment_by_segment_at_each_due_time() {
     }
     assert!(reps[0].lateness_us_max <= 1.0);
 }
+
+#[test]
+fn call_drops_and_redials_are_counted_per_channel_as_logged() {
+    // Two calls dropping every 5 s on average, back after 1–2 s; a packet
+    // every 100 ms each way for 60 s keeps the link busy.
+    let link = "[link]\nbonded = { rate = \"1 Mbit/s\", redial = [\"1 s\", \"2 s\"], channels = [{ delay = \"10 ms\", drop_every = \"5 s\" }, { delay = \"10 ms\", drop_every = \"5 s\" }] }\n";
+    let h = hop(link, 0, 150_000, 1600 + VNET_HDR_LEN);
+    for n in 0..600u32 {
+        h.left.schedule(aerolink_link::Instant(n as u64 * 100 * MS), &packet(n, 100));
+        h.right.schedule(aerolink_link::Instant(n as u64 * 100 * MS), &packet(n, 100));
+    }
+    let (reps, _, _, events) = run(h);
+    let logged =
+        |ch: u16| events.iter().filter(|e| e.dir == Dir::Up && e.t.0 > 0 && matches!(e.kind, EventKind::Note(aerolink_link::Note::Channel { channel, up: false }) if channel == ch)).count() as u64;
+    assert_eq!(reps[0].channel_drops, vec![logged(0), logged(1)]);
+    // About 60 s / (5 s up + 1.5 s down) ≈ 9 per call; a call carries both
+    // directions, so both reports count the same drops.
+    assert!(reps[0].channel_drops.iter().all(|n| (3..=20).contains(n)), "{:?}", reps[0].channel_drops);
+    assert_eq!(reps[0].channel_drops, reps[1].channel_drops);
+    assert!(!reps[0].redials_s.is_empty());
+    for r in &reps[0].redials_s {
+        assert!((1.0..=2.0).contains(r), "a redial of {r} s, outside 1–2 s");
+    }
+}

@@ -4,7 +4,12 @@
 //!
 //! Each message carries the time it was offered (CLOCK_REALTIME, which both
 //! namespaces share), so latency = receive time − offer time includes the
-//! time it waited in the sender's buffers, as in the seed. Throughput =
+//! time it waited in the sender's buffers, as in the seed. Which time is the
+//! offer's is [`Stamp`]: the schedule's (the default: a sender that falls
+//! behind its rate counts the lag as latency, which then grows all run
+//! long above capacity) or the moment its write starts (`send`: only the
+//! wait for room in the socket's buffer counts, as a program that stamps a
+//! message when it sends it would measure). Throughput =
 //! bytes delivered within the test time / test time.
 //!
 //! Wire: the client sends `dir: u8` (0 down, 1 up, 2 both), `size: u32`,
@@ -125,9 +130,20 @@ async fn collect(rx: &mut mpsc::UnboundedReceiver<Seen>, until: Instant) -> Rece
     }
 }
 
+crate::choice! {
+    /// What a message's offer time is: its place in the rate's schedule,
+    /// or the moment its write starts.
+    #[derive(Default)]
+    pub enum Stamp { #[default] Schedule = "schedule", Send = "send" }
+}
+
+/// The request's first byte: the direction, with the top bit set when
+/// messages are stamped as they are sent.
+const SEND_STAMP_BIT: u8 = 0x80;
+
 /// Offers messages at `rate_bps` until `until`, then writes the end mark.
 /// Returns how many were offered and the writer.
-async fn generate<W: AsyncWrite + Unpin>(mut w: W, size: u32, rate_bps: f64, until: Instant) -> Result<(u64, W)> {
+async fn generate<W: AsyncWrite + Unpin>(mut w: W, size: u32, rate_bps: f64, until: Instant, stamp: Stamp) -> Result<(u64, W)> {
     let interval = Duration::from_secs_f64(size as f64 * 8.0 / rate_bps);
     let payload = crate::page::filler(size as usize);
     let start = Instant::now();
@@ -141,8 +157,12 @@ async fn generate<W: AsyncWrite + Unpin>(mut w: W, size: u32, rate_bps: f64, unt
         }
         tokio::time::sleep_until(due.into()).await;
         // The offer time is the schedule's, so time spent blocked in write
-        // counts as latency. A message once started is written whole.
-        let offered = wall0 + offset.as_nanos() as u64;
+        // counts as latency, or the write's start. A message once started
+        // is written whole.
+        let offered = match stamp {
+            Stamp::Schedule => wall0 + offset.as_nanos() as u64,
+            Stamp::Send => now_ns(),
+        };
         let mut m = payload.clone();
         m[..8].copy_from_slice(&offered.to_le_bytes());
         m[8..12].copy_from_slice(&size.to_le_bytes());
@@ -176,7 +196,8 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let dir = r.read_u8().await?;
+    let first = r.read_u8().await?;
+    let (dir, stamp) = (first & !SEND_STAMP_BIT, if first & SEND_STAMP_BIT != 0 { Stamp::Send } else { Stamp::Schedule });
     let size = r.read_u32_le().await?;
     let rate = r.read_f64_le().await?;
     let dur = Duration::from_millis(r.read_u32_le().await? as u64);
@@ -187,7 +208,7 @@ where
     let mut rx = spawn_reader(r, false);
     let sender = tokio::spawn(async move {
         if dir != 1 {
-            generate(w, size, rate, until).await.map(|x| x.1)
+            generate(w, size, rate, until, stamp).await.map(|x| x.1)
         } else {
             tokio::time::sleep_until(until.into()).await;
             let mut w = w;
@@ -239,7 +260,7 @@ crate::choice! {
 
 /// Runs the generator against `server` over `transport`.
 #[allow(clippy::too_many_arguments)]
-pub async fn run(server: SocketAddr, transport: Transport, direction: Direction, size: u32, rate_bps: f64, duration: Duration, nagle: bool, quic: &QuicKnobs) -> Result<MessagesResult> {
+pub async fn run(server: SocketAddr, transport: Transport, direction: Direction, size: u32, rate_bps: f64, duration: Duration, nagle: bool, stamp: Stamp, quic: &QuicKnobs) -> Result<MessagesResult> {
     if size < MIN_SIZE {
         return Err(WorkError::Param("messages must be at least 12 bytes (timestamp + length)"));
     }
@@ -251,7 +272,7 @@ pub async fn run(server: SocketAddr, transport: Transport, direction: Direction,
         Direction::Up => 1,
         Direction::Both => 2,
     };
-    let mut hello = vec![dir];
+    let mut hello = vec![dir | if stamp == Stamp::Send { SEND_STAMP_BIT } else { 0 }];
     hello.extend_from_slice(&size.to_le_bytes());
     hello.extend_from_slice(&rate_bps.to_le_bytes());
     hello.extend_from_slice(&(duration.as_millis() as u32).to_le_bytes());
@@ -261,14 +282,14 @@ pub async fn run(server: SocketAddr, transport: Transport, direction: Direction,
             s.set_nodelay(!nagle)?;
             s.write_all(&hello).await?;
             let (r, w) = s.into_split();
-            client(r, w, dir, size, rate_bps, duration).await?
+            client(r, w, dir, size, rate_bps, duration, stamp).await?
         }
         Transport::Quic => {
             let ep = crate::quic::client_endpoint(server, quic, &[ALPN])?;
             let conn = ep.connect(server, crate::tls::SERVER_NAME)?.await?;
             let (mut w, r) = conn.open_bi().await?;
             w.write_all(&hello).await?;
-            let out = client(r, w, dir, size, rate_bps, duration).await?;
+            let out = client(r, w, dir, size, rate_bps, duration, stamp).await?;
             conn.close(0u32.into(), b"done");
             ep.wait_idle().await;
             out
@@ -286,7 +307,7 @@ pub async fn run(server: SocketAddr, transport: Transport, direction: Direction,
     })
 }
 
-async fn client<R, W>(r: R, w: W, dir: u8, size: u32, rate_bps: f64, duration: Duration) -> Result<(u64, Option<Received>, Option<Received>)>
+async fn client<R, W>(r: R, w: W, dir: u8, size: u32, rate_bps: f64, duration: Duration, stamp: Stamp) -> Result<(u64, Option<Received>, Option<Received>)>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -295,7 +316,7 @@ where
     let mut rx = spawn_reader(r, true);
     let sender = tokio::spawn(async move {
         if dir != 0 {
-            generate(w, size, rate_bps, until).await
+            generate(w, size, rate_bps, until, stamp).await
         } else {
             tokio::time::sleep_until(until.into()).await;
             let mut w = w;
@@ -322,4 +343,52 @@ where
         }
     };
     Ok((offered, down, (dir != 0).then_some(report)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The offer times `generate` writes when its reader takes one message
+    /// every `read_every` while the rate offers one every 10 ms.
+    async fn stamps(stamp: Stamp, read_every: Duration) -> Vec<u64> {
+        // Room for one 64-byte message: the writer blocks until it is read.
+        let (w, mut r) = tokio::io::duplex(64);
+        let until = Instant::now() + Duration::from_millis(300);
+        let gen = tokio::spawn(async move { generate(w, 64, 64.0 * 8.0 * 100.0, until, stamp).await.map(|_| ()) });
+        let mut out = Vec::new();
+        let mut m = [0u8; 64];
+        loop {
+            tokio::time::sleep(read_every).await;
+            r.read_exact(&mut m[..12]).await.expect("a header");
+            if u32::from_le_bytes(m[8..12].try_into().expect("4 bytes")) == END_MARK {
+                break;
+            }
+            r.read_exact(&mut m[12..]).await.expect("a payload");
+            out.push(u64::from_le_bytes(m[..8].try_into().expect("8 bytes")));
+        }
+        gen.await.expect("joined").expect("generated");
+        out
+    }
+
+    #[tokio::test]
+    async fn schedule_stamps_keep_the_rate_and_send_stamps_wait_for_room() {
+        // Read every 40 ms, four times slower than offered: the writer is
+        // blocked most of the time.
+        let slow = Duration::from_millis(40);
+        let sched = stamps(Stamp::Schedule, slow).await;
+        assert!(sched.len() >= 5, "{} messages", sched.len());
+        for (k, t) in sched.iter().enumerate() {
+            // Exactly k intervals after the first, however long the writes took.
+            assert_eq!(t - sched[0], k as u64 * 10_000_000, "message {k}");
+        }
+        let sent = stamps(Stamp::Send, slow).await;
+        assert!(sent.len() >= 5, "{} messages", sent.len());
+        // Each stamp is taken once the previous message found room: at
+        // least a read's pace (less the timer's slack) after it.
+        for k in 2..sent.len() {
+            let gap = sent[k] - sent[k - 1];
+            assert!(gap >= 30_000_000, "message {k} stamped {} ms after the one before", gap as f64 / 1e6);
+        }
+    }
 }

@@ -9,7 +9,7 @@ use aerolink_work::sock::TcpCc;
 
 use super::{values, KeyErr};
 use crate::gateways::PepSpec;
-use crate::workload::{Cross, Knobs};
+use crate::workload::{Cross, Knobs, Reordering};
 
 /// One knob: its key in a `[[workload]]` table, whether it is a PEP
 /// setting (those need the gateway chain), and how one value sets it (the
@@ -107,6 +107,8 @@ pub const KNOBS: &[KnobDef] = &[
             Ok(())
         },
     },
+    KnobDef { key: "tcp_reordering", pep: false, set: |k, v| choice(v, Reordering::allowed).map(|r| k.tcp_reordering = r) },
+    KnobDef { key: "message_stamp", pep: false, set: |k, v| choice(v, aerolink_work::messages::Stamp::allowed).map(|s| k.message_stamp = s) },
     KnobDef { key: "quickack", pep: false, set: |k, v| boolean(v).map(|b| k.tcp.quickack = b) },
     KnobDef { key: "nagle", pep: false, set: |k, v| boolean(v).map(|b| k.nagle = b) },
     KnobDef {

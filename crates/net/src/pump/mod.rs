@@ -133,6 +133,38 @@ pub struct PumpReport {
     pub refused_why: Option<String>,
     /// Fatal I/O error that stopped this direction, if any.
     pub error: Option<String>,
+    /// Bonded channels ([`aerolink_link::Note::Channel`]): call drops during
+    /// the run per channel (one found down at the start is not counted), and
+    /// each completed redial's time from drop to back, seconds.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub channel_drops: Vec<u64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub redials_s: Vec<f64>,
+    /// Working state: when each channel that dropped during the run went
+    /// down (back: `None`).
+    #[serde(skip)]
+    pub down_since: Vec<Option<aerolink_link::Instant>>,
+}
+
+impl PumpReport {
+    /// Counts a bonded channel going down (`up = false`) or coming back;
+    /// either changes the link's capacity (true).
+    fn channel(&mut self, channel: u16, up: bool, at: aerolink_link::Instant) -> bool {
+        let i = channel as usize;
+        if self.channel_drops.len() <= i {
+            self.channel_drops.resize(i + 1, 0);
+            self.down_since.resize(i + 1, None);
+        }
+        match (up, self.down_since[i].take()) {
+            (true, Some(t)) => self.redials_s.push((at - t).as_secs_f64()),
+            (false, _) if at.0 > 0 => {
+                self.channel_drops[i] += 1;
+                self.down_since[i] = Some(at);
+            }
+            _ => {}
+        }
+        true
+    }
 }
 
 /// One direction of a hop, as the pump sees it.
@@ -470,7 +502,7 @@ impl<D: Device, T: Timer> Pump<D, T> {
                 for n in notes.drain(..) {
                     match n.note {
                         aerolink_link::Note::Retransmit { .. } => rep.retransmissions += 1,
-                        aerolink_link::Note::Channel { .. } => capacity_changed = true,
+                        aerolink_link::Note::Channel { channel, up } => capacity_changed |= rep.channel(channel, up, n.at),
                         _ => {}
                     }
                     if logging {

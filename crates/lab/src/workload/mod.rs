@@ -6,19 +6,19 @@ use aerolink_link::units::Rate;
 use aerolink_link::Duration;
 use aerolink_work::browser::BrowserProtocol;
 use aerolink_work::bulk::Direction as BulkDirection;
-use aerolink_work::cli::{
-    BrowserArgs, BrowserParams, BulkArgs, MessagesArgs, MessagesParams, ObjectsArgs, ObjectsParams, PingArgs, RealtimeArgs, RealtimeParams, ServeArgs, TcpClientArgs, WebArgs, WebParams, WorkloadCmd,
-};
+use aerolink_work::cli::{BrowserArgs, BrowserParams, BulkArgs, MessagesArgs, MessagesParams, ObjectsArgs, ObjectsParams, PingArgs, RealtimeArgs, RealtimeParams, WebArgs, WebParams, WorkloadCmd};
 use aerolink_work::messages::Direction as MessagesDirection;
-use aerolink_work::quic::{QuicArgs, QuicKnobs};
+use aerolink_work::quic::QuicArgs;
 use aerolink_work::realtime::{Mechanism, Scenario};
-use aerolink_work::sock::TcpCc;
 use aerolink_work::web::{ObjectsMode, Protocol};
 use aerolink_work::Transport;
 use serde::{Deserialize, Serialize};
 
 use crate::metric::Metric::{self, *};
 use crate::metric::Metrics;
+
+mod knobs;
+pub use knobs::{Cross, Knobs, Reordering};
 
 /// A workload whose values cannot run. Always the user's to fix.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -100,106 +100,11 @@ pub enum Workload {
     },
 }
 
-/// The stack settings of a run; every one is recorded with the result.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Knobs {
-    /// Kernel TCP congestion control (server sockets, and the client's for
-    /// uploads).
-    pub tcp_cc: TcpCc,
-    /// Route initial window in segments; `None` = the kernel's 10.
-    pub initcwnd: Option<u32>,
-    pub quic: QuicKnobs,
-    /// Nagle's algorithm on the server's and messages client's sockets.
-    pub nagle: bool,
-    /// HTTP/2 server push, % of a page's objects (0: none).
-    #[serde(default, skip_serializing_if = "is_zero")]
-    pub push: u8,
-    /// The bulk client's TCP socket: MSS, receive buffer, quick ACKs.
-    #[serde(default, skip_serializing_if = "TcpClientArgs::is_default")]
-    pub tcp: TcpClientArgs,
-    /// Run over the `ifc` gateway chain (the profile is its space hop) with
-    /// this PEP mode; `None` = one hop, client ↔ server.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pep: Option<crate::gateways::PepSpec>,
-    /// Competing traffic on the same link while the workload runs (seed
-    /// 003's congestion): one TCP cubic flow of iperf3, started first.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cross: Option<Cross>,
-}
-
-aerolink_work::choice! {
-    /// Cross traffic: a competing TCP download (server to client) or
-    /// upload, for as long as the measured workload runs.
-    pub enum Cross { None = "none", TcpDown = "tcp-down", TcpUp = "tcp-up" }
-}
-
-fn is_zero(n: &u8) -> bool {
-    *n == 0
-}
-
 fn tcp() -> Transport {
     Transport::Tcp
 }
 
-impl Default for Knobs {
-    fn default() -> Self {
-        Knobs { tcp_cc: TcpCc::Cubic, initcwnd: None, quic: QuicKnobs::default(), nagle: false, push: 0, tcp: TcpClientArgs::default(), pep: None, cross: None }
-    }
-}
-
-impl Knobs {
-    /// The server program every workload of a run talks to.
-    pub fn server_cmd(&self) -> WorkloadCmd {
-        WorkloadCmd::Serve(ServeArgs { cc: self.tcp_cc, initcwnd: self.initcwnd, nagle: self.nagle, push: self.push, quic: QuicArgs::from(&self.quic) })
-    }
-
-    /// What sets this run apart from the defaults, for reports and
-    /// progress lines: `bbr IW40 h-bdp1 quic-bbr nagle via quic-tunnel/bbr`.
-    pub fn label(&self) -> String {
-        let mut parts = Vec::new();
-        if self.tcp_cc != TcpCc::Cubic {
-            parts.push(self.tcp_cc.to_string());
-        }
-        if let Some(n) = self.initcwnd {
-            parts.push(format!("IW{n}"));
-        }
-        if self.quic.preset != aerolink_work::quic::Preset::Quinn {
-            parts.push(self.quic.label());
-        }
-        if self.quic.cc != aerolink_work::quic::QuicKnobs::preset(self.quic.preset).cc {
-            parts.push(format!("quic-{}", self.quic.cc));
-        }
-        if self.nagle {
-            parts.push("nagle".into());
-        }
-        if self.push > 0 {
-            parts.push(format!("push{}", self.push));
-        }
-        if let Some(m) = self.tcp.mss {
-            parts.push(format!("MSS{m}"));
-        }
-        if let Some(b) = self.tcp.rcvbuf {
-            parts.push(format!("rcvbuf{b}"));
-        }
-        if self.tcp.quickack {
-            parts.push("quickack".into());
-        }
-        if let Some(p) = self.pep.as_ref().filter(|p| p.mode != aerolink_pep::cli::PepMode::None) {
-            parts.push(format!("via {}", p.label()));
-        }
-        if let Some(c) = self.cross.filter(|c| *c != Cross::None) {
-            parts.push(format!("cross:{c}"));
-        }
-        parts.join(" ")
-    }
-
-    /// The server's command line after `aerolink`.
-    pub fn server_args(&self) -> Vec<String> {
-        with_prefix(self.server_cmd())
-    }
-}
-
-fn with_prefix(cmd: WorkloadCmd) -> Vec<String> {
+pub(crate) fn with_prefix(cmd: WorkloadCmd) -> Vec<String> {
     let mut a = vec!["workload".to_string()];
     a.extend(cmd.to_args());
     a
@@ -332,7 +237,7 @@ impl Workload {
             }
             Workload::Messages { transport, direction, size, rate_bps, duration_s } => {
                 let params = MessagesParams { transport: *transport, direction: *direction, size: *size, duration: Duration::from_secs_f64(*duration_s) };
-                WorkloadCmd::Messages(MessagesArgs { server, params, rate: Rate { bits_per_sec: *rate_bps }, nagle: knobs.nagle, quic })
+                WorkloadCmd::Messages(MessagesArgs { server, params, rate: Rate { bits_per_sec: *rate_bps }, nagle: knobs.nagle, stamp: knobs.message_stamp, quic })
             }
             Workload::Realtime { mechanism, scenario, count, interval_ms, size } => {
                 let params = RealtimeParams { mechanism: *mechanism, scenario: *scenario, count: *count, interval_ms: *interval_ms, size: *size, no_nagle: !knobs.nagle };

@@ -1,0 +1,162 @@
+//! The knobs of a run: the stacks' settings beside the workload (TCP and
+//! QUIC congestion control and windows, Nagle, push, the PEP chain, cross
+//! traffic, TCP's reordering tolerance, how messages are stamped), each
+//! recorded with the result. Experiment files set them through
+//! `experiment/knobs.rs`'s registry.
+
+use aerolink_work::cli::{ServeArgs, TcpClientArgs, WorkloadCmd};
+use aerolink_work::messages::Stamp;
+use aerolink_work::quic::{QuicArgs, QuicKnobs};
+use aerolink_work::sock::TcpCc;
+use serde::{Deserialize, Serialize};
+
+use super::with_prefix;
+
+/// The stack settings of a run; every one is recorded with the result.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Knobs {
+    /// Kernel TCP congestion control (server sockets, and the client's for
+    /// uploads).
+    pub tcp_cc: TcpCc,
+    /// Route initial window in segments; `None` = the kernel's 10.
+    pub initcwnd: Option<u32>,
+    pub quic: QuicKnobs,
+    /// Nagle's algorithm on the server's and messages client's sockets.
+    pub nagle: bool,
+    /// HTTP/2 server push, % of a page's objects (0: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub push: u8,
+    /// The bulk client's TCP socket: MSS, receive buffer, quick ACKs.
+    #[serde(default, skip_serializing_if = "TcpClientArgs::is_default")]
+    pub tcp: TcpClientArgs,
+    /// Run over the `ifc` gateway chain (the profile is its space hop) with
+    /// this PEP mode; `None` = one hop, client ↔ server.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pep: Option<crate::gateways::PepSpec>,
+    /// Competing traffic on the same link while the workload runs (seed
+    /// 003's congestion): one TCP cubic flow of iperf3, started first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross: Option<Cross>,
+    /// How the end hosts' kernel TCP treats reordered segments.
+    #[serde(default, skip_serializing_if = "Reordering::is_adaptive")]
+    pub tcp_reordering: Reordering,
+    /// The messages workload's offer time (its latency's start).
+    #[serde(default, skip_serializing_if = "is_schedule")]
+    pub message_stamp: Stamp,
+}
+
+aerolink_work::choice! {
+    /// Cross traffic: a competing TCP download (server to client) or
+    /// upload, for as long as the measured workload runs.
+    pub enum Cross { None = "none", TcpDown = "tcp-down", TcpUp = "tcp-up" }
+}
+
+aerolink_work::choice! {
+    /// The end hosts' TCP reordering tolerance (set per namespace before the
+    /// programs start). `adaptive` is Linux's: RACK-TLP loss detection
+    /// (`tcp_recovery = 1`), DSACK, and a duplicate-ACK threshold that grows
+    /// with the reordering seen (up to `tcp_max_reordering = 300`). `strict`
+    /// cuts all three — no RACK, no DSACK, the threshold held at 3 — so
+    /// three duplicate ACKs mean a loss, as in TCPs before RFC 4653 and
+    /// RACK: what a sender meets over channels striped without resequencing
+    /// (seed 004's teql).
+    #[derive(Default)]
+    pub enum Reordering { #[default] Adaptive = "adaptive", Strict = "strict" }
+}
+
+impl Reordering {
+    fn is_adaptive(&self) -> bool {
+        *self == Reordering::Adaptive
+    }
+
+    /// The sysctls (net.ipv4.…) that set it in a namespace.
+    pub fn sysctls(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Reordering::Adaptive => &[],
+            Reordering::Strict => &[("net.ipv4.tcp_recovery", "0"), ("net.ipv4.tcp_dsack", "0"), ("net.ipv4.tcp_reordering", "3"), ("net.ipv4.tcp_max_reordering", "3")],
+        }
+    }
+}
+
+fn is_schedule(s: &Stamp) -> bool {
+    *s == Stamp::Schedule
+}
+
+fn is_zero(n: &u8) -> bool {
+    *n == 0
+}
+
+impl Default for Knobs {
+    fn default() -> Self {
+        Knobs {
+            tcp_cc: TcpCc::Cubic,
+            initcwnd: None,
+            quic: QuicKnobs::default(),
+            nagle: false,
+            push: 0,
+            tcp: TcpClientArgs::default(),
+            pep: None,
+            cross: None,
+            tcp_reordering: Reordering::Adaptive,
+            message_stamp: Stamp::Schedule,
+        }
+    }
+}
+
+impl Knobs {
+    /// The server program every workload of a run talks to.
+    pub fn server_cmd(&self) -> WorkloadCmd {
+        WorkloadCmd::Serve(ServeArgs { cc: self.tcp_cc, initcwnd: self.initcwnd, nagle: self.nagle, push: self.push, quic: QuicArgs::from(&self.quic) })
+    }
+
+    /// What sets this run apart from the defaults, for reports and
+    /// progress lines: `bbr IW40 h-bdp1 quic-bbr nagle via quic-tunnel/bbr`.
+    pub fn label(&self) -> String {
+        let mut parts = Vec::new();
+        if self.tcp_cc != TcpCc::Cubic {
+            parts.push(self.tcp_cc.to_string());
+        }
+        if let Some(n) = self.initcwnd {
+            parts.push(format!("IW{n}"));
+        }
+        if self.quic.preset != aerolink_work::quic::Preset::Quinn {
+            parts.push(self.quic.label());
+        }
+        if self.quic.cc != aerolink_work::quic::QuicKnobs::preset(self.quic.preset).cc {
+            parts.push(format!("quic-{}", self.quic.cc));
+        }
+        if self.nagle {
+            parts.push("nagle".into());
+        }
+        if self.push > 0 {
+            parts.push(format!("push{}", self.push));
+        }
+        if let Some(m) = self.tcp.mss {
+            parts.push(format!("MSS{m}"));
+        }
+        if let Some(b) = self.tcp.rcvbuf {
+            parts.push(format!("rcvbuf{b}"));
+        }
+        if self.tcp.quickack {
+            parts.push("quickack".into());
+        }
+        if self.tcp_reordering != Reordering::Adaptive {
+            parts.push(format!("reordering-{}", self.tcp_reordering));
+        }
+        if self.message_stamp != Stamp::Schedule {
+            parts.push(format!("stamped-at-{}", self.message_stamp));
+        }
+        if let Some(p) = self.pep.as_ref().filter(|p| p.mode != aerolink_pep::cli::PepMode::None) {
+            parts.push(format!("via {}", p.label()));
+        }
+        if let Some(c) = self.cross.filter(|c| *c != Cross::None) {
+            parts.push(format!("cross:{c}"));
+        }
+        parts.join(" ")
+    }
+
+    /// The server's command line after `aerolink`.
+    pub fn server_args(&self) -> Vec<String> {
+        with_prefix(self.server_cmd())
+    }
+}
