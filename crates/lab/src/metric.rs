@@ -98,6 +98,8 @@ metrics! {
     // Messages (seed 004), each way and both.
     DeliveredBpsUp = "delivered_bps_up", "delivered rate (up)", BitRate, Higher;
     DeliveredBpsDown = "delivered_bps_down", "delivered rate (down)", BitRate, Higher;
+    DeliveredShareUp = "delivered_share_up", "delivered rate / offered rate (up)", Number, Higher;
+    DeliveredShareDown = "delivered_share_down", "delivered rate / offered rate (down)", Number, Higher;
     LatencyMsMeanUp = "latency_ms_mean_up", "mean message latency (up)", Ms, Lower;
     LatencyMsMeanDown = "latency_ms_mean_down", "mean message latency (down)", Ms, Lower;
     LatencyMsMeanBoth = "latency_ms_mean_both", "mean message latency (both ways)", Ms, Lower;

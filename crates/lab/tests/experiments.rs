@@ -101,7 +101,10 @@ fn bad_files_name_the_file_the_key_and_what_is_allowed() {
         ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"bulk\"\ndirection = \"sideways\"\nsizes = [\"1MB\"]\n", "workload[1].direction: \"sideways\": expected one of down, up"),
         ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\ntcp_cc = \"vegas\"\n", "workload[1].tcp_cc"),
         ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"bulk\"\nsizes = [\"1MB\"]\ntcp_reordering = \"lax\"\n", "workload[1].tcp_reordering: \"lax\": expected one of adaptive, strict"),
-        ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"messages\"\nrates = [\"1024 bit/s\"]\nmessage_stamp = [\"send\", \"receive\"]\n", "workload[1].message_stamp: \"receive\": expected one of schedule, send"),
+        (
+            "name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"messages\"\nrates = [\"1024 bit/s\"]\nmessage_stamp = [\"send\", \"receive\"]\n",
+            "workload[1].message_stamp: \"receive\": expected one of schedule, send",
+        ),
         ("name = \"x\"\nprofiles = [\"nope\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\n", "profiles: nope: no such built-in profile or file"),
         ("name = \"x\"\ntopology = \"missing.toml\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\n", "topology: "),
         ("name = \"x\"\ntopology = \"ifc\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\ntunnel_cc = \"rate\"\npep = \"quic-tunnel\"\n", "needs tunnel_rate"),

@@ -371,11 +371,16 @@ fn messages_metrics(m: &mut Metrics, v: &serde_json::Value) {
     let dur = v.get("duration_s").and_then(|x| x.as_f64()).unwrap_or(1.0);
     let mut every: Vec<f64> = Vec::new();
     let mut dirs = 0;
-    for (dir, rate, mean_k, p50_k) in [("up", DeliveredBpsUp, LatencyMsMeanUp, LatencyMsP50Up), ("down", DeliveredBpsDown, LatencyMsMeanDown, LatencyMsP50Down)] {
+    let offered = v.get("offered_bps").and_then(|x| x.as_f64()).filter(|o| *o > 0.0);
+    let each = [("up", DeliveredBpsUp, DeliveredShareUp, LatencyMsMeanUp, LatencyMsP50Up), ("down", DeliveredBpsDown, DeliveredShareDown, LatencyMsMeanDown, LatencyMsP50Down)];
+    for (dir, rate, share, mean_k, p50_k) in each {
         if let Some(r) = v.get(dir).filter(|r| !r.is_null()) {
             dirs += 1;
             let bytes = r.get("bytes").and_then(|x| x.as_f64()).unwrap_or(0.0);
             m.insert(rate, bytes * 8.0 / dur);
+            if let Some(o) = offered {
+                m.insert(share, bytes * 8.0 / dur / o);
+            }
             let lat = sorted(r, "latencies_ms");
             if !lat.is_empty() {
                 m.insert(mean_k, mean(&lat));
@@ -472,12 +477,16 @@ mod tests {
         let w = Workload::Messages { transport: Transport::Tcp, direction: MessagesDirection::Both, size: 64, rate_bps: 2048.0, duration_s: 10.0 };
         let v = serde_json::json!({
             "duration_s": 10.0,
+            "offered_bps": 2048.0,
             "up": { "bytes": 1000, "latencies_ms": [1000.0, 3000.0] },
             "down": { "bytes": 2000, "latencies_ms": [6000.0, 6000.0, 6000.0, 6000.0] }
         });
         let m = w.metrics(&v);
         assert_eq!(m[&DeliveredBpsUp], 800.0);
         assert_eq!(m[&DeliveredBpsDown], 1600.0);
+        // Against the 2048 bit/s offered each way.
+        assert_eq!(m[&DeliveredShareUp], 800.0 / 2048.0);
+        assert_eq!(m[&DeliveredShareDown], 1600.0 / 2048.0);
         assert_eq!(m[&LatencyMsMeanUp], 2000.0);
         assert_eq!(m[&LatencyMsMeanDown], 6000.0);
         assert!((m[&LatencyMsMeanBoth] - 28000.0 / 6.0).abs() < 1e-9, "{m:?}");
