@@ -239,7 +239,7 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
             (common, Workload::Realtime { mechanism, scenario, count, interval_ms, size })
         }
         BenchCmd::Messages { common, params: MessagesParams { transport, direction, size, duration }, offered } => {
-            (common, Workload::Messages { transport, direction, size, rate_bps: offered.bits_per_sec, duration_s: duration.as_secs_f64() })
+            (common, Workload::Messages { transport, direction, size, rate_bps: offered.bits_per_sec, duration_s: duration.as_secs_f64(), down: None })
         }
     };
     workload.validate().map_err(|e| user(format!("command line: {e}")))?;

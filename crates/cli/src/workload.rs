@@ -5,9 +5,7 @@
 
 use std::net::SocketAddr;
 
-use aerolink_work::cli::{
-    BrowserArgs, BrowserParams, BulkArgs, ConnsArgs, MessagesArgs, ObjectsArgs, ObjectsParams, PingArgs, RealtimeArgs, RealtimeParams, ServeArgs, WebArgs, WebParams, WorkloadCmd,
-};
+use aerolink_work::cli::{BrowserArgs, BrowserParams, BulkArgs, ConnsArgs, ObjectsArgs, ObjectsParams, PingArgs, RealtimeArgs, RealtimeParams, ServeArgs, WebArgs, WebParams, WorkloadCmd};
 use aerolink_work::web::ObjectsMode;
 use aerolink_work::{browser, bulk, messages, page, server, web, Transport};
 
@@ -76,10 +74,9 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                 let ip = addr(&server)?.ip();
                 print(&aerolink_work::ping::run(ip, count, std::time::Duration::from_nanos(interval.0), size, std::time::Duration::from_nanos(wait.0)).await?)
             }
-            WorkloadCmd::Messages(MessagesArgs { server, params, rate, nagle, stamp, quic }) => {
-                let a = with_port(addr(&server)?, server::MESSAGES_PORT);
-                let d = std::time::Duration::from_nanos(params.duration.0);
-                print(&messages::run(a, params.transport, params.direction, params.size, rate.bits_per_sec, d, nagle, stamp, &quic.knobs()).await?)
+            WorkloadCmd::Messages(m) => {
+                let a = with_port(addr(&m.server)?, server::MESSAGES_PORT);
+                print(&messages::run(a, &m.spec(), &m.quic.knobs()).await?)
             }
         }
     })

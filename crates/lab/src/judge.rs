@@ -280,6 +280,8 @@ impl Mapping {
     pub fn fits(&self, kind: Kind) -> Result<(), String> {
         match (kind, self.form(kind)) {
             (Kind::Ratio | Kind::Equal, Form::Ratio) | (Kind::Difference, Form::Difference) | (Kind::Value | Kind::Count, Form::Value) | (Kind::AtLeast | Kind::AtMost, _) => Ok(()),
+            // A metric that is itself a ratio (delivered over offered).
+            (Kind::Ratio | Kind::Equal, Form::Value) if self.metric.is_ratio() => Ok(()),
             (Kind::Qualitative, _) => Err("a qualitative entry is not judged by number".into()),
             (k, f) => Err(format!("a {} entry cannot be judged by a {f:?} (quantity)", k.as_str())),
         }

@@ -43,6 +43,13 @@ macro_rules! metrics {
         pub enum Metric { $($variant,)* }
 
         impl Metric {
+    /// Whether the metric is itself a ratio of two measured rates (a run's
+    /// delivered rate over its offered rate), so that one series of it can
+    /// judge a ratio entry with no `vs`.
+    pub fn is_ratio(self) -> bool {
+        matches!(self, Metric::DeliveredShareUp | Metric::DeliveredShareDown)
+    }
+
             /// Every metric, in the table's order.
             pub const ALL: &'static [Metric] = &[$(Metric::$variant,)*];
 

@@ -12,8 +12,14 @@
 //! message when it sends it would measure). Throughput =
 //! bytes delivered within the test time / test time.
 //!
-//! Wire: the client sends `dir: u8` (0 down, 1 up, 2 both), `size: u32`,
-//! `rate_bps: f64`, `duration_ms: u32`, then messages. After the test each
+//! Both ways at once, the ground may offer its own size and rate (seed
+//! 004's third two-way test: 96 B at 4608 bit/s one way, 32 B at 1024 bit/s
+//! the other): [`Offer`] `down`.
+//!
+//! Wire: the client sends `dir: u8` (0 down, 1 up, 2 both; the top bit set
+//! when messages are stamped as sent, the next when the ground's own offer
+//! follows), `size: u32`, `rate_bps: f64`, `duration_ms: u32`, then that
+//! offer (`size: u32`, `rate_bps: f64`) if flagged, then messages. After the test each
 //! side's sender writes an end mark; the server follows its mark with what
 //! it received (count, bytes, each latency in µs). A reader task owns each
 //! receiving stream and forwards frames with their arrival times, so the
@@ -46,11 +52,48 @@ pub struct Received {
     pub latencies_ms: Vec<f64>,
 }
 
+/// What one side offers: messages of `size` bytes at `rate_bps`.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Offer {
+    pub size: u32,
+    pub rate_bps: f64,
+}
+
+impl Offer {
+    fn check(self) -> Result<Offer> {
+        if self.size < MIN_SIZE {
+            return Err(WorkError::Param("messages must be at least 12 bytes (timestamp + length)"));
+        }
+        if !(self.rate_bps > 0.0 && self.rate_bps.is_finite()) {
+            return Err(WorkError::Param("the offered rate must be positive"));
+        }
+        Ok(self)
+    }
+}
+
+/// A messages test: which way, what each side offers, for how long.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Spec {
+    pub transport: Transport,
+    pub direction: Direction,
+    /// The client's offer (and the server's, unless `down` is given).
+    pub offer: Offer,
+    /// The server's own offer, both ways at once only.
+    pub down: Option<Offer>,
+    pub duration: Duration,
+    /// Leave Nagle's algorithm on.
+    pub nagle: bool,
+    pub stamp: Stamp,
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct MessagesResult {
     pub transport: String,
     pub size_bytes: u32,
     pub offered_bps: f64,
+    /// The server's own offer when it differs (both ways at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub down_offer: Option<Offer>,
     pub duration_s: f64,
     pub direction: String,
     pub offered_messages: u64,
@@ -140,6 +183,8 @@ crate::choice! {
 /// The request's first byte: the direction, with the top bit set when
 /// messages are stamped as they are sent.
 const SEND_STAMP_BIT: u8 = 0x80;
+/// … and this one when the server's own offer follows the duration.
+const DOWN_OFFER_BIT: u8 = 0x40;
 
 /// Offers messages at `rate_bps` until `until`, then writes the end mark.
 /// Returns how many were offered and the writer.
@@ -197,11 +242,15 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let first = r.read_u8().await?;
-    let (dir, stamp) = (first & !SEND_STAMP_BIT, if first & SEND_STAMP_BIT != 0 { Stamp::Send } else { Stamp::Schedule });
-    let size = r.read_u32_le().await?;
-    let rate = r.read_f64_le().await?;
+    let (dir, stamp) = (first & !(SEND_STAMP_BIT | DOWN_OFFER_BIT), if first & SEND_STAMP_BIT != 0 { Stamp::Send } else { Stamp::Schedule });
+    let mut size = r.read_u32_le().await?;
+    let mut rate = r.read_f64_le().await?;
     let dur = Duration::from_millis(r.read_u32_le().await? as u64);
-    if size < MIN_SIZE || rate <= 0.0 {
+    if first & DOWN_OFFER_BIT != 0 {
+        size = r.read_u32_le().await?;
+        rate = r.read_f64_le().await?;
+    }
+    if size < MIN_SIZE || !(rate > 0.0 && rate.is_finite()) {
         return Err(WorkError::BadMessage("messages request"));
     }
     let until = Instant::now() + dur;
@@ -258,65 +307,70 @@ crate::choice! {
     pub enum Direction { Down = "down", Up = "up", Both = "both" }
 }
 
-/// Runs the generator against `server` over `transport`.
-#[allow(clippy::too_many_arguments)]
-pub async fn run(server: SocketAddr, transport: Transport, direction: Direction, size: u32, rate_bps: f64, duration: Duration, nagle: bool, stamp: Stamp, quic: &QuicKnobs) -> Result<MessagesResult> {
-    if size < MIN_SIZE {
-        return Err(WorkError::Param("messages must be at least 12 bytes (timestamp + length)"));
+/// Runs the test `spec` against `server`.
+pub async fn run(server: SocketAddr, spec: &Spec, quic: &QuicKnobs) -> Result<MessagesResult> {
+    let offer = spec.offer.check()?;
+    let down = spec.down.map(Offer::check).transpose()?;
+    if down.is_some() && spec.direction != Direction::Both {
+        return Err(WorkError::Param("the ground's own offer (down size and rate) is for messages both ways at once"));
     }
-    if rate_bps <= 0.0 {
-        return Err(WorkError::Param("the offered rate must be positive"));
-    }
-    let dir: u8 = match direction {
+    let dir: u8 = match spec.direction {
         Direction::Down => 0,
         Direction::Up => 1,
         Direction::Both => 2,
     };
-    let mut hello = vec![dir | if stamp == Stamp::Send { SEND_STAMP_BIT } else { 0 }];
-    hello.extend_from_slice(&size.to_le_bytes());
-    hello.extend_from_slice(&rate_bps.to_le_bytes());
-    hello.extend_from_slice(&(duration.as_millis() as u32).to_le_bytes());
-    let (offered, down, up) = match transport {
+    let flags = if spec.stamp == Stamp::Send { SEND_STAMP_BIT } else { 0 } | if down.is_some() { DOWN_OFFER_BIT } else { 0 };
+    let mut hello = vec![dir | flags];
+    hello.extend_from_slice(&offer.size.to_le_bytes());
+    hello.extend_from_slice(&offer.rate_bps.to_le_bytes());
+    hello.extend_from_slice(&(spec.duration.as_millis() as u32).to_le_bytes());
+    if let Some(d) = down {
+        hello.extend_from_slice(&d.size.to_le_bytes());
+        hello.extend_from_slice(&d.rate_bps.to_le_bytes());
+    }
+    let (offered, rx_down, up) = match spec.transport {
         Transport::Tcp => {
             let mut s = TcpStream::connect(server).await?;
-            s.set_nodelay(!nagle)?;
+            s.set_nodelay(!spec.nagle)?;
             s.write_all(&hello).await?;
             let (r, w) = s.into_split();
-            client(r, w, dir, size, rate_bps, duration, stamp).await?
+            client(r, w, dir, spec).await?
         }
         Transport::Quic => {
             let ep = crate::quic::client_endpoint(server, quic, &[ALPN])?;
             let conn = ep.connect(server, crate::tls::SERVER_NAME)?.await?;
             let (mut w, r) = conn.open_bi().await?;
             w.write_all(&hello).await?;
-            let out = client(r, w, dir, size, rate_bps, duration, stamp).await?;
+            let out = client(r, w, dir, spec).await?;
             conn.close(0u32.into(), b"done");
             ep.wait_idle().await;
             out
         }
     };
     Ok(MessagesResult {
-        transport: transport.to_string(),
-        size_bytes: size,
-        offered_bps: rate_bps,
-        duration_s: duration.as_secs_f64(),
-        direction: direction.to_string(),
+        transport: spec.transport.to_string(),
+        size_bytes: offer.size,
+        offered_bps: offer.rate_bps,
+        down_offer: down,
+        duration_s: spec.duration.as_secs_f64(),
+        direction: spec.direction.to_string(),
         offered_messages: offered,
-        down,
+        down: rx_down,
         up,
     })
 }
 
-async fn client<R, W>(r: R, w: W, dir: u8, size: u32, rate_bps: f64, duration: Duration, stamp: Stamp) -> Result<(u64, Option<Received>, Option<Received>)>
+async fn client<R, W>(r: R, w: W, dir: u8, spec: &Spec) -> Result<(u64, Option<Received>, Option<Received>)>
 where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
+    let (offer, stamp, duration) = (spec.offer, spec.stamp, spec.duration);
     let until = Instant::now() + duration;
     let mut rx = spawn_reader(r, true);
     let sender = tokio::spawn(async move {
         if dir != 0 {
-            generate(w, size, rate_bps, until, stamp).await
+            generate(w, offer.size, offer.rate_bps, until, stamp).await
         } else {
             tokio::time::sleep_until(until.into()).await;
             let mut w = w;
@@ -329,7 +383,7 @@ where
     // Half-close: the server reads to our end before closing.
     let _ = w.shutdown().await;
     if dir == 0 {
-        offered = (duration.as_secs_f64() * rate_bps / (size as f64 * 8.0)).ceil() as u64;
+        offered = (duration.as_secs_f64() * offer.rate_bps / (offer.size as f64 * 8.0)).ceil() as u64;
     }
     // Queues drain once the senders stop; on a slow link that takes as
     // long as it takes (120 s of 8 kbit/s through 2.4 kbit/s is minutes),
@@ -390,5 +444,34 @@ mod tests {
             let gap = sent[k] - sent[k - 1];
             assert!(gap >= 30_000_000, "message {k} stamped {} ms after the one before", gap as f64 / 1e6);
         }
+    }
+
+    /// Both ways at once with the ground's own offer: each side sends its
+    /// own size at its own rate (loopback: everything offered arrives).
+    #[tokio::test]
+    async fn the_ground_offers_its_own_size_and_rate() {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("a port");
+        let addr = listener.local_addr().expect("an address");
+        tokio::spawn(serve(listener, false));
+        let spec = Spec {
+            transport: Transport::Tcp,
+            direction: Direction::Both,
+            offer: Offer { size: 96, rate_bps: 96.0 * 8.0 * 50.0 },
+            down: Some(Offer { size: 32, rate_bps: 32.0 * 8.0 * 20.0 }),
+            duration: Duration::from_millis(1000),
+            nagle: false,
+            stamp: Stamp::Schedule,
+        };
+        let r = run(addr, &spec, &QuicKnobs::default()).await.expect("a result");
+        let (up, down) = (r.up.expect("up"), r.down.expect("down"));
+        assert_eq!(up.bytes, up.messages * 96);
+        assert_eq!(down.bytes, down.messages * 32);
+        // 50 and 20 a second for 1 s, less any still in flight at the end.
+        assert!((45..=50).contains(&up.messages), "{} up", up.messages);
+        assert!((17..=20).contains(&down.messages), "{} down", down.messages);
+        assert_eq!(r.down_offer, spec.down);
+        // One way only, a ground offer is refused before anything is sent.
+        let one_way = Spec { direction: Direction::Up, ..spec };
+        assert!(run(addr, &one_way, &QuicKnobs::default()).await.is_err());
     }
 }

@@ -30,7 +30,12 @@ pub const KINDS: &[WorkloadKind] = &[
     WorkloadKind { name: "web", keys: &["protocol", "protocols", "page", "pages", "depth", "depths"], expand: web, base_knobs: Knobs::default },
     WorkloadKind { name: "bulk", keys: &["transport", "transports", "direction", "directions", "size", "sizes"], expand: bulk, base_knobs: Knobs::default },
     WorkloadKind { name: "objects", keys: &["protocol", "protocols", "set", "sets", "mode", "modes"], expand: objects, base_knobs: Knobs::default },
-    WorkloadKind { name: "messages", keys: &["transport", "transports", "direction", "directions", "size", "sizes", "rate", "rates", "duration"], expand: messages, base_knobs: Knobs::default },
+    WorkloadKind {
+        name: "messages",
+        keys: &["transport", "transports", "direction", "directions", "size", "sizes", "rate", "rates", "duration", "down_size", "down_rate"],
+        expand: messages,
+        base_knobs: Knobs::default,
+    },
     // Real-time web keeps Nagle's algorithm on unless told otherwise, as
     // in seed 001's study.
     WorkloadKind {
@@ -191,13 +196,26 @@ fn ping(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
 
 fn messages(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
     let duration_s = duration(t, "duration", aerolink_link::Duration::from_secs(60))?.as_secs_f64();
+    let down_size = match t.get("down_size") {
+        None => None,
+        Some(v) => Some(v.as_integer().and_then(|i| u32::try_from(i).ok()).ok_or_else(|| ("down_size".to_string(), "expected the ground's message size in bytes".to_string()))?),
+    };
+    let down_rate = match t.get("down_rate") {
+        None => None,
+        Some(v) => {
+            let text = v.as_str().ok_or_else(|| ("down_rate".to_string(), "expected the ground's offered rate, like \"1024 bit/s\"".to_string()))?;
+            Some(aerolink_link::units::parse_rate(text).map_err(|m| ("down_rate".to_string(), format!("{text:?}: expected {m}")))?.bits_per_sec)
+        }
+    };
     let mut out = Vec::new();
     for transport in picks(t, &["transports", "transport"], vec![Transport::Tcp])? {
         for direction in picks(t, &["directions", "direction"], vec![MessagesDirection::Up])? {
             for size in ints(t, &["sizes", "size"], 64)? {
                 for rate in list_of(t, &["rates", "rate"])? {
                     let r = aerolink_link::units::parse_rate(&rate).map_err(|m| ("rates".to_string(), format!("{rate:?}: expected {m}")))?;
-                    out.push(Workload::Messages { transport, direction, size: u32_of(size), rate_bps: r.bits_per_sec, duration_s });
+                    let size = u32_of(size);
+                    let down = (down_size.is_some() || down_rate.is_some()).then(|| aerolink_work::messages::Offer { size: down_size.unwrap_or(size), rate_bps: down_rate.unwrap_or(r.bits_per_sec) });
+                    out.push(Workload::Messages { transport, direction, size, rate_bps: r.bits_per_sec, duration_s, down });
                 }
             }
         }

@@ -35,6 +35,8 @@ pub enum WorkloadError {
     MessageSize(u32),
     #[error("rate and duration must be positive")]
     MessagesRate,
+    #[error("down_size and down_rate (the ground's own offer) need directions = \"both\"")]
+    MessagesDownOffer,
     #[error("page {0:?}: expected a corpus page ({1}), a synthetic page like 10x100KB, or an http:// or https:// URL")]
     BrowserPage(String, String),
     #[error("count must be at least 1, the interval at least 200 ms (ping's limit for an ordinary user) and the size at most 65507 bytes")]
@@ -68,6 +70,10 @@ pub enum Workload {
         size: u32,
         rate_bps: f64,
         duration_s: f64,
+        /// Both ways at once: the ground's own size and rate (seed 004's
+        /// third two-way test); `None`, the same as the aircraft's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        down: Option<aerolink_work::messages::Offer>,
     },
     Realtime {
         mechanism: Mechanism,
@@ -152,12 +158,20 @@ impl Workload {
                     return Err(WorkloadError::Realtime);
                 }
             }
-            Workload::Messages { size, rate_bps, duration_s, .. } => {
-                if *size < aerolink_work::messages::MIN_SIZE {
-                    return Err(WorkloadError::MessageSize(*size));
+            Workload::Messages { size, rate_bps, duration_s, down, direction, .. } => {
+                for (size, rate) in [(*size, *rate_bps)].into_iter().chain(down.map(|d| (d.size, d.rate_bps))) {
+                    if size < aerolink_work::messages::MIN_SIZE {
+                        return Err(WorkloadError::MessageSize(size));
+                    }
+                    if rate <= 0.0 {
+                        return Err(WorkloadError::MessagesRate);
+                    }
                 }
-                if *rate_bps <= 0.0 || *duration_s <= 0.0 {
+                if *duration_s <= 0.0 {
                     return Err(WorkloadError::MessagesRate);
+                }
+                if down.is_some() && *direction != MessagesDirection::Both {
+                    return Err(WorkloadError::MessagesDownOffer);
                 }
             }
             Workload::Ping { count, interval_ms, size } => {
@@ -209,6 +223,7 @@ impl Workload {
             }
             Workload::Bulk { direction, bytes, .. } => format!("{} {direction}", human_bytes(*bytes)),
             Workload::Objects { set, parallel, .. } => format!("{set} {}", if *parallel { "par" } else { "seq" }),
+            Workload::Messages { size, rate_bps, down: Some(d), .. } => format!("{size} B at {rate_bps} bit/s up, {} B at {} bit/s down", d.size, d.rate_bps),
             Workload::Messages { direction, size, rate_bps, .. } => format!("{size} B at {} bit/s {direction}", rate_bps),
             Workload::Realtime { scenario, count, .. } => format!("{scenario} ×{count}"),
             Workload::Ping { count, interval_ms, size } => format!("{size} B every {interval_ms} ms ×{count}"),
@@ -235,9 +250,18 @@ impl Workload {
                 let mode = if *parallel { ObjectsMode::Par } else { ObjectsMode::Seq };
                 WorkloadCmd::Objects(ObjectsArgs { server, params: ObjectsParams { protocol: *protocol, set: set.clone(), mode }, quic })
             }
-            Workload::Messages { transport, direction, size, rate_bps, duration_s } => {
+            Workload::Messages { transport, direction, size, rate_bps, duration_s, down } => {
                 let params = MessagesParams { transport: *transport, direction: *direction, size: *size, duration: Duration::from_secs_f64(*duration_s) };
-                WorkloadCmd::Messages(MessagesArgs { server, params, rate: Rate { bits_per_sec: *rate_bps }, nagle: knobs.nagle, stamp: knobs.message_stamp, quic })
+                WorkloadCmd::Messages(MessagesArgs {
+                    server,
+                    params,
+                    rate: Rate { bits_per_sec: *rate_bps },
+                    nagle: knobs.nagle,
+                    stamp: knobs.message_stamp,
+                    down_size: down.map(|d| d.size),
+                    down_rate: down.map(|d| Rate { bits_per_sec: d.rate_bps }),
+                    quic,
+                })
             }
             Workload::Realtime { mechanism, scenario, count, interval_ms, size } => {
                 let params = RealtimeParams { mechanism: *mechanism, scenario: *scenario, count: *count, interval_ms: *interval_ms, size: *size, no_nagle: !knobs.nagle };
@@ -372,8 +396,10 @@ fn messages_metrics(m: &mut Metrics, v: &serde_json::Value) {
     let mut every: Vec<f64> = Vec::new();
     let mut dirs = 0;
     let offered = v.get("offered_bps").and_then(|x| x.as_f64()).filter(|o| *o > 0.0);
-    let each = [("up", DeliveredBpsUp, DeliveredShareUp, LatencyMsMeanUp, LatencyMsP50Up), ("down", DeliveredBpsDown, DeliveredShareDown, LatencyMsMeanDown, LatencyMsP50Down)];
-    for (dir, rate, share, mean_k, p50_k) in each {
+    // The ground's own offer, when it had one.
+    let down_offered = v.pointer("/down_offer/rate_bps").and_then(|x| x.as_f64()).filter(|o| *o > 0.0).or(offered);
+    let each = [("up", DeliveredBpsUp, DeliveredShareUp, LatencyMsMeanUp, LatencyMsP50Up, offered), ("down", DeliveredBpsDown, DeliveredShareDown, LatencyMsMeanDown, LatencyMsP50Down, down_offered)];
+    for (dir, rate, share, mean_k, p50_k, offered) in each {
         if let Some(r) = v.get(dir).filter(|r| !r.is_null()) {
             dirs += 1;
             let bytes = r.get("bytes").and_then(|x| x.as_f64()).unwrap_or(0.0);
@@ -474,7 +500,7 @@ mod tests {
     /// report one latency for both nodes).
     #[test]
     fn two_way_messages_give_each_direction_and_their_common_mean() {
-        let w = Workload::Messages { transport: Transport::Tcp, direction: MessagesDirection::Both, size: 64, rate_bps: 2048.0, duration_s: 10.0 };
+        let w = Workload::Messages { transport: Transport::Tcp, direction: MessagesDirection::Both, size: 64, rate_bps: 2048.0, duration_s: 10.0, down: None };
         let v = serde_json::json!({
             "duration_s": 10.0,
             "offered_bps": 2048.0,
@@ -491,7 +517,7 @@ mod tests {
         assert_eq!(m[&LatencyMsMeanDown], 6000.0);
         assert!((m[&LatencyMsMeanBoth] - 28000.0 / 6.0).abs() < 1e-9, "{m:?}");
         // One way only: no two-way mean.
-        let up = Workload::Messages { transport: Transport::Tcp, direction: MessagesDirection::Up, size: 64, rate_bps: 2048.0, duration_s: 10.0 };
+        let up = Workload::Messages { transport: Transport::Tcp, direction: MessagesDirection::Up, size: 64, rate_bps: 2048.0, duration_s: 10.0, down: None };
         assert!(!up.metrics(&serde_json::json!({"duration_s": 10.0, "up": {"bytes": 1, "latencies_ms": [1.0]}})).contains_key(&LatencyMsMeanBoth));
     }
 }

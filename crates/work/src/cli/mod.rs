@@ -315,6 +315,12 @@ pub struct MessagesArgs {
     /// the rate's schedule, or when its write starts (send).
     #[arg(long, default_value = "schedule")]
     pub stamp: crate::messages::Stamp,
+    /// Both ways at once: the server's own message size (default: --size).
+    #[arg(long, value_name = "BYTES")]
+    pub down_size: Option<u32>,
+    /// Both ways at once: the server's own offered rate (default: --rate).
+    #[arg(long, value_name = "RATE", value_parser = rate_arg)]
+    pub down_rate: Option<Rate>,
     #[command(flatten)]
     pub quic: QuicArgs,
 }
@@ -355,6 +361,17 @@ pub fn flag(a: &mut Vec<String>, name: &str, value: impl ToString) {
 pub fn switch(a: &mut Vec<String>, name: &str, on: bool) {
     if on {
         a.push(format!("--{name}"));
+    }
+}
+
+impl MessagesArgs {
+    /// The test these flags ask for.
+    pub fn spec(&self) -> crate::messages::Spec {
+        let p = &self.params;
+        let offer = crate::messages::Offer { size: p.size, rate_bps: self.rate.bits_per_sec };
+        let down = (self.down_size.is_some() || self.down_rate.is_some())
+            .then(|| crate::messages::Offer { size: self.down_size.unwrap_or(p.size), rate_bps: self.down_rate.map_or(offer.rate_bps, |r| r.bits_per_sec) });
+        crate::messages::Spec { transport: p.transport, direction: p.direction, offer, down, duration: std::time::Duration::from_nanos(p.duration.0), nagle: self.nagle, stamp: self.stamp }
     }
 }
 
@@ -440,6 +457,12 @@ impl WorkloadCmd {
                 switch(&mut a, "nagle", m.nagle);
                 if m.stamp != crate::messages::Stamp::Schedule {
                     flag(&mut a, "stamp", m.stamp);
+                }
+                if let Some(s) = m.down_size {
+                    flag(&mut a, "down-size", s);
+                }
+                if let Some(r) = m.down_rate {
+                    flag(&mut a, "down-rate", rate_text(r));
                 }
                 a.extend(m.quic.to_args());
             }

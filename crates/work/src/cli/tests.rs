@@ -61,6 +61,8 @@ fn every_variant() -> Vec<WorkloadCmd> {
                     rate: Rate { bits_per_sec: 1890.5 },
                     nagle: i % 2 == 0,
                     stamp: crate::messages::Stamp::ALL[i % 2],
+                    down_size: (i % 2 == 1).then_some(32),
+                    down_rate: (i % 3 == 1).then_some(Rate { bits_per_sec: 1024.0 }),
                     quic: quic.clone(),
                 }));
             }
