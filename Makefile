@@ -12,7 +12,7 @@ CARGO ?= cargo
 # their packages would start services on the host, so they are installed
 # with service starts refused and their services left disabled; the tests
 # run them only inside labs.
-APT_PACKAGES := iproute2 iputils-ping iperf3 nftables util-linux procps chromium dnsmasq-base tinyproxy-bin slurmctld slurmd slurm-client munge jq sqlite3 tshark man-db groff-base
+APT_PACKAGES := iproute2 iputils-ping iperf3 nftables util-linux procps chromium dnsmasq-base tinyproxy-bin slurmctld slurmd slurm-client munge jq curl sqlite3 tshark man-db groff-base
 QUIET_PACKAGES := irtt openvpn
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 AEROLINK := ./target/release/aerolink

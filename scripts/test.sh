@@ -99,7 +99,7 @@ NOBODY_SKIP=(starlink_pings_show_the_15_second_steps on_demand_return_links_make
 # the guide's three parts 143/173/151, pep 127, workloads 117, faults 85,
 # browser 28, cluster 24, experiments 24, rootless 13, lifecycle 9.
 LANES=("flight"
-  "guide::the_guide_s_browser_and_quic_examples_run_as_written experiments cluster irtt pcap"
+  "guide::the_guide_s_browser_and_quic_examples_run_as_written experiments cluster irtt pcap live"
   "guide::the_guide_s_other_examples_run_as_written browser lifecycle rootless errors manners keylog"
   "guide::the_guide_s_workload_examples_run_as_written faults"
   "pep workloads")

@@ -105,7 +105,17 @@ pub struct ParallelResult {
 }
 
 fn lab(profile: Profile) -> anyhow::Result<Lab> {
-    let spec = LabSpec { run: run_id(), hosts: vec!["client".into(), "server".into()], hops: vec![profile], seed: 1, log_meta: vec![], lateness_target_ns: None, packet_by_packet: false, pcap: None };
+    let spec = LabSpec {
+        run: run_id(),
+        hosts: vec!["client".into(), "server".into()],
+        hops: vec![profile],
+        seed: 1,
+        log_meta: vec![],
+        lateness_target_ns: None,
+        packet_by_packet: false,
+        pcap: None,
+        live: None,
+    };
     Ok(Lab::build(&spec, None)?)
 }
 

@@ -119,7 +119,17 @@ pub fn run(a: PepBenchArgs) -> anyhow::Result<i32> {
         let space_mtu = space.up.mtu();
         eprintln!("bench {}/{}: TCP download through the gateway chain, every hop unlimited, space hop MTU {space_mtu}, pep {mode} ({} s)…", i + 1, cases.len(), a.seconds);
         let hosts = aerolink_lab::topology::IFC_HOSTS.iter().map(|s| s.to_string()).collect();
-        let spec = LabSpec { run: run_id(), hosts, hops: vec![open.clone(), space.clone(), open.clone()], seed: 1, log_meta: vec![], lateness_target_ns: None, packet_by_packet: false, pcap: None };
+        let spec = LabSpec {
+            run: run_id(),
+            hosts,
+            hops: vec![open.clone(), space.clone(), open.clone()],
+            seed: 1,
+            log_meta: vec![],
+            lateness_target_ns: None,
+            packet_by_packet: false,
+            pcap: None,
+            live: None,
+        };
         let lab = Lab::build(&spec, None)?;
         let pep = aerolink_lab::gateways::PepSpec { mode, ..Default::default() };
         let dir = lab.tmp_dir().join("pep");

@@ -98,6 +98,14 @@ pub struct CaptureArgs {
     /// out is counted.
     #[arg(long, value_name = "SIZE", default_value = "1 GB", value_parser = pcap_max_arg, help_heading = "Capture")]
     pub pcap_max: u64,
+    /// Serve a page that draws the link while it runs — each direction's
+    /// rate in and out, delay, queueing, what is inside the link, drops by
+    /// cause, and link events (DAMA allocations, channel drops, handovers)
+    /// — at ADDR (loopback only; default 127.0.0.1:8950, port 0 picks a
+    /// free one). Open the printed address in a browser; `/snapshot` gives
+    /// the latest figures as JSON.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8950", help_heading = "Live view")]
+    pub live: Option<std::net::SocketAddr>,
 }
 
 fn pcap_max_arg(s: &str) -> Result<u64, String> {
@@ -110,6 +118,22 @@ fn pcap_max_arg(s: &str) -> Result<u64, String> {
 impl CaptureArgs {
     pub fn spec(&self) -> Option<aerolink_net::pcap::PcapSpec> {
         self.pcap.as_ref().map(|dir| aerolink_net::pcap::PcapSpec { dir: dir.clone(), snap: self.pcap_snap, max_bytes: self.pcap_max })
+    }
+
+    /// Sets `spec`'s capture and starts the live view if asked (its address
+    /// on standard error); the view stops when dropped, after the lab.
+    pub fn apply(&self, spec: &mut LabSpec, title: &str) -> anyhow::Result<Option<aerolink_net::live::Live>> {
+        spec.pcap = self.spec();
+        let Some(addr) = self.live else { return Ok(None) };
+        let live = aerolink_net::live::Live::start(addr, title).map_err(|e| match e {
+            aerolink_net::live::LiveError::Bind(a, err) if err.kind() == std::io::ErrorKind::AddrInUse => {
+                user(format!("--live {a}: the address is in use (another aerolink's live view?); give another port, or 127.0.0.1:0 for any free one"))
+            }
+            e => user(e.to_string()),
+        })?;
+        spec.live = Some(live.feed());
+        eprintln!("aerolink: live view at {}", live.url());
+        Ok(Some(live))
     }
 }
 
@@ -157,7 +181,7 @@ pub fn lab_spec(link: &LinkArgs, run: String) -> anyhow::Result<(LabSpec, String
     for (i, h) in hops.iter().enumerate() {
         meta.push((format!("hop{i}"), h.name.clone()));
     }
-    Ok((LabSpec { run, hosts, hops, seed: link.seed, log_meta: meta, lateness_target_ns: None, packet_by_packet: false, pcap: None }, label))
+    Ok((LabSpec { run, hosts, hops, seed: link.seed, log_meta: meta, lateness_target_ns: None, packet_by_packet: false, pcap: None, live: None }, label))
 }
 
 fn open_log(path: &Option<PathBuf>) -> anyhow::Result<Option<Box<dyn Write + Send>>> {
@@ -248,7 +272,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     let timeout = args.ready_timeout;
     let pep = args.pep.checked_flags()?;
     let (mut spec, label) = lab_spec(&args.link, run_id())?;
-    spec.pcap = args.capture.spec();
+    let live = args.capture.apply(&mut spec, &label)?;
     if pep.mode != PepMode::None && !spec.hosts.iter().any(|h| h == "airgw") {
         return Err(user(format!("--pep {}: needs the gateway chain (--topology ifc, or a topology with hosts airgw and groundgw)", pep.mode)));
     }
@@ -304,6 +328,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     }
     gateways.stop();
     let rep = lab.shutdown();
+    drop(live);
     if let Some(path) = &args.report {
         let text = serde_json::to_string_pretty(&rep)?;
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
@@ -340,7 +365,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
 
 pub fn shell(args: ShellArgs) -> anyhow::Result<i32> {
     let (mut spec, label) = lab_spec(&args.link, run_id())?;
-    spec.pcap = args.capture.spec();
+    let live = args.capture.apply(&mut spec, &label)?;
     let log = open_log(&args.log)?;
     let signals = aerolink_net::stop::on_signals();
     let lab = Lab::build(&spec, log)?;
@@ -367,6 +392,7 @@ pub fn shell(args: ShellArgs) -> anyhow::Result<i32> {
         kill_group(s);
     }
     let rep = lab.shutdown();
+    drop(live);
     print_report(&rep, &spec.hosts);
     print_capture(&rep.pcap);
     Ok(match r {

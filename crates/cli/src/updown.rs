@@ -66,6 +66,9 @@ struct State {
     label: String,
     seed: u64,
     hosts: Vec<HostInfo>,
+    /// The live view's address (`--live`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    live: Option<String>,
 }
 
 fn state_path(name: &str) -> PathBuf {
@@ -115,6 +118,9 @@ pub fn up(args: UpArgs, raw_args: Vec<String>) -> anyhow::Result<i32> {
             for h in &s.hosts {
                 println!("  {:<10} {:<16} {:<18} netns {}", h.name, h.ipv4, h.ipv6, h.netns);
             }
+            if let Some(u) = &s.live {
+                println!("live view at {u}");
+            }
             println!("run commands with `aerolink exec {} HOST -- CMD`, remove it with `aerolink down {}`", s.name, s.name);
             return Ok(0);
         }
@@ -133,14 +139,14 @@ pub fn up(args: UpArgs, raw_args: Vec<String>) -> anyhow::Result<i32> {
 /// The detached holder behind `up`.
 pub fn hold(args: UpArgs) -> anyhow::Result<i32> {
     let (mut spec, label) = lab_spec(&args.link, args.name.clone())?;
-    spec.pcap = args.capture.spec();
+    let live = args.capture.apply(&mut spec, &label)?;
     let log = match &args.log {
         Some(p) => Some(Box::new(std::fs::File::create(p).map_err(|e| user(format!("--log {}: {e}", p.display())))?) as Box<dyn std::io::Write + Send>),
         None => None,
     };
     let signals = aerolink_net::stop::on_signals();
     let lab = Lab::build(&spec, log)?;
-    let state = State { name: args.name.clone(), pid: std::process::id(), label, seed: spec.seed, hosts: lab.hosts.clone() };
+    let state = State { name: args.name.clone(), pid: std::process::id(), label, seed: spec.seed, hosts: lab.hosts.clone(), live: live.as_ref().map(|l| l.url()) };
     let tmp = state_path(&format!("{}.tmp", args.name));
     std::fs::write(&tmp, serde_json::to_string_pretty(&state)?)?;
     std::fs::rename(&tmp, state_path(&args.name))?;
@@ -148,6 +154,7 @@ pub fn hold(args: UpArgs) -> anyhow::Result<i32> {
         std::thread::sleep(Duration::from_millis(50));
     }
     let rep = lab.shutdown();
+    drop(live);
     print_report(&rep, &spec.hosts);
     crate::run::print_capture(&rep.pcap);
     let _ = std::fs::remove_file(state_path(&args.name));

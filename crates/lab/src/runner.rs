@@ -240,7 +240,17 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     let topo = req.chain.build(&req.profile);
     // The hop whose bytes and drops are reported: the profile's.
     let measured_hop = topo.measured_hop();
-    let spec = LabSpec { run: req.run_name.clone(), hosts: topo.hosts, hops: topo.hops, seed: req.seed, log_meta: vec![], lateness_target_ns: None, packet_by_packet: false, pcap: req.pcap.clone() };
+    let spec = LabSpec {
+        run: req.run_name.clone(),
+        hosts: topo.hosts,
+        hops: topo.hops,
+        seed: req.seed,
+        log_meta: vec![],
+        lateness_target_ns: None,
+        packet_by_packet: false,
+        pcap: req.pcap.clone(),
+        live: None,
+    };
     let lab = match Lab::build(&spec, None).map_err(|e| e.to_string()).and_then(|l| end_host_tcp(l, req.knobs.tcp_reordering)) {
         Ok(l) => l,
         Err(e) => return failed(format!("building the lab: {e}")),

@@ -278,6 +278,12 @@ pub fn ipv4_header_checksum(ip: &[u8]) -> u16 {
     !fold(add_bytes(add_bytes(0, &ip[..10]), &ip[12..ip_len]))
 }
 
+/// `AEROLINK_PACKET_BY_PACKET=1` turns segmentation offload off on every
+/// lab's TUN devices, as [`crate::lab::LabSpec::packet_by_packet`] does for one.
+pub fn packet_by_packet_from_env() -> bool {
+    std::env::var("AEROLINK_PACKET_BY_PACKET").is_ok_and(|v| v == "1")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

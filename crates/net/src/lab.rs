@@ -56,12 +56,8 @@ pub struct LabSpec {
     /// Capture every hop into pcapng files ([`crate::pcap`]; turns
     /// segmentation offload off, as `packet_by_packet`).
     pub pcap: Option<crate::pcap::PcapSpec>,
-}
-
-/// `AEROLINK_PACKET_BY_PACKET=1` turns segmentation offload off on every
-/// lab's TUN devices, as [`LabSpec::packet_by_packet`] does for one.
-pub fn packet_by_packet_from_env() -> bool {
-    std::env::var("AEROLINK_PACKET_BY_PACKET").is_ok_and(|v| v == "1")
+    /// Feed the live view ([`crate::live`]) from every hop's events.
+    pub live: Option<std::sync::Arc<crate::live::Feed>>,
 }
 
 /// A host's place in the lab.
@@ -320,7 +316,7 @@ impl Lab {
         let mut meta = spec.log_meta.clone();
         meta.push(("run".into(), spec.run.clone()));
         meta.push(("seed".into(), spec.seed.to_string()));
-        let sink = crate::sink::spawn(log_to, &meta, spec.pcap.as_ref(), spec.hops.len(), epoch_ns)
+        let sink = crate::sink::spawn(log_to, &meta, spec.pcap.as_ref(), spec.live.clone(), spec.hops.len(), epoch_ns)
             .map_err(|e| NetError::Io(spec.pcap.as_ref().map_or("writing the packet log".into(), |p| format!("writing the capture in {}", p.dir.display())), e))?;
         let (log_tx, logger) = match sink {
             Some((tx, h)) => (Some(tx), Some(h)),
@@ -331,7 +327,7 @@ impl Lab {
             let rtt = prof.base_rtt();
             let up: Pipeline<crate::pump::Frame> = Pipeline::new(&prof.up, rtt, spec.seed, (i * 2) as u64);
             let down: Pipeline<crate::pump::Frame> = Pipeline::new(&prof.down, rtt, spec.seed, (i * 2 + 1) as u64);
-            let gso = !spec.packet_by_packet && spec.pcap.is_none() && !packet_by_packet_from_env();
+            let gso = !spec.packet_by_packet && spec.pcap.is_none() && !crate::gso::packet_by_packet_from_env();
             // A hop whose capacity changes (bonded channels) gets a link
             // monitor file, named in the programs' environment.
             let monitor = (up.capacity_bps().is_some() || down.capacity_bps().is_some()).then(|| crate::monitor::path(&spec.run, i));

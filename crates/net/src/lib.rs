@@ -8,6 +8,7 @@
 
 pub mod gso;
 pub mod lab;
+pub mod live;
 pub mod log;
 pub mod monitor;
 pub mod pcap;

@@ -1,11 +1,14 @@
 //! Where the pumps' events go: one thread per lab writes the packet log
 //! (`--log`, [`crate::log`]) and the captures (`--pcap`, [`crate::pcap`])
-//! from the batches each pump sends once a round.
+//! and counts for the live view (`--live`, [`crate::live`]) from the
+//! batches each pump sends once a round.
 
 use std::io::Write;
 use std::sync::mpsc::{self, Sender};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 
+use crate::live::Feed;
 use crate::log::{self, Event};
 use crate::pcap::{Capture, PcapReport, PcapSpec, Snap};
 
@@ -31,8 +34,8 @@ pub type Sink = (Sender<Batch>, JoinHandle<std::io::Result<SinkReport>>);
 /// Starts the sink: the log's header (with `meta`) and the capture's files
 /// (`hops` of them, timestamps from `epoch_ns`) are written before it
 /// returns, so a mistake in them is the caller's error, not a lost log.
-pub fn spawn(log_to: Option<Box<dyn Write + Send>>, meta: &[(String, String)], pcap: Option<&PcapSpec>, hops: usize, epoch_ns: u64) -> std::io::Result<Option<Sink>> {
-    if log_to.is_none() && pcap.is_none() {
+pub fn spawn(log_to: Option<Box<dyn Write + Send>>, meta: &[(String, String)], pcap: Option<&PcapSpec>, live: Option<Arc<Feed>>, hops: usize, epoch_ns: u64) -> std::io::Result<Option<Sink>> {
+    if log_to.is_none() && pcap.is_none() && live.is_none() {
         return Ok(None);
     }
     let mut capture = pcap.map(|p| Capture::create(p, hops, epoch_ns)).transpose()?;
@@ -53,6 +56,9 @@ pub fn spawn(log_to: Option<Box<dyn Write + Send>>, meta: &[(String, String)], p
                     log::write_event(w, e)?;
                 }
                 count += batch.events.len() as u64;
+            }
+            if let Some(f) = &live {
+                f.take(&batch.events);
             }
             if let Some(c) = capture.as_mut() {
                 c.take(&batch.events, batch.snaps)?;
