@@ -80,6 +80,7 @@ fn pep_plt(a: &PepBenchArgs, stop: &std::sync::atomic::AtomicBool) -> anyhow::Re
                     ipv6: false,
                     pcap: None,
                     traces: None,
+                    live: None,
                 };
                 let o = aerolink_lab::runner::run_once(&req, stop);
                 match o.result["plt_ms"].as_f64() {

@@ -20,12 +20,14 @@ pub struct Finished {
 }
 
 /// What runs keep beside their results, each in `DIR/RUN_KEY/`.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct Keep {
     /// Captures (`experiment run --pcap`).
     pub pcap: Option<PathBuf>,
     /// TLS keys and qlogs (`experiment run --traces`).
     pub traces: Option<PathBuf>,
+    /// The live view, drawing every run under way (`experiment run --live`).
+    pub live: Option<Arc<aerolink_net::live::Live>>,
 }
 
 /// Starts `parallel` workers on `plan`. Lab names are `{base}w{worker}r{k}`,
@@ -52,6 +54,9 @@ pub fn start(
                 while !stop.load(Ordering::SeqCst) {
                     let Some(p) = queue.lock().expect("not poisoned").pop_front() else { return };
                     k += 1;
+                    let c = &e.cases[p.case];
+                    let what = [c.workload.name().to_string(), c.workload.params_label(), c.knobs.label()].into_iter().filter(|x| !x.is_empty()).collect::<Vec<_>>().join(" ");
+                    let name = format!("{} · {what} · rep {}", e.profiles[p.profile].name, p.rep);
                     let req = RunRequest {
                         exe: exe.clone(),
                         run_name: format!("{base}w{w}r{k}"),
@@ -64,10 +69,14 @@ pub fn start(
                         ipv6: false,
                         pcap: keep.pcap.as_ref().map(|d| aerolink_net::pcap::PcapSpec::whole(d.join(&p.key))),
                         traces: keep.traces.as_ref().map(|d| d.join(&p.key)),
+                        live: keep.live.as_ref().map(|l| l.feed_for(&name)),
                     };
                     let started = SystemTime::now();
                     let t = Instant::now();
                     let outcome = run_once(&req, &stop);
+                    if let Some(l) = &keep.live {
+                        l.retire(&name);
+                    }
                     if tx.send(Finished { planned: p, outcome, started, seconds: t.elapsed().as_secs_f64() }).is_err() {
                         return;
                     }

@@ -41,6 +41,8 @@ pub struct RunRequest {
     pub pcap: Option<aerolink_net::pcap::PcapSpec>,
     /// Keep the run's TLS keys and qlogs here (`experiment run --traces`).
     pub traces: Option<PathBuf>,
+    /// Feed the live view with this run's link (`experiment run --live`).
+    pub live: Option<std::sync::Arc<aerolink_net::live::Feed>>,
 }
 
 /// The programs' environment, with `SSLKEYLOGFILE` (`DIR/keys.log`) and
@@ -249,7 +251,7 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
         lateness_target_ns: None,
         packet_by_packet: false,
         pcap: req.pcap.clone(),
-        live: None,
+        live: req.live.clone(),
     };
     let lab = match Lab::build(&spec, None).map_err(|e| e.to_string()).and_then(|l| end_host_tcp(l, req.knobs.tcp_reordering)) {
         Ok(l) => l,

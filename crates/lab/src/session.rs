@@ -54,6 +54,11 @@ pub struct RunArgs {
     /// QUIC qlogs (DIR/RUN_KEY/qlog/, QLOGDIR).
     #[arg(long, value_name = "DIR")]
     pub traces: Option<PathBuf>,
+    /// Serve a page on loopback that draws every run under way, each link's
+    /// rates, delays, drops and events (`aerolink run --live`; default
+    /// 127.0.0.1:8950). Not passed on to cluster jobs.
+    #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8950")]
+    pub live: Option<std::net::SocketAddr>,
 }
 
 impl RunArgs {
@@ -277,7 +282,15 @@ pub fn run(a: &RunArgs, exe: PathBuf, base: String, progress: &mut dyn Progress)
     let n_todo = todo.len();
     progress.start(&Start { experiment: &e, db: &db, total, skipped, todo: n_todo, parallel, default_parallel: a.parallel.is_none() });
     let stop = aerolink_net::stop::on_signals().flag().clone();
-    let keep = crate::pool::Keep { pcap: a.pcap.clone(), traces: a.traces.clone() };
+    let live = match a.live {
+        Some(addr) => {
+            let l = aerolink_net::live::Live::start(addr, &format!("experiment {}", e.name)).map_err(|err| SessionError::Usage(err.to_string()))?;
+            progress.warn(&format!("aerolink: live view at {}", l.url()));
+            Some(Arc::new(l))
+        }
+        None => None,
+    };
+    let keep = crate::pool::Keep { pcap: a.pcap.clone(), traces: a.traces.clone(), live };
     let (rx, workers) = crate::pool::start(e.clone(), todo, parallel, exe, base, keep, stop.clone());
     let host = hostname();
     let (mut done, mut failed) = (0usize, 0usize);

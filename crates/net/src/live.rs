@@ -36,6 +36,10 @@ const EVENTS_KEPT: usize = 50;
 /// One hop and direction over the last interval.
 #[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct DirSnapshot {
+    /// The run it belongs to (`experiment run --live`: each run under way
+    /// has its own link); empty for a single run.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub run: String,
     pub hop: u16,
     pub dir: &'static str,
     /// Bits per second entering the link and leaving it.
@@ -62,6 +66,8 @@ pub struct DirSnapshot {
 /// A link event as the page lists it.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct LinkEvent {
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub run: String,
     /// Seconds since the link started.
     pub t_s: f64,
     pub hop: u16,
@@ -167,7 +173,7 @@ impl Feed {
                         if log.len() == EVENTS_KEPT {
                             log.pop_front();
                         }
-                        log.push_back(LinkEvent { t_s: e.t.0 as f64 / 1e9, hop: e.hop, dir, what });
+                        log.push_back(LinkEvent { run: String::new(), t_s: e.t.0 as f64 / 1e9, hop: e.hop, dir, what });
                     }
                 }
             }
@@ -184,6 +190,7 @@ impl Feed {
             .map(|(&(hop, dir), a)| {
                 let mean = |ns: u64| (a.departed > 0).then(|| ns as f64 / a.departed as f64 / 1e6);
                 let s = DirSnapshot {
+                    run: String::new(),
                     hop,
                     dir,
                     in_bps: a.bytes_in as f64 * 8.0 / secs,
@@ -211,7 +218,8 @@ fn drop_name(r: DropReason) -> &'static str {
 
 /// What the server threads share.
 struct Shared {
-    feed: Arc<Feed>,
+    /// Each link's feed by run name (`""`: the one of `aerolink run`).
+    feeds: Mutex<BTreeMap<String, Arc<Feed>>>,
     latest: Mutex<Snapshot>,
     fresh: Condvar,
     stop: AtomicBool,
@@ -243,8 +251,12 @@ impl Live {
         }
         let listener = TcpListener::bind(addr).map_err(|e| LiveError::Bind(addr, e))?;
         let addr = listener.local_addr().map_err(|e| LiveError::Bind(addr, e))?;
-        let shared =
-            Arc::new(Shared { feed: Arc::new(Feed::default()), latest: Mutex::new(Snapshot { title: title.to_string(), ..Snapshot::default() }), fresh: Condvar::new(), stop: AtomicBool::new(false) });
+        let shared = Arc::new(Shared {
+            feeds: Mutex::new(BTreeMap::new()),
+            latest: Mutex::new(Snapshot { title: title.to_string(), ..Snapshot::default() }),
+            fresh: Condvar::new(),
+            stop: AtomicBool::new(false),
+        });
         let ticker = {
             let shared = shared.clone();
             std::thread::Builder::new().name("live-tick".into()).spawn(move || tick(&shared)).map_err(|e| LiveError::Bind(addr, e))?
@@ -261,9 +273,20 @@ impl Live {
         format!("http://{}/", self.addr)
     }
 
-    /// What the lab's sink feeds.
+    /// What the lab's sink feeds (one run).
     pub fn feed(&self) -> Arc<Feed> {
-        self.shared.feed.clone()
+        self.feed_for("")
+    }
+
+    /// The feed of run `name`, one of several under way (`experiment run
+    /// --live`); its figures carry the name until [`Live::retire`].
+    pub fn feed_for(&self, name: &str) -> Arc<Feed> {
+        self.shared.feeds.lock().unwrap_or_else(|p| p.into_inner()).entry(name.to_string()).or_default().clone()
+    }
+
+    /// Run `name` has ended: the page stops showing it.
+    pub fn retire(&self, name: &str) {
+        self.shared.feeds.lock().unwrap_or_else(|p| p.into_inner()).remove(name);
     }
 
     /// Sends a last snapshot marked ended and stops the server.
@@ -302,7 +325,18 @@ fn tick(shared: &Shared) {
             shared.stop.load(Ordering::SeqCst)
         };
         let now = Instant::now();
-        let (directions, events) = shared.feed.snapshot((now - last).as_secs_f64());
+        let secs = (now - last).as_secs_f64();
+        let feeds: Vec<(String, Arc<Feed>)> = shared.feeds.lock().unwrap_or_else(|p| p.into_inner()).iter().map(|(k, f)| (k.clone(), f.clone())).collect();
+        let (mut directions, mut events) = (Vec::new(), Vec::new());
+        for (run, f) in feeds {
+            let (d, e) = f.snapshot(secs);
+            directions.extend(d.into_iter().map(|d| DirSnapshot { run: run.clone(), ..d }));
+            events.extend(e.into_iter().map(|e| LinkEvent { run: run.clone(), ..e }));
+        }
+        // The newest across runs, oldest first.
+        events.sort_by(|a, b| a.t_s.total_cmp(&b.t_s));
+        let drop_n = events.len().saturating_sub(EVENTS_KEPT);
+        events.drain(..drop_n);
         last = now;
         {
             let mut g = shared.latest.lock().unwrap_or_else(|p| p.into_inner());
@@ -482,5 +516,33 @@ mod tests {
         assert!(stream.matches("\ndata: ").count() >= 2, "{stream}");
         assert!(stream.contains("event: end\ndata: {"), "{stream}");
         assert!(stream.trim_end().ends_with("\"ended\":true}"), "{stream}");
+    }
+
+    #[test]
+    fn runs_under_way_each_have_their_own_figures_until_retired() {
+        let live = Live::start("127.0.0.1:0".parse().expect("an address"), "an experiment").expect("starts");
+        let (a, b) = (live.feed_for("run a"), live.feed_for("run b"));
+        a.take(&[ev(1, Dir::Up, 100, EventKind::Arrive)]);
+        b.take(&[ev(1, Dir::Up, 300, EventKind::Arrive), ev(2, Dir::Up, 0, EventKind::Note(Note::Channel { channel: 0, up: false }))]);
+        let seq = |l: &Live| l.shared.latest.lock().expect("lock").seq;
+        let s0 = seq(&live);
+        let t0 = Instant::now();
+        while seq(&live) < s0 + 2 {
+            std::thread::yield_now();
+            assert!(t0.elapsed() < Duration::from_secs(10), "no snapshot in 10 s");
+        }
+        let snap = live.shared.latest.lock().expect("lock").clone();
+        let runs: Vec<&str> = snap.directions.iter().map(|d| d.run.as_str()).collect();
+        assert_eq!(runs, ["run a", "run b"]);
+        assert_eq!(snap.directions[1].inside_bytes, 300);
+        assert_eq!(snap.events.iter().map(|e| e.run.as_str()).collect::<Vec<_>>(), ["run b"]);
+        live.retire("run a");
+        let s1 = seq(&live);
+        while seq(&live) < s1 + 2 {
+            std::thread::yield_now();
+            assert!(t0.elapsed() < Duration::from_secs(10), "no snapshot in 10 s");
+        }
+        let snap = live.shared.latest.lock().expect("lock").clone();
+        assert_eq!(snap.directions.iter().map(|d| d.run.as_str()).collect::<Vec<_>>(), ["run b"]);
     }
 }

@@ -139,6 +139,7 @@ pub fn k8s_manifests(a: &K8sArgs, name: &str, file_name: &str, text: &str, compa
         shard: Some(Shard { index: ShardIndex::Auto, of: a.shards }),
         pcap: None,
         traces: None,
+        live: None,
     };
     let shard_container = Container {
         name: "shard".into(),

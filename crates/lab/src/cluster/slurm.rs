@@ -71,6 +71,7 @@ pub fn slurm_scripts(a: &SlurmArgs, name: &str, exe: &Path, file: &Path, dir: &P
         shard: Some(Shard { index: ShardIndex::Auto, of: n }),
         pcap: None,
         traces: None,
+        live: None,
     };
     let mut head = format!(
         "#!/bin/bash\n# aerolink experiment {name}: shard $SLURM_ARRAY_TASK_ID of {n} (written by `aerolink experiment slurm`).\n\
