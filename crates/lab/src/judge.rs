@@ -18,7 +18,9 @@
 //! says "up to" / "in all": `over = "mean"` (rule 3: geometric mean of
 //! per-case ratios, arithmetic otherwise), `"most"` (rule 4, "up to": the
 //! case most extreme in the paper's direction) or `"least"` ("in all": the
-//! case least favourable); `statistic` over the repetitions (`mean`, the
+//! case least favourable); a case's `group` averages the cases sharing it
+//! before `"most"`/`"least"` chooses among groups ("the least favourable
+//! site, averaged over the offered rates"); `statistic` over the repetitions (`mean`, the
 //! default, `median`, `p80`, `p95`, `sd`, `max`); `quantity` (`value`,
 //! `ratio`, `difference`; by default from the entry's kind and whether
 //! `vs` is given); `scale` (ours × scale is in the entry's unit, e.g.
@@ -153,6 +155,11 @@ impl Statistic {
 pub struct Case {
     pub of: Select,
     pub vs: Option<Select>,
+    /// Cases with the same group are averaged first, and `over` chooses
+    /// among the groups ("in the least favourable site, averaged over the
+    /// offered rates"); `None`: every case its own group.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<String>,
 }
 
 /// A `[[judge]]` entry of an experiment file.
@@ -206,14 +213,15 @@ fn parse_one(index: usize, v: &toml::Value) -> Result<Mapping, JudgeError> {
             .iter()
             .map(|c| {
                 let ct = c.as_table().ok_or_else(|| err("cases", "expected tables { of = {…}, vs = {…} }".into()))?;
-                if let Some(k) = ct.keys().find(|k| !["of", "vs"].contains(&k.as_str())) {
-                    return Err(err("cases", format!("unknown key {k:?}; allowed: of, vs")));
+                if let Some(k) = ct.keys().find(|k| !["of", "vs", "group"].contains(&k.as_str())) {
+                    return Err(err("cases", format!("unknown key {k:?}; allowed: of, vs, group")));
                 }
-                Ok(Case { of: select("cases.of", ct.get("of"))?.ok_or_else(|| err("cases", "each case needs of = {…}".into()))?, vs: select("cases.vs", ct.get("vs"))? })
+                let group = ct.get("group").map(|g| g.as_str().map(str::to_string).ok_or_else(|| err("cases.group", "expected text in quotes".into()))).transpose()?;
+                Ok(Case { of: select("cases.of", ct.get("of"))?.ok_or_else(|| err("cases", "each case needs of = {…}".into()))?, vs: select("cases.vs", ct.get("vs"))?, group })
             })
             .collect::<Result<Vec<_>, _>>()?,
         (Some(_), None) => return Err(err("cases", "expected a list of one or more { of, vs }".into())),
-        (None, Some(of)) => vec![Case { of: select("of", Some(of))?.unwrap_or_default(), vs: select("vs", t.get("vs"))? }],
+        (None, Some(of)) => vec![Case { of: select("of", Some(of))?.unwrap_or_default(), vs: select("vs", t.get("vs"))?, group: None }],
         (None, None) => return Err(err("of", "expected the runs measured: of = { profile = …, series = …, params = … }".into())),
     };
     if cases.iter().any(|c| c.vs.is_some()) != cases.iter().all(|c| c.vs.is_some()) {
@@ -360,7 +368,7 @@ pub fn judge(entry: &Entry, map: &Mapping, experiment: &str, runs: &[RunRow]) ->
     let point = |s: &(Vec<f64>, Vec<f64>)| combine(form, map.statistic.of(&s.0), if need_vs { map.statistic.of(&s.1) } else { 0.0 });
     let paper = entry.paper.expect("a scored entry has the paper's number").centre();
     let points: Vec<f64> = sides.iter().map(point).collect();
-    let chosen = chosen_cases(map.over, form, paper, &points);
+    let chosen = chosen_groups(map, form, paper, &points);
     let value = across(form, &chosen.iter().map(|&i| points[i]).collect::<Vec<_>>());
     let reps = chosen.iter().map(|&i| if need_vs { sides[i].0.len().min(sides[i].1.len()) } else { sides[i].0.len() }).min().unwrap_or(0);
     out.value = Some(value);
@@ -411,6 +419,24 @@ fn across(form: Form, v: &[f64]) -> f64 {
     } else {
         v.iter().sum::<f64>() / v.len() as f64
     }
+}
+
+/// The cases a mapping judges by, where its cases are grouped: each
+/// group's figure over its cases, the group `over` chooses, and its cases.
+fn chosen_groups(map: &Mapping, form: Form, paper: f64, points: &[f64]) -> Vec<usize> {
+    if map.cases.iter().all(|c| c.group.is_none()) || map.over == Over::Mean {
+        return chosen_cases(map.over, form, paper, points);
+    }
+    let mut groups: Vec<(Option<&str>, Vec<usize>)> = Vec::new();
+    for (i, c) in map.cases.iter().enumerate() {
+        match groups.iter_mut().find(|g| c.group.is_some() && g.0 == c.group.as_deref()) {
+            Some(g) => g.1.push(i),
+            None => groups.push((c.group.as_deref(), vec![i])),
+        }
+    }
+    let per_group: Vec<f64> = groups.iter().map(|g| across(form, &g.1.iter().map(|&i| points[i]).collect::<Vec<_>>())).collect();
+    let g = chosen_cases(map.over, form, paper, &per_group)[0];
+    groups.swap_remove(g).1
 }
 
 /// The cases a mapping judges by: all of them (one, or `over = "mean"`),

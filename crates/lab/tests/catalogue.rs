@@ -131,6 +131,25 @@ fn cases_combine_by_geometric_mean_or_the_most_extreme() {
 }
 
 #[test]
+fn grouped_cases_are_averaged_within_a_group_before_the_least_favourable_group_is_chosen() {
+    // Site A: ratios 2.0 and 1.0 (geometric mean 1.41); site B: 1.2 and
+    // 1.3 (1.25). "At least 1.18 in the least favourable site" takes site
+    // B's 1.25, not the single least case (1.0).
+    let four = "metric = \"plt_ms\"\nover = \"least\"\ncases = [\
+        { of = { profile = \"a1\" }, vs = { profile = \"b\" }, group = \"A\" }, { of = { profile = \"a2\" }, vs = { profile = \"b\" }, group = \"A\" },\
+        { of = { profile = \"b1\" }, vs = { profile = \"b\" }, group = \"B\" }, { of = { profile = \"b2\" }, vs = { profile = \"b\" }, group = \"B\" }]\n";
+    let all: Vec<RunRow> = [runs("a1", 10, around(200.0)), runs("a2", 10, around(100.0)), runs("b1", 10, around(120.0)), runs("b2", 10, around(130.0)), runs("b", 10, around(100.0))].concat();
+    let m = mapping(&format!("[[judge]]\nid = \"s\"\n{four}"));
+    let j = judge::judge(&entry("s", Kind::AtLeast, 1.18), &m[0], "x", &all);
+    assert!((j.value.unwrap() - (1.2f64 * 1.3).sqrt()).abs() < 0.03, "{j:?}");
+    // The same cases ungrouped: the least case, about 1.0.
+    let m = mapping(&format!("[[judge]]\nid = \"s\"\n{}", four.replace(", group = \"A\"", "").replace(", group = \"B\"", "")));
+    let j = judge::judge(&entry("s", Kind::AtLeast, 1.18), &m[0], "x", &all);
+    assert!((j.value.unwrap() - 1.0).abs() < 0.06, "{j:?}");
+    assert_eq!(j.verdict, Verdict::DoesNotHold);
+}
+
+#[test]
 fn round_trips_are_counted_per_repetition() {
     // Update times of 1.1–1.3 s at 600 ms RTT are 2 round trips each.
     let m = mapping("[[judge]]\nid = \"c\"\nmetric = \"plt_ms\"\nof = { profile = \"a\" }\nper = 600\n");
