@@ -140,6 +140,9 @@ metrics! {
     RttMsMax = "rtt_ms_max", "largest ping RTT", Ms, Lower;
     RttMsSd = "rtt_ms_sd", "ping RTT standard deviation", Ms, Lower;
     PingLossPct = "ping_loss_pct", "pings unanswered", Number, Lower;
+    // Shares of the replies (seed 000 §4.1's first hop: the cabin Wi-Fi), in %.
+    RttUnder2MsPct = "rtt_under_2ms_pct", "replies in under 2 ms", Number, Higher;
+    RttOver10MsPct = "rtt_over_10ms_pct", "replies taking 10 ms or more", Number, Lower;
     // Loss per 100 s window of pings (seed 000 §4.2, Figure 4), in %.
     LossWindowsFreePct = "loss_windows_free_pct", "100 s windows without a lost ping", Number, Higher;
     LossWindowsOver30Pct = "loss_windows_over_30_pct", "100 s windows losing over 30 % of pings", Number, Lower;

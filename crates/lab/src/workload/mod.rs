@@ -435,6 +435,8 @@ fn ping_metrics(m: &mut Metrics, v: &serde_json::Value) {
         m.insert(RttMsMin, rtt[0]);
         m.insert(RttMsP50, rtt[rtt.len() / 2]);
         m.insert(RttMsMax, rtt[rtt.len() - 1]);
+        m.insert(RttUnder2MsPct, 100.0 * rtt.iter().filter(|x| **x < 2.0).count() as f64 / n);
+        m.insert(RttOver10MsPct, 100.0 * rtt.iter().filter(|x| **x >= 10.0).count() as f64 / n);
         // The sample standard deviation of this run's replies.
         if rtt.len() > 1 {
             m.insert(RttMsSd, (rtt.iter().map(|x| (x - mu).powi(2)).sum::<f64>() / (n - 1.0)).sqrt());
