@@ -152,6 +152,9 @@ metrics! {
     // What the emulator saw (every run).
     LinkDropsDown = "link_drops_down", "link drops ↓", Number, Neither;
     LinkDropsUp = "link_drops_up", "link drops ↑", Number, Neither;
+    WireBytes = "wire_bytes", "IP bytes on the link, both ways", Number, Lower;
+    WireBytesUp = "wire_bytes_up", "IP bytes on the link ↑", Number, Lower;
+    WireBytesDown = "wire_bytes_down", "IP bytes on the link ↓", Number, Lower;
     // A bonded link's calls (seed 004's connection statistics).
     CallDropsCh0 = "call_drops_ch0", "call drops, channel 0", Number, Lower;
     CallDropsCh1 = "call_drops_ch1", "call drops, channel 1", Number, Lower;

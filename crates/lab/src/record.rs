@@ -26,6 +26,10 @@ pub fn record(e: &Experiment, f: &Finished, host: &str) -> RunRecord {
         // as retransmitted or lost.
         metrics.insert(Metric::LinkDropsDown, f.outcome.link_drops_down as f64);
         metrics.insert(Metric::LinkDropsUp, f.outcome.link_drops_up as f64);
+        // What crossed the measured hop (IP packets, headers included).
+        metrics.insert(Metric::WireBytesUp, f.outcome.wire_bytes_up as f64);
+        metrics.insert(Metric::WireBytesDown, f.outcome.wire_bytes_down as f64);
+        metrics.insert(Metric::WireBytes, (f.outcome.wire_bytes_up + f.outcome.wire_bytes_down) as f64);
         let channels = [Metric::CallDropsCh0, Metric::CallDropsCh1, Metric::CallDropsCh2, Metric::CallDropsCh3];
         for (m, n) in channels.into_iter().zip(&f.outcome.channel_drops) {
             metrics.insert(m, *n as f64);
