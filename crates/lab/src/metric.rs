@@ -160,6 +160,9 @@ metrics! {
     CallDropsCh1 = "call_drops_ch1", "call drops, channel 1", Number, Lower;
     CallDropsCh2 = "call_drops_ch2", "call drops, channel 2", Number, Lower;
     CallDropsCh3 = "call_drops_ch3", "call drops, channel 3", Number, Lower;
+    HandoverTriggerMs = "handover_trigger_ms", "first handover commanded at (since the link started)", Ms, Neither;
+    HandoverMs = "handover_ms", "handover: leaving the old cell to the binding acknowledged", Ms, Lower;
+    LinkDropsRadio = "link_drops_radio", "link drops by its loss model or ARQ giving up (not queue, not outage)", Number, Lower;
     RedialMsMean = "redial_ms_mean", "mean time to redial a dropped call", Ms, Lower;
     EmulatorRefused = "emulator_refused", "frames the emulator lost (refused by the kernel; an aerolink bug)", Number, Lower;
 }

@@ -34,6 +34,13 @@ pub fn record(e: &Experiment, f: &Finished, host: &str) -> RunRecord {
         for (m, n) in channels.into_iter().zip(&f.outcome.channel_drops) {
             metrics.insert(m, *n as f64);
         }
+        metrics.insert(Metric::LinkDropsRadio, f.outcome.link_drops_loss as f64);
+        if let Some(t) = f.outcome.handover_trigger_s {
+            metrics.insert(Metric::HandoverTriggerMs, t * 1e3);
+        }
+        if let Some(t) = f.outcome.handover_s {
+            metrics.insert(Metric::HandoverMs, t * 1e3);
+        }
         if !f.outcome.redials_s.is_empty() {
             metrics.insert(Metric::RedialMsMean, f.outcome.redials_s.iter().sum::<f64>() * 1e3 / f.outcome.redials_s.len() as f64);
         }

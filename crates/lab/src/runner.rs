@@ -95,6 +95,13 @@ pub struct RunOutcome {
     pub channel_drops: Vec<u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redials_s: Vec<f64>,
+    /// The first handover on the measured hop: when it was commanded
+    /// (since the link started) and how long from leaving the old cell to
+    /// the binding's acknowledgement, seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handover_trigger_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handover_s: Option<f64>,
 }
 
 impl RunOutcome {
@@ -122,6 +129,8 @@ fn failed(e: impl std::fmt::Display) -> RunOutcome {
         emulator_faults: Vec::new(),
         channel_drops: Vec::new(),
         redials_s: Vec::new(),
+        handover_trigger_s: None,
+        handover_s: None,
     }
 }
 
@@ -232,6 +241,9 @@ fn link_figures(rep: &LabReport, measured_hop: usize, channels: usize, outcome: 
             outcome.channel_drops.clone_from(&d.channel_drops);
             outcome.channel_drops.resize(channels.max(d.channel_drops.len()), 0);
             outcome.redials_s.clone_from(&d.redials_s);
+            let at = |phase: &str| d.handovers.iter().find(|h| h.0 == 0 && h.1 == phase).map(|h| h.2);
+            outcome.handover_trigger_s = at("trigger");
+            outcome.handover_s = at("l2-start").zip(at("acked")).map(|(a, b)| b - a);
         }
     }
 }

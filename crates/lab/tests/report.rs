@@ -38,6 +38,8 @@ fn outcome(plt_ms: f64, ok: bool) -> RunOutcome {
         emulator_faults: Vec::new(),
         channel_drops: Vec::new(),
         redials_s: Vec::new(),
+        handover_trigger_s: None,
+        handover_s: None,
     }
 }
 

@@ -140,6 +140,10 @@ pub struct PumpReport {
     pub channel_drops: Vec<u64>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub redials_s: Vec<f64>,
+    /// Handovers (`handover`): each phase reached, by handover index, in
+    /// seconds since the link started.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub handovers: Vec<(u16, &'static str, f64)>,
     /// Working state: when each channel that dropped during the run went
     /// down (back: `None`).
     #[serde(skip)]
@@ -503,6 +507,7 @@ impl<D: Device, T: Timer> Pump<D, T> {
                     match n.note {
                         aerolink_link::Note::Retransmit { .. } => rep.retransmissions += 1,
                         aerolink_link::Note::Channel { channel, up } => capacity_changed |= rep.channel(channel, up, n.at),
+                        aerolink_link::Note::Handover { index, phase } => rep.handovers.push((index, phase.as_str(), n.at.as_secs_f64())),
                         _ => {}
                     }
                     if logging {
