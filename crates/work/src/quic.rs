@@ -50,8 +50,10 @@ pub const SAT_ACK_EVERY: u64 = 10;
 pub const SAT_MTU: u16 = 1452;
 
 crate::choice! {
-    /// quinn's congestion controllers.
-    pub enum QuicCc { Cubic = "cubic", NewReno = "newreno", Bbr = "bbr", Sat = "sat" }
+    /// quinn's congestion controllers; `gquic` is quinn's Cubic emulating
+    /// two connections (loss reduction to 0.85, TCP-friendly growth four
+    /// times faster), as Chromium's gQUIC of 2016 did (seed 000's QUIC).
+    pub enum QuicCc { Cubic = "cubic", NewReno = "newreno", Bbr = "bbr", Sat = "sat", Gquic = "gquic" }
 }
 
 crate::choice! {
@@ -167,10 +169,13 @@ impl QuicKnobs {
         let varint = |v: u64| quinn::VarInt::from_u64(v).map_err(|_| WorkError::QuicConfig(format!("window {v} is too large")));
         let iw = self.initial_window_packets.map(|p| p * PACKET_BYTES);
         let factory: Arc<dyn ControllerFactory + Send + Sync> = match self.cc {
-            QuicCc::Cubic => {
+            QuicCc::Cubic | QuicCc::Gquic => {
                 let mut c = quinn::congestion::CubicConfig::default();
                 if let Some(iw) = iw {
                     c.initial_window(iw);
+                }
+                if self.cc == QuicCc::Gquic {
+                    c.emulated_connections(2);
                 }
                 Arc::new(c)
             }

@@ -34,9 +34,9 @@ pub(super) struct State {
 /// Unit of t (duration) and RTT are based on seconds (f64).
 impl State {
     // K = cbrt(w_max * (1 - beta_cubic) / C) (Eq. 2)
-    fn cubic_k(&self, max_datagram_size: u64) -> f64 {
+    fn cubic_k(&self, max_datagram_size: u64, beta: f64) -> f64 {
         let w_max = self.w_max / max_datagram_size as f64;
-        (w_max * (1.0 - BETA_CUBIC) / C).cbrt()
+        (w_max * (1.0 - beta) / C).cbrt()
     }
 
     // W_cubic(t) = C * (t - K)^3 - w_max (Eq. 1)
@@ -48,10 +48,11 @@ impl State {
 
     // W_est(t) = w_max * beta_cubic + 3 * (1 - beta_cubic) / (1 + beta_cubic) *
     // (t / RTT) (Eq. 4)
-    fn w_est(&self, t: Duration, rtt: Duration, max_datagram_size: u64) -> f64 {
+    // (aerolink: with N emulated connections, gQUIC's alpha = 3 N^2 (1 - beta) / (1 + beta))
+    fn w_est(&self, t: Duration, rtt: Duration, max_datagram_size: u64, beta: f64, n: f64) -> f64 {
         let w_max = self.w_max / max_datagram_size as f64;
-        (w_max * BETA_CUBIC
-            + 3.0 * (1.0 - BETA_CUBIC) / (1.0 + BETA_CUBIC) * t.as_secs_f64() / rtt.as_secs_f64())
+        (w_max * beta
+            + 3.0 * n * n * (1.0 - beta) / (1.0 + beta) * t.as_secs_f64() / rtt.as_secs_f64())
             * max_datagram_size as f64
     }
 }
@@ -87,6 +88,13 @@ impl Cubic {
 
     fn minimum_window(&self) -> u64 {
         2 * self.current_mtu
+    }
+
+    /// The multiplicative decrease: RFC 8312's 0.7, or with N emulated
+    /// connections (N - 1 + 0.7) / N, as Chromium's gQUIC (2016) did.
+    fn beta(&self) -> f64 {
+        let n = self.config.emulated_connections as f64;
+        (n - 1.0 + BETA_CUBIC) / n
     }
 }
 
@@ -134,7 +142,7 @@ impl Controller for Cubic {
             let w_cubic = self.cubic_state.w_cubic(t + rtt.get(), self.current_mtu);
 
             // w_est(t)
-            let w_est = self.cubic_state.w_est(t, rtt.get(), self.current_mtu);
+            let w_est = self.cubic_state.w_est(t, rtt.get(), self.current_mtu, self.beta(), self.config.emulated_connections as f64);
 
             let mut cubic_cwnd = self.window;
 
@@ -181,22 +189,23 @@ impl Controller for Cubic {
 
         self.recovery_start_time = Some(now);
         let window = self.window as f64;
+        let beta = self.beta();
 
         // Fast convergence lowers W_max first; the 0.7 loss reduction still
         // applies to the old window, not to that already-reduced W_max.
         // https://www.rfc-editor.org/rfc/rfc9438.html#section-4.7
         // https://www.rfc-editor.org/rfc/rfc9438.html#section-4.6
         if window < self.cubic_state.w_max {
-            self.cubic_state.w_max = window * (1.0 + BETA_CUBIC) / 2.0;
+            self.cubic_state.w_max = window * (1.0 + beta) / 2.0;
         } else {
             self.cubic_state.w_max = window;
         }
 
-        self.ssthresh = cmp::max((window * BETA_CUBIC) as u64, self.minimum_window());
+        self.ssthresh = cmp::max((window * beta) as u64, self.minimum_window());
         self.window = self.ssthresh;
-        self.cubic_state.k = self.cubic_state.cubic_k(self.current_mtu);
+        self.cubic_state.k = self.cubic_state.cubic_k(self.current_mtu, beta);
 
-        self.cubic_state.cwnd_inc = (self.cubic_state.cwnd_inc as f64 * BETA_CUBIC) as u64;
+        self.cubic_state.cwnd_inc = (self.cubic_state.cwnd_inc as f64 * beta) as u64;
 
         if is_persistent_congestion {
             self.recovery_start_time = None;
@@ -204,7 +213,7 @@ impl Controller for Cubic {
 
             // 4.7 Timeout - reduce ssthresh based on BETA_CUBIC
             self.ssthresh = cmp::max(
-                (self.window as f64 * BETA_CUBIC) as u64,
+                (self.window as f64 * beta) as u64,
                 self.minimum_window(),
             );
 
@@ -248,9 +257,19 @@ impl Controller for Cubic {
 #[derive(Debug, Clone)]
 pub struct CubicConfig {
     initial_window: u64,
+    emulated_connections: u32,
 }
 
 impl CubicConfig {
+    /// (aerolink) Behave as `n` TCP-friendly connections in one, as
+    /// Chromium's gQUIC did (2 by default then): the loss reduction becomes
+    /// (n - 1 + 0.7) / n and the TCP-friendly growth n^2 times faster.
+    /// Default 1: RFC 8312 as published.
+    pub fn emulated_connections(&mut self, n: u32) -> &mut Self {
+        self.emulated_connections = n.max(1);
+        self
+    }
+
     /// Default limit on the amount of outstanding data in bytes.
     ///
     /// Recommended value: `min(10 * max_datagram_size, max(2 * max_datagram_size, 14720))`
@@ -264,6 +283,7 @@ impl Default for CubicConfig {
     fn default() -> Self {
         Self {
             initial_window: 14720.clamp(2 * BASE_DATAGRAM_SIZE, 10 * BASE_DATAGRAM_SIZE),
+            emulated_connections: 1,
         }
     }
 }
@@ -296,6 +316,20 @@ mod tests {
             window as f64 * (1.0 + BETA_CUBIC) / 2.0
         );
         assert_eq!(cubic.ssthresh, (window as f64 * BETA_CUBIC) as u64);
+        assert_eq!(cubic.window, cubic.ssthresh);
+    }
+
+    #[test]
+    fn two_emulated_connections_back_off_to_0_85() {
+        let now = Instant::now();
+        let mut config = CubicConfig::default();
+        config.emulated_connections(2);
+        let mut cubic = Cubic::new(Arc::new(config), now, BASE_DATAGRAM_SIZE as u16);
+        let window = 20 * BASE_DATAGRAM_SIZE;
+        cubic.window = window;
+        cubic.ssthresh = window;
+        cubic.on_congestion_event(now, now + Duration::from_millis(1), false, 0);
+        assert_eq!(cubic.ssthresh, (window as f64 * 0.85) as u64);
         assert_eq!(cubic.window, cubic.ssthresh);
     }
 
