@@ -110,14 +110,24 @@ impl Received {
 }
 
 /// What a reader task saw.
-/// How long the end of a run waits with nothing arriving before it gives up
-/// on the server's report.
+/// How long the end of a run waits with nothing arriving (no message, no
+/// part of the report) before it gives up on the server's report.
 const DRAIN_IDLE: Duration = Duration::from_secs(300);
 
 enum Seen {
-    Message { at: Instant, latency_ms: f64, len: usize },
+    Message {
+        at: Instant,
+        latency_ms: f64,
+        len: usize,
+    },
+    /// Part of the report arrived: it is long (a latency per message) and
+    /// takes minutes over a slow link; the wait for it is not idle.
+    Reporting,
     Report(Received),
 }
+
+/// Latencies read between two [`Seen::Reporting`].
+const REPORT_PROGRESS_EVERY: usize = 512;
 
 /// Reads frames until the end mark (and the report after it, if
 /// `with_report`), then keeps reading to EOF so the peer can close cleanly.
@@ -142,8 +152,11 @@ fn spawn_reader<R: AsyncRead + Unpin + Send + 'static>(mut r: R, with_report: bo
                 let bytes = r.read_u64_le().await?;
                 let n = r.read_u64_le().await?.min(100_000_000) as usize;
                 let mut latencies_ms = Vec::with_capacity(n);
-                for _ in 0..n {
+                for i in 0..n {
                     latencies_ms.push(r.read_u64_le().await? as f64 / 1e3);
+                    if i % REPORT_PROGRESS_EVERY == REPORT_PROGRESS_EVERY - 1 {
+                        let _ = tx.send(Seen::Reporting);
+                    }
                 }
                 let _ = tx.send(Seen::Report(Received { messages, bytes, latencies_ms }));
             }
@@ -167,7 +180,7 @@ async fn collect(rx: &mut mpsc::UnboundedReceiver<Seen>, until: Instant) -> Rece
                 rec.bytes += len as u64;
                 rec.latencies_ms.push(latency_ms);
             }
-            Ok(Some(Seen::Message { .. })) => {}
+            Ok(Some(Seen::Message { .. })) | Ok(Some(Seen::Reporting)) => {}
             Ok(Some(Seen::Report(_))) | Ok(None) | Err(_) => return rec,
         }
     }
@@ -391,7 +404,7 @@ where
     let report = loop {
         match tokio::time::timeout(DRAIN_IDLE, rx.recv()).await {
             Ok(Some(Seen::Report(r))) => break r,
-            Ok(Some(Seen::Message { .. })) => continue,
+            Ok(Some(Seen::Message { .. })) | Ok(Some(Seen::Reporting)) => continue,
             Ok(None) => return Err(WorkError::Closed("the connection without a report")),
             Err(_) => return Err(WorkError::Timeout { what: "report from the server, nor any message,", after: DRAIN_IDLE }),
         }
@@ -466,9 +479,10 @@ mod tests {
         let (up, down) = (r.up.expect("up"), r.down.expect("down"));
         assert_eq!(up.bytes, up.messages * 96);
         assert_eq!(down.bytes, down.messages * 32);
-        // 50 and 20 a second for 1 s, less any still in flight at the end.
-        assert!((45..=50).contains(&up.messages), "{} up", up.messages);
-        assert!((17..=20).contains(&down.messages), "{} down", down.messages);
+        // 50 and 20 a second for 1 s, less any still in flight at the end
+        // (or written late by a busy machine).
+        assert!((40..=50).contains(&up.messages), "{} up", up.messages);
+        assert!((15..=20).contains(&down.messages), "{} down", down.messages);
         assert_eq!(r.down_offer, spec.down);
         // One way only, a ground offer is refused before anything is sent.
         let one_way = Spec { direction: Direction::Up, ..spec };
