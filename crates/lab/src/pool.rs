@@ -63,7 +63,7 @@ pub fn start(
                         profile: e.profiles[p.profile].clone(),
                         chain: e.chain.clone(),
                         seed: p.seed,
-                        workload: e.cases[p.case].workload.clone(),
+                        workload: keep.traces.as_ref().map_or_else(|| c.workload.clone(), |d| c.workload.with_net_log(d.join(&p.key).join("netlog.json"))),
                         knobs: e.cases[p.case].knobs.clone(),
                         timeout: e.timeout,
                         ipv6: false,

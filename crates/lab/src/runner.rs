@@ -39,7 +39,8 @@ pub struct RunRequest {
     pub ipv6: bool,
     /// Capture the run (`experiment run --pcap`).
     pub pcap: Option<aerolink_net::pcap::PcapSpec>,
-    /// Keep the run's TLS keys and qlogs here (`experiment run --traces`).
+    /// Keep the run's TLS keys and qlogs here (`experiment run --traces`;
+    /// a browser run's net log too: [`Workload::with_net_log`]).
     pub traces: Option<PathBuf>,
     /// Feed the live view with this run's link (`experiment run --live`).
     pub live: Option<std::sync::Arc<aerolink_net::live::Feed>>,

@@ -50,8 +50,9 @@ pub struct RunArgs {
     /// during those runs).
     #[arg(long, value_name = "DIR")]
     pub pcap: Option<PathBuf>,
-    /// Keep every run's TLS keys (DIR/RUN_KEY/keys.log, SSLKEYLOGFILE) and
-    /// QUIC qlogs (DIR/RUN_KEY/qlog/, QLOGDIR).
+    /// Keep every run's TLS keys (DIR/RUN_KEY/keys.log, SSLKEYLOGFILE),
+    /// QUIC qlogs (DIR/RUN_KEY/qlog/, QLOGDIR) and, for browser runs,
+    /// Chromium's net log (DIR/RUN_KEY/netlog.json).
     #[arg(long, value_name = "DIR")]
     pub traces: Option<PathBuf>,
     /// Serve a page on loopback that draws every run under way, each link's

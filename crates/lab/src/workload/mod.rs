@@ -283,6 +283,16 @@ impl Workload {
         }
     }
 
+    /// The same workload keeping Chromium's net log at `path` (a browser
+    /// run of `experiment run --traces`); any other workload as it is.
+    pub fn with_net_log(&self, path: std::path::PathBuf) -> Workload {
+        let mut w = self.clone();
+        if let Workload::Browser { net_log, .. } = &mut w {
+            *net_log = Some(path);
+        }
+        w
+    }
+
     /// The client's command line after `aerolink`.
     pub fn client_args(&self, server: &str, knobs: &Knobs) -> Vec<String> {
         with_prefix(self.client_cmd(server, knobs))
@@ -521,5 +531,17 @@ mod tests {
         // One way only: no two-way mean.
         let up = Workload::Messages { transport: Transport::Tcp, direction: MessagesDirection::Up, size: 64, rate_bps: 2048.0, duration_s: 10.0, down: None };
         assert!(!up.metrics(&serde_json::json!({"duration_s": 10.0, "up": {"bytes": 1, "latencies_ms": [1.0]}})).contains_key(&LatencyMsMeanBoth));
+    }
+
+    #[test]
+    fn traces_give_a_browser_run_its_net_log_and_leave_other_workloads_alone() {
+        let b = Workload::Browser { protocol: aerolink_work::browser::BrowserProtocol::H2, page: "10x100KB".into(), warm: false, har: None, screenshot: None, net_log: None };
+        let args = b.with_net_log("/t/KEY/netlog.json".into()).client_args("198.18.0.2", &Knobs::default());
+        let at = args.iter().position(|a| a == "--net-log").expect("a --net-log flag");
+        assert_eq!(args[at + 1], "/t/KEY/netlog.json");
+        // Not part of what the run is: its key is the same.
+        assert_eq!(serde_json::to_string(&b.with_net_log("/x".into())).unwrap(), serde_json::to_string(&b).unwrap());
+        let w = Workload::Messages { transport: Transport::Tcp, direction: MessagesDirection::Up, size: 64, rate_bps: 2048.0, duration_s: 10.0, down: None };
+        assert_eq!(w.with_net_log("/x".into()), w);
     }
 }
