@@ -151,6 +151,18 @@ pub struct PumpReport {
 }
 
 impl PumpReport {
+    /// Counts what a stage did (retransmissions, channel drops, handover
+    /// phases); true when the link's capacity changed.
+    fn note(&mut self, note: aerolink_link::Note, at: aerolink_link::Instant) -> bool {
+        match note {
+            aerolink_link::Note::Retransmit { .. } => self.retransmissions += 1,
+            aerolink_link::Note::Channel { channel, up } => return self.channel(channel, up, at),
+            aerolink_link::Note::Handover { index, phase } => self.handovers.push((index, phase.as_str(), at.as_secs_f64())),
+            aerolink_link::Note::Superframe { .. } => {}
+        }
+        false
+    }
+
     /// Counts a bonded channel going down (`up = false`) or coming back;
     /// either changes the link's capacity (true).
     fn channel(&mut self, channel: u16, up: bool, at: aerolink_link::Instant) -> bool {
@@ -504,12 +516,7 @@ impl<D: Device, T: Timer> Pump<D, T> {
                 // drops, retransmissions): taken every round, kept if logged.
                 side.pipeline.take_events(&mut notes);
                 for n in notes.drain(..) {
-                    match n.note {
-                        aerolink_link::Note::Retransmit { .. } => rep.retransmissions += 1,
-                        aerolink_link::Note::Channel { channel, up } => capacity_changed |= rep.channel(channel, up, n.at),
-                        aerolink_link::Note::Handover { index, phase } => rep.handovers.push((index, phase.as_str(), n.at.as_secs_f64())),
-                        _ => {}
-                    }
+                    capacity_changed |= rep.note(n.note, n.at);
                     if logging {
                         events.push(Event::note(n.at, hop, side.dir, n.note));
                     }
