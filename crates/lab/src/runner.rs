@@ -242,9 +242,10 @@ fn link_figures(rep: &LabReport, measured_hop: usize, channels: usize, outcome: 
             outcome.channel_drops.clone_from(&d.channel_drops);
             outcome.channel_drops.resize(channels.max(d.channel_drops.len()), 0);
             outcome.redials_s.clone_from(&d.redials_s);
-            let at = |phase: &str| d.handovers.iter().find(|h| h.0 == 0 && h.1 == phase).map(|h| h.2);
-            outcome.handover_trigger_s = at("trigger");
-            outcome.handover_s = at("l2-start").zip(at("acked")).map(|(a, b)| b - a);
+            use aerolink_link::handover::Phase;
+            let at = |phase: Phase| d.handovers.iter().find(|h| h.0 == 0 && h.1 == phase).map(|h| h.2);
+            outcome.handover_trigger_s = at(Phase::Trigger);
+            outcome.handover_s = at(Phase::L2Start).zip(at(Phase::Acked)).map(|(a, b)| b - a);
         }
     }
 }

@@ -151,6 +151,13 @@ pub enum Phase {
     Acked,
 }
 
+/// As the packet log writes it (`l2-start`).
+impl serde::Serialize for Phase {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
 impl Phase {
     pub const ALL: [Phase; 7] = [Phase::Trigger, Phase::Buffering, Phase::L2Start, Phase::L2End, Phase::Address, Phase::Bound, Phase::Acked];
     pub fn as_str(self) -> &'static str {

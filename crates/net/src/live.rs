@@ -23,10 +23,10 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use aerolink_link::{DropReason, Note};
+use aerolink_link::Note;
 use serde::Serialize;
 
-use crate::log::{Dir, Event, EventKind};
+use crate::log::{Event, EventKind};
 
 /// How often a snapshot is pushed.
 pub const INTERVAL: Duration = Duration::from_millis(500);
@@ -107,10 +107,6 @@ struct Acc {
     channels_down: Option<BTreeMap<u16, bool>>,
 }
 
-fn dir_name(d: Dir) -> &'static str {
-    d.as_str()
-}
-
 /// Per hop and direction its counts, and the newest link events.
 type Counts = (BTreeMap<(u16, &'static str), Acc>, VecDeque<LinkEvent>);
 
@@ -132,7 +128,7 @@ impl Feed {
         let mut g = self.acc.lock().unwrap_or_else(|p| p.into_inner());
         let (accs, log) = &mut *g;
         for e in events {
-            let dir = dir_name(e.dir);
+            let dir = e.dir.as_str();
             let a = accs.entry((e.hop, dir)).or_default();
             match e.kind {
                 EventKind::Arrive => {
@@ -149,7 +145,7 @@ impl Feed {
                     a.inside_bytes -= e.bytes as i64;
                 }
                 EventKind::Drop(reason) => {
-                    *a.drops.entry(drop_name(reason)).or_default() += 1;
+                    *a.drops.entry(reason.as_str()).or_default() += 1;
                     a.inside_packets -= 1;
                     a.inside_bytes -= e.bytes as i64;
                 }
@@ -210,10 +206,6 @@ impl Feed {
             .collect();
         (dirs, log.iter().cloned().collect())
     }
-}
-
-fn drop_name(r: DropReason) -> &'static str {
-    r.as_str()
 }
 
 /// What the server threads share.
@@ -435,7 +427,8 @@ const PAGE: &str = include_str!("live.html");
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aerolink_link::Instant as LinkInstant;
+    use crate::log::Dir;
+    use aerolink_link::{DropReason, Instant as LinkInstant};
 
     fn ev(t_ms: u64, dir: Dir, bytes: u32, kind: EventKind) -> Event {
         Event { t: LinkInstant(t_ms * 1_000_000), hop: 0, dir, id: 0, bytes, kind }

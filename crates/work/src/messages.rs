@@ -60,6 +60,12 @@ pub struct Offer {
 }
 
 impl Offer {
+    /// The ground's own offer when either of its size or rate is given
+    /// (the other as the aircraft's `up`); `None` when neither is.
+    pub fn ground(up: Offer, size: Option<u32>, rate_bps: Option<f64>) -> Option<Offer> {
+        (size.is_some() || rate_bps.is_some()).then(|| Offer { size: size.unwrap_or(up.size), rate_bps: rate_bps.unwrap_or(up.rate_bps) })
+    }
+
     fn check(self) -> Result<Offer> {
         if self.size < MIN_SIZE {
             return Err(WorkError::Param("messages must be at least 12 bytes (timestamp + length)"));

@@ -121,6 +121,12 @@ fn duration(t: &toml::Table, k: &str, d: aerolink_link::Duration) -> Result<aero
     }
 }
 
+/// A rate as an experiment file writes it ("1024 bit/s"), bit/s; the error
+/// names `key`.
+fn rate_bps(text: &str, key: &str) -> Result<f64, KeyErr> {
+    aerolink_link::units::parse_rate(text).map(|r| r.bits_per_sec).map_err(|m| (key.to_string(), format!("{text:?}: expected {m}")))
+}
+
 fn u32_of(i: i64) -> u32 {
     i.clamp(0, u32::MAX as i64) as u32
 }
@@ -202,20 +208,16 @@ fn messages(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
     };
     let down_rate = match t.get("down_rate") {
         None => None,
-        Some(v) => {
-            let text = v.as_str().ok_or_else(|| ("down_rate".to_string(), "expected the ground's offered rate, like \"1024 bit/s\"".to_string()))?;
-            Some(aerolink_link::units::parse_rate(text).map_err(|m| ("down_rate".to_string(), format!("{text:?}: expected {m}")))?.bits_per_sec)
-        }
+        Some(v) => Some(rate_bps(v.as_str().ok_or_else(|| ("down_rate".to_string(), "expected the ground's offered rate, like \"1024 bit/s\"".to_string()))?, "down_rate")?),
     };
     let mut out = Vec::new();
     for transport in picks(t, &["transports", "transport"], vec![Transport::Tcp])? {
         for direction in picks(t, &["directions", "direction"], vec![MessagesDirection::Up])? {
             for size in ints(t, &["sizes", "size"], 64)? {
                 for rate in list_of(t, &["rates", "rate"])? {
-                    let r = aerolink_link::units::parse_rate(&rate).map_err(|m| ("rates".to_string(), format!("{rate:?}: expected {m}")))?;
-                    let size = u32_of(size);
-                    let down = (down_size.is_some() || down_rate.is_some()).then(|| aerolink_work::messages::Offer { size: down_size.unwrap_or(size), rate_bps: down_rate.unwrap_or(r.bits_per_sec) });
-                    out.push(Workload::Messages { transport, direction, size, rate_bps: r.bits_per_sec, duration_s, down });
+                    let up = aerolink_work::messages::Offer { size: u32_of(size), rate_bps: rate_bps(&rate, "rates")? };
+                    let down = aerolink_work::messages::Offer::ground(up, down_size, down_rate);
+                    out.push(Workload::Messages { transport, direction, size: up.size, rate_bps: up.rate_bps, duration_s, down });
                 }
             }
         }

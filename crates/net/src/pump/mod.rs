@@ -143,11 +143,11 @@ pub struct PumpReport {
     /// Handovers (`handover`): each phase reached, by handover index, in
     /// seconds since the link started.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub handovers: Vec<(u16, &'static str, f64)>,
+    pub handovers: Vec<(u16, aerolink_link::handover::Phase, f64)>,
     /// Working state: when each channel that dropped during the run went
     /// down (back: `None`).
     #[serde(skip)]
-    pub down_since: Vec<Option<aerolink_link::Instant>>,
+    pub(crate) down_since: Vec<Option<aerolink_link::Instant>>,
 }
 
 impl PumpReport {
@@ -157,7 +157,7 @@ impl PumpReport {
         match note {
             aerolink_link::Note::Retransmit { .. } => self.retransmissions += 1,
             aerolink_link::Note::Channel { channel, up } => return self.channel(channel, up, at),
-            aerolink_link::Note::Handover { index, phase } => self.handovers.push((index, phase.as_str(), at.as_secs_f64())),
+            aerolink_link::Note::Handover { index, phase } => self.handovers.push((index, phase, at.as_secs_f64())),
             aerolink_link::Note::Superframe { .. } => {}
         }
         false

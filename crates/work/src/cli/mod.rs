@@ -369,8 +369,7 @@ impl MessagesArgs {
     pub fn spec(&self) -> crate::messages::Spec {
         let p = &self.params;
         let offer = crate::messages::Offer { size: p.size, rate_bps: self.rate.bits_per_sec };
-        let down = (self.down_size.is_some() || self.down_rate.is_some())
-            .then(|| crate::messages::Offer { size: self.down_size.unwrap_or(p.size), rate_bps: self.down_rate.map_or(offer.rate_bps, |r| r.bits_per_sec) });
+        let down = crate::messages::Offer::ground(offer, self.down_size, self.down_rate.map(|r| r.bits_per_sec));
         crate::messages::Spec { transport: p.transport, direction: p.direction, offer, down, duration: std::time::Duration::from_nanos(p.duration.0), nagle: self.nagle, stamp: self.stamp }
     }
 }
