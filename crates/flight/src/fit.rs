@@ -94,7 +94,19 @@ pub fn fit_loss(seqs: &[Vec<bool>]) -> LossFit {
         }
     }
     let mean = if packets > 0 { lost as f64 / packets as f64 } else { 0.0 };
-    let ci = |x: f64, n: usize| if n > 0 { 1.96 * (x * (1.0 - x) / n as f64).sqrt() } else { f64::INFINITY };
+    // Wilson's score interval, as the half-width to its farther end: unlike
+    // the normal approximation it does not shrink to nothing when a count
+    // is 0 (no losses in 90 probes still allows p up to 4 %), and with no
+    // transitions at all it spans the whole range.
+    let ci = |x: f64, n: usize| {
+        if n == 0 {
+            return 1.0;
+        }
+        let (n, z2) = (n as f64, 1.96f64 * 1.96);
+        let centre = (x + z2 / (2.0 * n)) / (1.0 + z2 / n);
+        let half = 1.96 * (x * (1.0 - x) / n + z2 / (4.0 * n * n)).sqrt() / (1.0 + z2 / n);
+        ((centre - half - x).abs()).max((centre + half - x).abs())
+    };
     let p = if n0 > 0 { n01 as f64 / n0 as f64 } else { 0.0 };
     let r = if n1 > 0 { n10 as f64 / n1 as f64 } else { 1.0 };
     let (p_ci, r_ci) = (ci(p, n0), ci(r, n1));
@@ -501,6 +513,11 @@ mod tests {
         assert_eq!(f.model, "bernoulli", "{f:?}");
         assert!((f.mean - 0.05).abs() < 0.005);
         assert_eq!(fit_loss(&[vec![false; 100]]).model, "none");
+        // Few probes and no loss among them: p is not known to be 0 (the
+        // Wilson interval reaches 1.96² / (n + 1.96²), 3.7 % for 99
+        // transitions), and r, never observed, may be anything.
+        let f = fit_loss(&[vec![false; 100]]);
+        assert!((f.p_ci - 3.8416 / (99.0 + 3.8416)).abs() < 1e-9 && f.r_ci == 1.0, "{f:?}");
     }
 
     #[test]
