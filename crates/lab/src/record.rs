@@ -38,6 +38,9 @@ pub fn record(e: &Experiment, f: &Finished, host: &str) -> RunRecord {
         if let Some(t) = f.outcome.handover_trigger_s {
             metrics.insert(Metric::HandoverTriggerMs, t * 1e3);
         }
+        if let Some(t) = f.outcome.handover_l2_start_s {
+            metrics.insert(Metric::HandoverL2StartMs, t * 1e3);
+        }
         if let Some(t) = f.outcome.handover_s {
             metrics.insert(Metric::HandoverMs, t * 1e3);
         }

@@ -96,11 +96,14 @@ pub struct RunOutcome {
     pub channel_drops: Vec<u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redials_s: Vec<f64>,
-    /// The first handover on the measured hop: when it was commanded
-    /// (since the link started) and how long from leaving the old cell to
-    /// the binding's acknowledgement, seconds.
+    /// The first handover on the measured hop: when it was commanded and
+    /// when the aircraft left the old cell (since the link started), and
+    /// how long from leaving the old cell to the binding's
+    /// acknowledgement, seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handover_trigger_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handover_l2_start_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handover_s: Option<f64>,
 }
@@ -131,6 +134,7 @@ fn failed(e: impl std::fmt::Display) -> RunOutcome {
         channel_drops: Vec::new(),
         redials_s: Vec::new(),
         handover_trigger_s: None,
+        handover_l2_start_s: None,
         handover_s: None,
     }
 }
@@ -245,6 +249,7 @@ fn link_figures(rep: &LabReport, measured_hop: usize, channels: usize, outcome: 
             use aerolink_link::handover::Phase;
             let at = |phase: Phase| d.handovers.iter().find(|h| h.0 == 0 && h.1 == phase).map(|h| h.2);
             outcome.handover_trigger_s = at(Phase::Trigger);
+            outcome.handover_l2_start_s = at(Phase::L2Start);
             outcome.handover_s = at(Phase::L2Start).zip(at(Phase::Acked)).map(|(a, b)| b - a);
         }
     }

@@ -39,6 +39,7 @@ fn outcome(plt_ms: f64, ok: bool) -> RunOutcome {
         channel_drops: Vec::new(),
         redials_s: Vec::new(),
         handover_trigger_s: None,
+        handover_l2_start_s: None,
         handover_s: None,
     }
 }

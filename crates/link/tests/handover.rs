@@ -7,7 +7,7 @@
 mod common;
 use common::binomial_ci;
 
-use aerolink_link::handover::{HandoverSpec, Mode, Phase, Side};
+use aerolink_link::handover::{HandoverSpec, Mode, Phase, Side, SignalLoss};
 use aerolink_link::packet::DropReason;
 use aerolink_link::profile::Profile;
 use aerolink_link::stage::{stage_rng, Note};
@@ -70,7 +70,7 @@ fn random_access_and_binding_updates_retry_as_specified() {
     // Signalling loss 0.5: an update and its acknowledgement both get
     // through with probability 0.25; retries after 1.5 s, then 1, 2, 4… s.
     let mut s = spec(Mode::NoDad);
-    s.signal_loss = 0.5;
+    s.loss = SignalLoss::all(0.5);
     s.at = (1..=20_000u64).map(|k| Duration::from_secs(1000 * k)).collect();
     let tl = s.timelines(&mut stage_rng(8, 0));
     let once = tl.iter().filter(|t| t.bu_attempts == 1).count();
@@ -86,7 +86,12 @@ fn random_access_and_binding_updates_retry_as_specified() {
 /// Drives `dir` ("up" or "down") of a 31.5 kbit/s link with one handover
 /// at 10 s; a 500 B packet every 100 ms from 5 s to 15 s.
 fn run(mode: Mode, side: Side) -> (Vec<aerolink_link::Meta>, Vec<aerolink_link::Drop>, Vec<(Phase, Instant)>) {
-    let p = profile(&format!("[link]\nrate = \"31.5 kbit/s\"\ndelay = \"10 ms\"\nqueue = \"64 KB\"\nhandover = {{ at = [\"10 s\"], mode = \"{mode}\", ra_collision = 0 }}\n"));
+    run_with(mode, side, "")
+}
+
+/// As [`run`], with more handover keys (`extra`, each after a comma).
+fn run_with(mode: Mode, side: Side, extra: &str) -> (Vec<aerolink_link::Meta>, Vec<aerolink_link::Drop>, Vec<(Phase, Instant)>) {
+    let p = profile(&format!("[link]\nrate = \"31.5 kbit/s\"\ndelay = \"10 ms\"\nqueue = \"64 KB\"\nhandover = {{ at = [\"10 s\"], mode = \"{mode}\", ra_collision = 0{extra} }}\n"));
     let (dir, stream) = match side {
         Side::Mobile => (&p.up, 0),
         Side::Home => (&p.down, 1),
@@ -138,6 +143,53 @@ fn packets_toward_the_aircraft_are_lost_or_buffered() {
     assert!(held.iter().all(|m| m.tx_start >= at(Phase::Bound) && m.len == 540));
 }
 
+/// Seed 002 §6.1's conditions, each a timeline and what packets toward
+/// the aircraft see.
+#[test]
+fn lost_signalling_follows_the_seeds_conditions() {
+    let with = |mode: Mode, keys: &str| {
+        profile(&format!("[link]\nhandover = {{ at = [\"10 s\"], mode = \"{mode}\", ra_collision = 0, {keys} }}\n")).up.handover.clone().unwrap().timelines(&mut stage_rng(1, 0)).remove(0)
+    };
+    // First: every modified update lost. No buffering; the station forces
+    // layer 2 after the fourth try (4 s), then as without DAD.
+    let t = with(Mode::Buffer, "mbu_loss = 1");
+    assert_eq!((t.buffering, ms(t.l2_start)), (None, 14_000.0));
+    // Random access at the super-frame of 14.16 s, response 65.04 ms
+    // later, advertisement 200 ms, update 250 ms.
+    assert!((ms(t.bound) - 14_675.04).abs() < 1e-6, "{t:?}");
+    // Second: every modified acknowledgement lost. The agent buffers from
+    // the first update; the station's command does not wait for the
+    // aircraft to hear: the timeline is the lossless one.
+    let plain = with(Mode::Buffer, "mba_loss = 0");
+    let t = with(Mode::Buffer, "mba_loss = 1");
+    assert_eq!((t.buffering, t.l2_start, t.bound, t.acked), (plain.buffering, plain.l2_start, plain.bound, plain.acked));
+    // Fourth: the first regular acknowledgement lost. The agent binds at
+    // the first update; the aircraft hears only after the update is sent
+    // again 1.5 s later, in every mode.
+    for mode in Mode::ALL {
+        let plain = with(mode, "first_ba_lost = false");
+        let t = with(mode, "first_ba_lost = true");
+        assert_eq!((t.bound, t.ba_sent), (plain.bound, plain.bound + Duration::from_millis(1_500)), "{mode}");
+        assert!((ms(t.acked) - ms(plain.acked) - 1_500.0).abs() < 1e-6, "{mode}");
+        assert_eq!(t.bu_attempts, 2);
+    }
+    // Third: the first regular update lost; bound 1.5 s later.
+    let t = with(Mode::NoDad, "first_bu_lost = true");
+    assert!((ms(t.bound) - ms(with(Mode::NoDad, "bu_loss = 0").bound) - 1_500.0).abs() < 1e-6);
+
+    // Packets: with the first acknowledgement lost, what the agent held and
+    // what it sends before the second one is dropped (the aircraft has no
+    // binding yet); the rest arrives.
+    let (out, drops, phases) = run_with(Mode::Buffer, Side::Home, ", first_ba_lost = true");
+    let at = |ph: Phase| phases.iter().find(|p| p.0 == ph).unwrap().1;
+    let (buffering, bound) = (at(Phase::Buffering), at(Phase::Bound));
+    let acked = at(Phase::Acked);
+    assert!(drops.iter().all(|d| d.reason == DropReason::Outage && d.meta.arrived >= buffering && d.meta.arrived + Duration::from_millis(100) < acked));
+    let expected = (50..150u64).filter(|k| (buffering.0..acked.0 - 100 * MS).contains(&(k * 100 * MS))).count();
+    assert_eq!(drops.len(), expected, "held from {} ms, bound at {} ms", ms(buffering), ms(bound));
+    assert_eq!(out.len() + drops.len(), 100);
+}
+
 #[test]
 fn packets_from_the_aircraft_are_lost_until_the_update_leaves() {
     for mode in Mode::ALL {
@@ -176,6 +228,9 @@ fn handover_keys_are_checked() {
         ("[link]\nhandover = { at = [\"9 s\", \"5 s\"] }", "increasing"),
         ("[link]\nhandover = { at = \"5 s\", mode = \"fast\" }", "no-dad"),
         ("[link]\nhandover = { at = \"5 s\", ra_collision = 2.0 }", "probability"),
+        ("[link]\nhandover = { at = \"5 s\", ba_loss = 1 }", "until one is acknowledged"),
+        ("[link]\nhandover = { at = \"5 s\", mbu_loss = 1.5 }", "from 0 to 1"),
+        ("[link]\nhandover = { at = \"5 s\", first_ba_lost = 1 }", "true or false"),
         ("[link]\nhandover = { at = \"5 s\", when = 3 }", "allowed"),
     ] {
         let e = Profile::parse(bad, "h.toml", &[], &mut |_| Err("no files".into())).err().unwrap_or_else(|| panic!("accepted {bad}")).to_string();

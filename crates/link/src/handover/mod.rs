@@ -2,7 +2,8 @@
 //! 002), as one stage at the front of each direction. Profile key, in
 //! `[link]` only (both directions share the timeline):
 //! `handover = { at | mobility, mode, dad, router_adv, bu, ba, ra_collision,
-//! backoff, signal_loss, tunnel, buffer }`.
+//! backoff, signal_loss, mbu_loss, mba_loss, bu_loss, ba_loss,
+//! first_bu_lost, first_ba_lost, tunnel, buffer }`.
 //!
 //! When: explicit times (`at = ["10 s", "90 s"]`), or a flight past a line
 //! of ground stations (`mobility = { speed_kmh = 800, cell_km = 225,
@@ -17,9 +18,15 @@
 //! (both directions see the same one):
 //! 1. **Trigger** at `at` (the old ground station's handover command).
 //!    With `mode = "buffer"` the mobile router first sends a modified
-//!    binding update (retried every 1 s, up to 3 times); once it reaches
-//!    the home agent (`bu` later) the agent buffers the correspondent's
-//!    packets, and the acknowledgement (`ba` later) starts layer 2.
+//!    binding update (MBU; lost with `mbu_loss`, retried every 1 s while
+//!    no acknowledgement comes, up to 3 times); once one reaches the home
+//!    agent (`bu` later) the agent buffers the correspondent's packets, and
+//!    `ba` later the old station commands layer 2 (its queue delivered).
+//!    The modified acknowledgement (MBA, lost with `mba_loss`) only stops
+//!    the router's retries: the station's command does not wait for it
+//!    (seed 002 §6.1, second condition). When no MBU gets through the
+//!    station forces the handover after the fourth try, 4 s after the
+//!    trigger, without buffering (the first condition).
 //! 2. **Layer 2**: the aircraft leaves the old cell; what either side's
 //!    link still holds for transmission is lost (the later stages are cut,
 //!    reason `outage`) — except in `buffer` mode, where the old station
@@ -33,9 +40,12 @@
 //!    duplicate address detection (`dad`, 1 s, only in `mode = "baseline"`),
 //!    then a binding update to the home agent (`bu`, 250 ms: a return-link
 //!    grant, the transmission and the ground network) and its
-//!    acknowledgement (`ba`, 100 ms); either is lost with probability
-//!    `signal_loss` (default 0: the seed's control messages are error-free),
-//!    and the update is sent again after 1.5 s, then 1 s doubling to 32 s.
+//!    acknowledgement (`ba`, 100 ms), lost with `bu_loss` and `ba_loss`
+//!    (below 1), or the first of each on purpose (`first_bu_lost`,
+//!    `first_ba_lost`: the seed's third and fourth conditions); the update
+//!    is sent again after 1.5 s, then 1 s doubling to 32 s. `signal_loss`
+//!    sets all four losses at once (default 0: the seed's control messages
+//!    are error-free).
 //! 4. From the binding on, the home agent tunnels to the new care-of
 //!    address: every packet carries `tunnel` bytes more (40, IPv6-in-IPv6;
 //!    counted in the packet's size on the link). In `buffer` mode the
@@ -44,7 +54,11 @@
 //!
 //! What packets see: toward the aircraft (the home agent's side), packets
 //! sent to the old address between layer 2 and the binding are lost
-//! (`outage`), or held in `buffer` mode; from the aircraft, packets are
+//! (`outage`), or held in `buffer` mode; so are those the agent sends to
+//! the new address before the aircraft has an acknowledgement (it drops
+//! them: the fourth condition; here they are dropped at the agent, so they
+//! do not take the forward link's capacity as the seed's did); from the
+//! aircraft, packets are
 //! lost from layer 2 until the binding update leaves (no link, no address,
 //! then an agent that does not know the new address yet).
 //!
@@ -60,12 +74,8 @@ use rand::Rng;
 
 use crate::jitter::LinkRng;
 use crate::packet::{Drop, DropReason, Meta};
-use crate::profile::keys::{number, only_keys, Raw, RawKeys};
-use crate::profile::{DirectionSpec, Loader, ProfileError};
-use crate::registry::StageKind;
-use crate::stage::{pop_due, stage_rng, Note, Stage, StageContext, StageEvent};
+use crate::stage::{pop_due, Note, Stage, StageEvent};
 use crate::time::{Duration, Instant};
-use crate::units::{self, Size};
 
 /// How the mobile router and the home agent handle a handover.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -126,10 +136,39 @@ pub struct HandoverSpec {
     pub ra_collision: f64,
     /// Back-off after a collision: 1 to this many super-frames.
     pub backoff: u32,
-    pub signal_loss: f64,
+    pub loss: SignalLoss,
     pub tunnel_bytes: u32,
     pub buffer_bytes: u64,
     pub side: Side,
+}
+
+/// Which signalling messages are lost (seed 002 §6): each kind with its
+/// own probability, and the first regular update or acknowledgement on
+/// purpose.
+#[derive(Clone, Debug, PartialEq, Default)]
+pub struct SignalLoss {
+    /// Modified binding update and acknowledgement (`buffer` mode), up to 1
+    /// (every one: at most four are sent).
+    pub mbu: f64,
+    pub mba: f64,
+    /// Regular binding update and acknowledgement, below 1 (they are sent
+    /// until one is acknowledged).
+    pub bu: f64,
+    pub ba: f64,
+    pub first_bu: bool,
+    pub first_ba: bool,
+}
+
+impl SignalLoss {
+    /// Every message lost with probability `p`.
+    pub fn all(p: f64) -> Self {
+        SignalLoss { mbu: p, mba: p, bu: p, ba: p, ..Default::default() }
+    }
+}
+
+/// A message lost with probability `p` (no draw when `p` is 0 or 1).
+fn lost(rng: &mut LinkRng, p: f64) -> bool {
+    p >= 1.0 || (p > 0.0 && rng.random::<f64>() < p)
 }
 
 /// Phases of a handover, as the log shows them.
@@ -189,6 +228,10 @@ pub struct Timeline {
     /// The binding update that reached the home agent left the aircraft.
     pub bu_sent: Instant,
     pub bound: Instant,
+    /// The agent sent the acknowledgement that reached the aircraft (after
+    /// `bound` when acknowledgements were lost: the aircraft drops what the
+    /// agent sends it before).
+    pub ba_sent: Instant,
     pub acked: Instant,
     /// Random-access requests and binding updates sent.
     pub ra_attempts: u32,
@@ -214,23 +257,25 @@ impl HandoverSpec {
         let mut out = Vec::new();
         for at in &self.at {
             let trigger = Instant::ZERO + *at;
-            let lost = |rng: &mut LinkRng| self.signal_loss > 0.0 && rng.random::<f64>() < self.signal_loss;
-            // Buffer mode: the modified update, up to 4 sends 1 s apart.
+            let l = &self.loss;
+            // Buffer mode: the modified update, up to 4 sends 1 s apart
+            // while no acknowledgement comes back.
             let mut buffering = None;
             let mut l2_start = trigger;
             if self.mode == Mode::Buffer {
                 for k in 0..4u64 {
-                    let sent = trigger + Duration::from_secs(k);
-                    if !lost(rng) {
-                        let at_ha = sent + self.bu;
-                        buffering = Some(at_ha);
-                        l2_start = at_ha + self.ba;
+                    if lost(rng, l.mbu) {
+                        continue;
+                    }
+                    buffering.get_or_insert(trigger + Duration::from_secs(k) + self.bu);
+                    if !lost(rng, l.mba) {
                         break;
                     }
                 }
-                if buffering.is_none() {
-                    l2_start = trigger + Duration::from_secs(4);
-                }
+                l2_start = match buffering {
+                    Some(b) => b + self.ba,
+                    None => trigger + Duration::from_secs(4),
+                };
             }
             // Layer 2: random access at the next super-frame, back-off on collision.
             let mut request = Instant(l2_start.0.div_ceil(SUPER_FRAME_NS) * SUPER_FRAME_NS);
@@ -246,19 +291,22 @@ impl HandoverSpec {
             let mut sent = address;
             let mut bound: Option<(Instant, Instant)> = None;
             let mut bu_attempts = 0;
-            let acked = loop {
+            let (ba_sent, acked) = loop {
                 bu_attempts += 1;
-                if !lost(rng) {
+                let bu_lost = (l.first_bu && bu_attempts == 1) || lost(rng, l.bu);
+                if !bu_lost {
                     let at_ha = sent + self.bu;
+                    let first_ba = bound.is_none();
                     bound.get_or_insert((sent, at_ha));
-                    if !lost(rng) {
-                        break at_ha + self.ba;
+                    let ba_lost = (l.first_ba && first_ba) || lost(rng, l.ba);
+                    if !ba_lost {
+                        break (at_ha, at_ha + self.ba);
                     }
                 }
                 sent = sent + bu_timeout(bu_attempts);
             };
             let (bu_sent, bound) = bound.expect("set before the acknowledgement");
-            out.push(Timeline { trigger, buffering, l2_start, l2_end, address, bu_sent, bound, acked, ra_attempts, bu_attempts });
+            out.push(Timeline { trigger, buffering, l2_start, l2_end, address, bu_sent, bound, ba_sent, acked, ra_attempts, bu_attempts });
         }
         out
     }
@@ -302,8 +350,9 @@ impl Handover {
     }
 
     /// Reports phases reached by `t`, and flushes the agent's buffer once
-    /// the binding is in place.
-    fn advance(&mut self, t: Instant) {
+    /// the binding is in place (to be dropped by an aircraft that has no
+    /// acknowledgement yet).
+    fn advance(&mut self, t: Instant, drops: &mut Vec<Drop>) {
         while let Some(&(at, k, phase)) = self.pending_notes.front() {
             if at > t {
                 break;
@@ -311,21 +360,26 @@ impl Handover {
             self.pending_notes.pop_front();
             self.events.push(StageEvent { at, note: Note::Handover { index: k, phase } });
         }
-        if let Some(bound) = self.held_until() {
+        if let Some((bound, unheard)) = self.held_until() {
             if bound <= t {
                 while let Some(mut m) = self.held.pop_front() {
-                    m.due = bound;
-                    self.out.push_back(m);
+                    if unheard {
+                        drops.push(Drop { meta: m, at: bound, reason: DropReason::Outage });
+                    } else {
+                        m.due = bound;
+                        self.out.push_back(m);
+                    }
                 }
                 self.held_bytes = 0;
             }
         }
     }
 
-    /// When the buffered packets are released.
-    fn held_until(&self) -> Option<Instant> {
+    /// When the buffered packets are released, and whether the aircraft
+    /// has no acknowledgement then.
+    fn held_until(&self) -> Option<(Instant, bool)> {
         let first = self.held.front()?;
-        self.plan.iter().find(|p| p.buffering.is_some_and(|b| b <= first.arrived) && first.arrived < p.bound).map(|p| p.bound)
+        self.plan.iter().find(|p| p.buffering.is_some_and(|b| b <= first.arrived) && first.arrived < p.bound).map(|p| (p.bound, p.ba_sent > p.bound))
     }
 
     /// Whether a packet entering at `t` is in the foreign network (tunnelled).
@@ -345,7 +399,7 @@ impl Stage for Handover {
     }
 
     fn enqueue(&mut self, at: Instant, mut pkt: Meta, drops: &mut Vec<Drop>) {
-        self.advance(at);
+        self.advance(at, drops);
         pkt.arrived = at;
         for p in &self.plan {
             match self.spec.side {
@@ -362,8 +416,9 @@ impl Stage for Handover {
                         }
                         return;
                     }
-                    // Sent to the old address while the aircraft is away.
-                    if p.l2_start <= at && at < p.bound {
+                    // Sent to the old address while the aircraft is away,
+                    // or to the new one before it has an acknowledgement.
+                    if p.l2_start <= at && at < p.ba_sent {
                         drops.push(Drop { meta: pkt, at, reason: DropReason::Outage });
                         return;
                     }
@@ -387,11 +442,11 @@ impl Stage for Handover {
     }
 
     fn next_wakeup(&self) -> Option<Instant> {
-        [self.out.front().map(|m| m.due), self.held_until(), self.pending_notes.front().map(|n| n.0), self.cut_at()].into_iter().flatten().min()
+        [self.out.front().map(|m| m.due), self.held_until().map(|h| h.0), self.pending_notes.front().map(|n| n.0), self.cut_at()].into_iter().flatten().min()
     }
 
-    fn dequeue(&mut self, now: Instant, _drops: &mut Vec<Drop>) -> Option<Meta> {
-        self.advance(now);
+    fn dequeue(&mut self, now: Instant, drops: &mut Vec<Drop>) -> Option<Meta> {
+        self.advance(now, drops);
         pop_due(&mut self.out, now)
     }
 
@@ -427,151 +482,5 @@ impl Handover {
     }
 }
 
-/// Handovers in the stage registry: key `handover` (in `[link]`).
-pub struct Kind;
-
-pub static KIND: Kind = Kind;
-
-/// Handover times of a flight past a line of stations (see the module doc).
-pub fn flight_times(speed_kmh: f64, cell_km: f64, overlap_km: f64, start_km: f64, count: u32) -> Vec<Duration> {
-    let spacing = 2.0 * cell_km - overlap_km;
-    (0..).map(|k| (spacing / 2.0 + k as f64 * spacing - start_km) / speed_kmh * 3600.0).filter(|s| *s > 0.0).take(count as usize).map(Duration::from_secs_f64).collect()
-}
-
-const MOBILITY_KEYS: &[&str] = &["speed_kmh", "cell_km", "overlap_km", "start_km", "count"];
-
-const KEYS: &[&str] = &["at", "mobility", "mode", "dad", "router_adv", "bu", "ba", "ra_collision", "backoff", "signal_loss", "tunnel", "buffer"];
-
-impl StageKind for Kind {
-    fn name(&self) -> &'static str {
-        "handover"
-    }
-    fn keys(&self) -> &'static [&'static str] {
-        &["handover"]
-    }
-    fn parse(&self, raw: &RawKeys, _load: Loader<'_>, d: &mut DirectionSpec) -> Result<(), ProfileError> {
-        let Some(r) = raw.get("handover") else { return Ok(()) };
-        if !r.key.starts_with("link.") {
-            return Err(r.err("put handover in [link]: both directions share one timeline"));
-        }
-        let t = r.value.as_table().ok_or_else(|| {
-            r.err("expected a table { at = [\"20 s\"], mode = \"baseline\" | \"no-dad\" | \"buffer\", dad?, router_adv?, bu?, ba?, ra_collision?, backoff?, signal_loss?, tunnel?, buffer? }")
-        })?;
-        only_keys(r, t, KEYS)?;
-        let dur = |k: &str, default: Duration| -> Result<Duration, ProfileError> {
-            match t.get(k) {
-                None => Ok(default),
-                Some(v) => {
-                    let s = v.as_str().ok_or_else(|| r.err(format!("{k}: expected {} in quotes", units::DURATION_HELP)))?;
-                    units::parse_duration(s).map_err(|m| r.err(format!("{k}: expected {m}")))
-                }
-            }
-        };
-        let prob = |k: &str, default: f64| -> Result<f64, ProfileError> {
-            match t.get(k) {
-                None => Ok(default),
-                Some(toml::Value::Float(f)) if (0.0..1.0).contains(f) => Ok(*f),
-                Some(toml::Value::Integer(0)) => Ok(0.0),
-                Some(_) => Err(r.err(format!("{k}: expected a probability below 1, like 0.1"))),
-            }
-        };
-        let at = handover_times(r, t)?;
-        let mode = match t.get("mode") {
-            None => Mode::Baseline,
-            Some(v) => v.as_str().and_then(|s| s.parse().ok()).ok_or_else(|| r.err("mode: expected one of baseline, no-dad, buffer"))?,
-        };
-        let backoff = match t.get("backoff") {
-            None => 4,
-            Some(toml::Value::Integer(n)) if (1..=64).contains(n) => *n as u32,
-            Some(_) => return Err(r.err("backoff: expected a whole number of super-frames from 1 to 64")),
-        };
-        let tunnel_bytes = match t.get("tunnel") {
-            None => 40,
-            Some(toml::Value::Integer(n)) if (0..=200).contains(n) => *n as u32,
-            Some(_) => return Err(r.err("tunnel: expected header bytes per packet from 0 to 200 (IPv6-in-IPv6: 40)")),
-        };
-        let buffer_bytes = match t.get("buffer").and_then(|v| v.as_str()) {
-            None if t.contains_key("buffer") => return Err(r.err(format!("buffer: expected {} in quotes", units::SIZE_HELP))),
-            None => 256_000,
-            Some(s) => match units::parse_size(s).map_err(|m| r.err(format!("buffer: expected {m}")))? {
-                Size::Bytes(b) => b,
-                Size::Packets(_) => return Err(r.err("buffer: expected bytes, like \"64 KB\"")),
-            },
-        };
-        let spec = HandoverSpec {
-            at,
-            mode,
-            dad: dur("dad", Duration::from_secs(1))?,
-            router_adv: dur("router_adv", Duration::from_millis(200))?,
-            bu: dur("bu", Duration::from_millis(250))?,
-            ba: dur("ba", Duration::from_millis(100))?,
-            ra_collision: prob("ra_collision", 0.1)?,
-            backoff,
-            signal_loss: prob("signal_loss", 0.0)?,
-            tunnel_bytes,
-            buffer_bytes,
-            side: Side::Mobile,
-        };
-        d.described.insert("handover".into(), described(&spec));
-        d.handover = Some(spec);
-        Ok(())
-    }
-    fn build(&self, spec: &DirectionSpec, ctx: &StageContext) -> Option<Box<dyn Stage>> {
-        // Both directions of a hop (streams 2h and 2h + 1) draw the same
-        // timeline.
-        let rng = stage_rng(ctx.seed, (1 << 41) + ctx.stream / 2);
-        Some(Box::new(Handover::new(spec.handover.clone()?, rng)))
-    }
-}
-
-/// The handover times: `at` (a list of times) or `mobility` (an aircraft
-/// flying through cells of a size, at a speed).
-fn handover_times(r: &Raw, t: &toml::Table) -> Result<Vec<Duration>, ProfileError> {
-    let at_help = || r.err("at: expected a list of times like [\"20 s\", \"90 s\"], increasing (or mobility = { speed_kmh, cell_km, overlap_km, start_km })");
-    let at: Vec<Duration> = match (t.get("at"), t.get("mobility")) {
-        (Some(_), Some(_)) => return Err(r.err("give at or mobility, not both")),
-        (Some(toml::Value::Array(a)), None) => a.iter().map(|v| v.as_str().ok_or_else(at_help).and_then(|s| units::parse_duration(s).map_err(|_| at_help()))).collect::<Result<_, _>>()?,
-        (Some(toml::Value::String(s)), None) => vec![units::parse_duration(s).map_err(|_| at_help())?],
-        (None, Some(m)) => {
-            let m = m.as_table().ok_or_else(|| r.err("mobility: expected a table { speed_kmh = 800, cell_km = 225, overlap_km = 100, start_km = 125, count = 10 }"))?;
-            if let Some(k) = m.keys().find(|k| !MOBILITY_KEYS.contains(&k.as_str())) {
-                return Err(r.err(format!("mobility: unknown key {k:?}; allowed: {}", MOBILITY_KEYS.join(", "))));
-            }
-            let num = |k: &str, default: f64| -> Result<f64, ProfileError> {
-                match m.get(k) {
-                    None => Ok(default),
-                    Some(v) => number(v).filter(|x| *x >= 0.0).ok_or_else(|| r.err(format!("mobility.{k}: expected a number, 0 or more"))),
-                }
-            };
-            let (speed, cell, overlap, start, count) = (num("speed_kmh", 800.0)?, num("cell_km", 225.0)?, num("overlap_km", 100.0)?, num("start_km", 125.0)?, num("count", 10.0)?);
-            if speed <= 0.0 || overlap >= 2.0 * cell || count < 1.0 {
-                return Err(r.err("mobility: needs speed_kmh above 0, overlap_km below twice cell_km, count 1 or more"));
-            }
-            flight_times(speed, cell, overlap, start, count as u32)
-        }
-        _ => return Err(at_help()),
-    };
-    if at.is_empty() || at.windows(2).any(|w| w[0] >= w[1]) {
-        return Err(at_help());
-    }
-    Ok(at)
-}
-
-/// The handover stage in words (`aerolink profiles show`).
-fn described(spec: &HandoverSpec) -> String {
-    let at_text: Vec<String> = spec.at.iter().map(|d| d.to_string()).collect();
-    format!(
-        "{} at {}; L2 random access (collision {}, back-off ≤ {} SF), router advertisement {}, {}binding update {} up / {} down (loss {}), tunnel {} B{}",
-        spec.mode,
-        at_text.join(", "),
-        spec.ra_collision,
-        spec.backoff,
-        spec.router_adv,
-        if spec.mode == Mode::Baseline { format!("DAD {}, ", spec.dad) } else { String::new() },
-        spec.bu,
-        spec.ba,
-        spec.signal_loss,
-        spec.tunnel_bytes,
-        if spec.mode == Mode::Buffer { format!(", home-agent buffer {} B", spec.buffer_bytes) } else { String::new() }
-    )
-}
+mod parse;
+pub use parse::{flight_times, Kind, KIND};
