@@ -12,7 +12,11 @@
 //! "ping does not stop after count packets are sent"), so only the
 //! replies to the first COUNT requests are kept: lost ones are not made
 //! up by later requests. (Before 2026-11-27 they were, and a run's loss
-//! was understated; RTTs were not affected.)
+//! was understated; RTTs were not affected.) Requests ping never sent
+//! (its deadline came first, on a host too busy to pace at INTERVAL) are
+//! not counted as sent: `sent` is what ping reports it transmitted, at
+//! most COUNT. (Before 2026-11-27 they counted as lost; the deadline now
+//! allows half as long again for sending.)
 
 use crate::error::{Result, WorkError};
 use serde::{Deserialize, Serialize};
@@ -99,8 +103,11 @@ pub async fn run(server: IpAddr, count: u32, interval: Duration, size: u32, wait
         return Err(WorkError::Param("ping: an ICMP payload is at most 65507 bytes"));
     }
     // -w: the whole run's deadline (sending, then waiting for the last
-    // replies); ping stops early once every request is answered.
-    let deadline = interval.as_secs_f64() * count as f64 + wait.as_secs_f64();
+    // replies); ping stops early once COUNT replies have come. Half as long
+    // again for sending: on a busy host ping paces slower than INTERVAL
+    // (8 ms became ≈ 9 ms on the 2-core machine), and a deadline that
+    // comes before the last requests are out would count them as lost.
+    let deadline = interval.as_secs_f64() * count as f64 * 1.5 + wait.as_secs_f64();
     let out = tokio::process::Command::new("ping")
         .args(["-n", "-c", &count.to_string(), "-i", &format!("{:.3}", interval.as_secs_f64()), "-s", &size.to_string(), "-w", &format!("{}", deadline.ceil() as u64)])
         .arg(server.to_string())
@@ -113,8 +120,15 @@ pub async fn run(server: IpAddr, count: u32, interval: Duration, size: u32, wait
     if !out.status.success() && out.status.code() != Some(1) {
         return Err(WorkError::Program { program: "ping", why: format!("{}: {}", out.status, String::from_utf8_lossy(&out.stderr).trim()) });
     }
-    let (seqs, rtts_ms): (Vec<u32>, Vec<f64>) = replies(&text).into_iter().filter(|(seq, _)| (1..=count).contains(seq)).unzip();
-    Ok(PingResult { sent: count, received: rtts_ms.len() as u32, size_bytes: size, interval_ms: interval.as_secs_f64() * 1e3, rtts_ms, seqs })
+    // Requests never sent (the deadline came first) are not lost ones.
+    let sent = transmitted(&text).map_or(count, |n| n.min(count));
+    let (seqs, rtts_ms): (Vec<u32>, Vec<f64>) = replies(&text).into_iter().filter(|(seq, _)| (1..=sent).contains(seq)).unzip();
+    Ok(PingResult { sent, received: rtts_ms.len() as u32, size_bytes: size, interval_ms: interval.as_secs_f64() * 1e3, rtts_ms, seqs })
+}
+
+/// The requests ping says it sent (`5000 packets transmitted, …`).
+pub fn transmitted(text: &str) -> Option<u32> {
+    text.lines().find_map(|l| l.split_once(" packets transmitted").and_then(|(n, _)| n.trim().parse().ok()))
 }
 
 #[cfg(test)]
@@ -129,6 +143,8 @@ mod tests {
 64 bytes from 198.18.0.2: icmp_seq=3 ttl=64 time=3106 ms (DUP!)\n\
 \n--- 198.18.0.2 ping statistics ---\n4 packets transmitted, 2 received, +1 duplicates, 50% packet loss, time 3004ms\n";
         assert_eq!(replies(text), vec![(1, 612.0), (3, 3105.5)]);
+        assert_eq!(transmitted(text), Some(4));
+        assert_eq!(transmitted("PING 198.18.0.2 (198.18.0.2) 56(84) bytes of data.\n"), None);
         assert_eq!(reply("64 bytes from 2001:2::2: icmp_seq=12 ttl=64 time=0.043 ms"), Some((12, 0.043)));
         assert_eq!(reply("From 198.18.0.1 icmp_seq=2 Destination Host Unreachable"), None);
     }
