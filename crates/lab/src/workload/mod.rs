@@ -39,7 +39,7 @@ pub enum WorkloadError {
     MessagesDownOffer,
     #[error("page {0:?}: expected a corpus page ({1}), a synthetic page like 10x100KB, or an http:// or https:// URL")]
     BrowserPage(String, String),
-    #[error("count must be at least 1, the interval at least 200 ms (ping's limit for an ordinary user) and the size at most 65507 bytes")]
+    #[error("count must be at least 1, the interval at least 2 ms (ping's limit for an ordinary user: Debian's iputils refuses less) and the size at most 65507 bytes")]
     Ping,
 }
 
@@ -175,7 +175,7 @@ impl Workload {
                 }
             }
             Workload::Ping { count, interval_ms, size } => {
-                if *count == 0 || *interval_ms < 200 || *size > aerolink_work::ping::MAX_SIZE {
+                if *count == 0 || *interval_ms < 2 || *size > aerolink_work::ping::MAX_SIZE {
                     return Err(WorkloadError::Ping);
                 }
             }

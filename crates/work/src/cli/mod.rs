@@ -332,7 +332,7 @@ pub struct PingArgs {
     /// Echo requests to send.
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
     pub count: u32,
-    /// Gap between requests (ping's -i; under 200 ms needs root).
+    /// Gap between requests (ping's -i; under 2 ms needs root).
     #[arg(long, default_value = "1s", value_parser = duration_arg)]
     pub interval: Duration,
     /// ICMP payload, bytes (ping's -s; at most 65507).
