@@ -161,6 +161,8 @@ metrics! {
     CallDropsCh2 = "call_drops_ch2", "call drops, channel 2", Number, Lower;
     CallDropsCh3 = "call_drops_ch3", "call drops, channel 3", Number, Lower;
     HandoverTriggerMs = "handover_trigger_ms", "first handover commanded at (since the link started)", Ms, Neither;
+    LdacsMarginDbUp = "ldacs_margin_db_up", "L-DACS link budget: dB above the 8.7 dB working point (return link, up)", Number, Higher;
+    LdacsMarginDbDown = "ldacs_margin_db_down", "L-DACS link budget: dB above the 8.7 dB working point (forward link, down)", Number, Higher;
     HandoverL2StartMs = "handover_l2_start_ms", "first handover: the aircraft left the old cell at (since the link started)", Ms, Neither;
     HandoverMs = "handover_ms", "handover: leaving the old cell to the binding acknowledged", Ms, Lower;
     LinkDropsRadio = "link_drops_radio", "link drops by its loss model or ARQ giving up (not queue, not outage)", Number, Lower;

@@ -21,6 +21,12 @@ pub fn record(e: &Experiment, f: &Finished, host: &str) -> RunRecord {
     let c = &e.cases[f.planned.case];
     let mut metrics = if f.outcome.ok { c.workload.metrics(&f.outcome.result) } else { Default::default() };
     add_rtt_metrics(&mut metrics, p.base_rtt().as_millis_f64());
+    // A link budget's operating margin: the profile's, kept with each run.
+    for (dir, m) in [(&p.up, Metric::LdacsMarginDbUp), (&p.down, Metric::LdacsMarginDbDown)] {
+        if let Some(b) = dir.ldacs.as_ref().and_then(|l| l.budget.as_ref()) {
+            metrics.insert(m, b.operating_margin_db());
+        }
+    }
     if f.outcome.ok {
         // What the link itself dropped, beside what the protocols report
         // as retransmitted or lost.

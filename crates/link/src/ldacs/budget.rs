@@ -68,7 +68,16 @@ impl Budget {
     pub fn fer(&self) -> f64 {
         fer_at(&self.snr_fer, self.snr_db())
     }
+    /// The system operating margin (seed 002 Table 2): the SNR, less the
+    /// safety margin, above the working point the FERs were read at.
+    pub fn operating_margin_db(&self) -> f64 {
+        self.snr_db() - WORKING_POINT_SNR_DB
+    }
 }
+
+/// The SNR of the seed's working point (its Fig. 4: 6.31e-5 forward,
+/// 6.28e-2 return), dB.
+pub const WORKING_POINT_SNR_DB: f64 = 8.7;
 
 /// The FER at `snr` dB: log-linear between the table's points, the end
 /// values beyond them.
