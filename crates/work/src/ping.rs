@@ -84,10 +84,17 @@ pub fn reply(line: &str) -> Option<(u32, f64)> {
 }
 
 /// The replies in ping's output, once per sequence number, in order:
-/// `(icmp_seq, ms)`.
+/// `(icmp_seq, ms)`. ICMP's sequence number has 16 bits: ping prints
+/// 65535, then 0, 1, …; each printed number is taken as the request
+/// nearest the last one read (replies come back in about the order sent),
+/// so past 65535 requests they count on as 65536, 65537, ….
 pub fn replies(text: &str) -> Vec<(u32, f64)> {
+    let mut last: u64 = 0;
     let by_seq: BTreeMap<u32, f64> = text.lines().filter_map(reply).fold(BTreeMap::new(), |mut m, (seq, ms)| {
-        m.entry(seq).or_insert(ms);
+        let wraps = ((last as f64 - seq as f64) / 65_536.0).round().max(0.0) as u64;
+        let seq = seq as u64 + wraps * 65_536;
+        last = seq;
+        m.entry(seq.min(u32::MAX as u64) as u32).or_insert(ms);
         m
     });
     by_seq.into_iter().collect()
@@ -144,6 +151,13 @@ mod tests {
 \n--- 198.18.0.2 ping statistics ---\n4 packets transmitted, 2 received, +1 duplicates, 50% packet loss, time 3004ms\n";
         assert_eq!(replies(text), vec![(1, 612.0), (3, 3105.5)]);
         assert_eq!(transmitted(text), Some(4));
+        // Past 65535 the printed number starts again at 0; a late reply
+        // from before the wrap still counts as its own request.
+        let lines = |seqs: &[u32]| seqs.iter().map(|s| format!("48 bytes from 198.18.0.2: icmp_seq={s} ttl=64 time=1 ms\n")).collect::<String>();
+        let got: Vec<u32> = replies(&lines(&[65_534, 65_535, 0, 65_533, 1, 2])).into_iter().map(|r| r.0).collect();
+        assert_eq!(got, vec![65_533, 65_534, 65_535, 65_536, 65_537, 65_538]);
+        let got: Vec<u32> = replies(&lines(&[1, 2, 5, 3, 30_000, 4])).into_iter().map(|r| r.0).collect();
+        assert_eq!(got, vec![1, 2, 3, 4, 5, 30_000], "late replies below 65536 are not wrapped");
         assert_eq!(transmitted("PING 198.18.0.2 (198.18.0.2) 56(84) bytes of data.\n"), None);
         assert_eq!(reply("64 bytes from 2001:2::2: icmp_seq=12 ttl=64 time=0.043 ms"), Some((12, 0.043)));
         assert_eq!(reply("From 198.18.0.1 icmp_seq=2 Destination Host Unreachable"), None);
