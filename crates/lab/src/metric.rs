@@ -102,6 +102,7 @@ metrics! {
     GoodputBps = "goodput_bps", "goodput", BitRate, Higher;
     SenderRetransmits = "sender_retransmits", "sender retransmits", Number, Lower;
     SenderSrttMsMax = "sender_srtt_ms_max", "largest smoothed RTT (sender)", Ms, Lower;
+    SenderRtoMsMedian = "sender_rto_ms_median", "retransmission timeout, no back-off (sender, median of 100 ms samples)", Ms, Neither;
     // Messages (seed 004), each way and both.
     DeliveredBpsUp = "delivered_bps_up", "delivered rate (up)", BitRate, Higher;
     DeliveredBpsDown = "delivered_bps_down", "delivered rate (down)", BitRate, Higher;

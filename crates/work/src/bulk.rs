@@ -46,6 +46,11 @@ pub struct BulkResult {
     /// transfer (TCP, sampled every 100 ms), ms.
     #[serde(default)]
     pub sender_srtt_ms_max: f64,
+    /// The sender's retransmission timeout while no timeout was backing it
+    /// off (its Jacobson estimate), sampled every 100 ms: the median, ms
+    /// (TCP downloads; 0 where not sampled).
+    #[serde(default)]
+    pub sender_rto_ms_median: f64,
 }
 
 /// The client socket's TCP settings (seed 002's TCP: MSS 1024, a 6 or 16 kB
@@ -131,8 +136,9 @@ pub async fn serve_tcp(listener: TcpListener, nagle: bool) -> Result<()> {
                     // Sample the kernel's RTT estimate while sending.
                     let fd = std::os::fd::AsRawFd::as_raw_fd(&s);
                     // SAFETY: `s` outlives every use of the borrowed fd below.
-                    let srtt = || sock::counters(&unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) }).srtt_us;
+                    let now = || sock::counters(&unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) });
                     let mut max_srtt = 0u64;
+                    let mut rtos: Vec<u64> = Vec::new();
                     {
                         let sending = send(&mut s, size);
                         tokio::pin!(sending);
@@ -140,7 +146,13 @@ pub async fn serve_tcp(listener: TcpListener, nagle: bool) -> Result<()> {
                         loop {
                             tokio::select! {
                                 r = &mut sending => { r?; break; }
-                                _ = tick.tick() => max_srtt = max_srtt.max(srtt()),
+                                _ = tick.tick() => {
+                                    let c = now();
+                                    max_srtt = max_srtt.max(c.srtt_us);
+                                    if c.backoff == 0 && c.rto_us > 0 {
+                                        rtos.push(c.rto_us);
+                                    }
+                                }
                             }
                         }
                     }
@@ -152,6 +164,8 @@ pub async fn serve_tcp(listener: TcpListener, nagle: bool) -> Result<()> {
                     s.write_u8(cc.len() as u8).await?;
                     s.write_all(cc.as_bytes()).await?;
                     s.write_u64_le(max_srtt.max(c.srtt_us)).await?;
+                    rtos.sort_unstable();
+                    s.write_u64_le(rtos.get(rtos.len() / 2).copied().unwrap_or(0)).await?;
                 } else {
                     let bins = receive(&mut s, size, Instant::now(), None).await?;
                     write_bins(&mut s, &bins).await?;
@@ -208,6 +222,7 @@ fn result(transport: &str, direction: Direction, bytes: u64, t0: Instant, bins: 
         sender_retransmits: retrans,
         sender_cc: cc,
         sender_srtt_ms_max: 0.0,
+        sender_rto_ms_median: 0.0,
     }
 }
 
@@ -239,7 +254,14 @@ pub async fn tcp(server: SocketAddr, direction: Direction, bytes: u64, client: T
             let mut cc = vec![0u8; n];
             s.read_exact(&mut cc).await?;
             let srtt_us = s.read_u64_le().await?;
-            Ok(BulkResult { sender_retransmits: retrans, sender_cc: String::from_utf8_lossy(&cc).to_string(), sender_srtt_ms_max: srtt_us as f64 / 1e3, ..r })
+            let rto_us = s.read_u64_le().await?;
+            Ok(BulkResult {
+                sender_retransmits: retrans,
+                sender_cc: String::from_utf8_lossy(&cc).to_string(),
+                sender_srtt_ms_max: srtt_us as f64 / 1e3,
+                sender_rto_ms_median: rto_us as f64 / 1e3,
+                ..r
+            })
         }
         Direction::Up => {
             send(&mut s, bytes).await?;

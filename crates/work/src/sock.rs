@@ -51,6 +51,13 @@ pub struct TcpCounters {
     /// Smoothed round-trip time the kernel estimates, µs.
     #[serde(default)]
     pub srtt_us: u64,
+    /// The retransmission timeout now, µs, and how many times it has been
+    /// doubled since the last acknowledgement (0: the Jacobson estimate
+    /// from SRTT and RTTVAR itself).
+    #[serde(default)]
+    pub rto_us: u64,
+    #[serde(default)]
+    pub backoff: u8,
 }
 
 impl std::ops::AddAssign for TcpCounters {
@@ -59,11 +66,14 @@ impl std::ops::AddAssign for TcpCounters {
         self.bytes_sent += o.bytes_sent;
         self.bytes_received += o.bytes_received;
         self.srtt_us = self.srtt_us.max(o.srtt_us);
+        self.rto_us = self.rto_us.max(o.rto_us);
+        self.backoff = self.backoff.max(o.backoff);
     }
 }
 
 /// Reads TCP_INFO. Fields are at the kernel ABI's fixed offsets (they only
-/// ever grow at the end): tcpi_rtt at 68, tcpi_total_retrans at 100,
+/// ever grow at the end): tcpi_backoff at 4, tcpi_rto at 8, tcpi_rtt at
+/// 68, tcpi_total_retrans at 100,
 /// tcpi_bytes_acked at 120, tcpi_bytes_received at 128, tcpi_bytes_sent at
 /// 192.
 pub fn counters(sock: &impl AsRawFd) -> TcpCounters {
@@ -77,7 +87,7 @@ pub fn counters(sock: &impl AsRawFd) -> TcpCounters {
     let len = len as usize;
     let u32_at = |o: usize| if o + 4 <= len { u32::from_ne_bytes(buf[o..o + 4].try_into().expect("4 bytes")) as u64 } else { 0 };
     let u64_at = |o: usize| if o + 8 <= len { u64::from_ne_bytes(buf[o..o + 8].try_into().expect("8 bytes")) } else { 0 };
-    TcpCounters { retransmits: u32_at(100), bytes_sent: u64_at(192), bytes_received: u64_at(128), srtt_us: u32_at(68) }
+    TcpCounters { retransmits: u32_at(100), bytes_sent: u64_at(192), bytes_received: u64_at(128), srtt_us: u32_at(68), rto_us: u32_at(8), backoff: if len > 4 { buf[4] } else { 0 } }
 }
 
 /// Sets an integer socket option at the TCP level.

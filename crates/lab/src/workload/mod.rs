@@ -314,7 +314,13 @@ impl Workload {
             Workload::Web { .. } => copy(&mut m, &[PltMs, TtfbMs, Connections, Requests, BodyBytes, ClientRetransmits]),
             Workload::Objects { .. } => copy(&mut m, &[TotalMs, Connections, ClientRetransmits]),
             Workload::Browser { .. } => browser_metrics(&mut m, v, copy),
-            Workload::Bulk { .. } => copy(&mut m, &[CompletionMs, GoodputBps, SenderRetransmits, SenderSrttMsMax]),
+            Workload::Bulk { .. } => {
+                copy(&mut m, &[CompletionMs, GoodputBps, SenderRetransmits, SenderSrttMsMax, SenderRtoMsMedian]);
+                // Not sampled (an upload, QUIC, a result from before).
+                if m.get(&SenderRtoMsMedian) == Some(&0.0) {
+                    m.remove(&SenderRtoMsMedian);
+                }
+            }
             Workload::Realtime { .. } => {
                 realtime_metrics(&mut m, v);
                 copy(&mut m, &[Connections]);
