@@ -267,6 +267,7 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
         cross: None,
         tcp_reordering: Default::default(),
         message_stamp: Default::default(),
+        ipv6: false,
     };
     knobs.quic.validate().map_err(user)?;
     aerolink_net::sys::check_preconditions()?;

@@ -162,6 +162,7 @@ metrics! {
     CallDropsCh2 = "call_drops_ch2", "call drops, channel 2", Number, Lower;
     CallDropsCh3 = "call_drops_ch3", "call drops, channel 3", Number, Lower;
     HandoverTriggerMs = "handover_trigger_ms", "first handover commanded at (since the link started)", Ms, Neither;
+    HeaderSharePct = "header_share_pct", "headers' share of the bytes on the link, the transfer's direction (IP packets plus the link's own header, less the payload), %", Number, Lower;
     LdacsMarginDbUp = "ldacs_margin_db_up", "L-DACS link budget: dB above the 8.7 dB working point (return link, up)", Number, Higher;
     LdacsMarginDbDown = "ldacs_margin_db_down", "L-DACS link budget: dB above the 8.7 dB working point (forward link, down)", Number, Higher;
     HandoverL2StartMs = "handover_l2_start_ms", "first handover: the aircraft left the old cell at (since the link started)", Ms, Neither;

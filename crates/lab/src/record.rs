@@ -54,6 +54,9 @@ pub fn record(e: &Experiment, f: &Finished, host: &str) -> RunRecord {
             metrics.insert(Metric::RedialMsMean, f.outcome.redials_s.iter().sum::<f64>() * 1e3 / f.outcome.redials_s.len() as f64);
         }
     }
+    if let (true, Some(share)) = (f.outcome.ok, header_share_pct(e, f)) {
+        metrics.insert(Metric::HeaderSharePct, share);
+    }
     let refused = f.outcome.emulator_refused();
     if refused > 0 {
         metrics.insert(Metric::EmulatorRefused, refused as f64);
@@ -79,6 +82,22 @@ pub fn record(e: &Experiment, f: &Finished, host: &str) -> RunRecord {
         outcome: f.outcome.clone(),
         metrics,
     }
+}
+
+/// A bulk transfer's headers as a share of what crossed the measured hop
+/// in its direction: IP packets as they left the hop (tunnel bytes
+/// included), plus the link's own header per packet (L-DACS: 7 B), less
+/// the bytes transferred.
+fn header_share_pct(e: &Experiment, f: &Finished) -> Option<f64> {
+    let crate::workload::Workload::Bulk { direction, bytes, .. } = &e.cases[f.planned.case].workload else { return None };
+    let p = &e.profiles[f.planned.profile];
+    let (spec, wire, packets) = match direction {
+        aerolink_work::bulk::Direction::Down => (&p.down, f.outcome.wire_bytes_down, f.outcome.packets_down),
+        aerolink_work::bulk::Direction::Up => (&p.up, f.outcome.wire_bytes_up, f.outcome.packets_up),
+    };
+    let link_header = spec.ldacs.as_ref().map_or(0, |_| aerolink_link::ldacs::HEADER_BYTES as u64);
+    let on_link = wire + link_header * packets;
+    (packets > 0 && on_link > *bytes).then(|| 100.0 * (1.0 - *bytes as f64 / on_link as f64))
 }
 
 /// This machine as a run records it: its cores and kernel (read once).

@@ -104,6 +104,11 @@ pub struct RunOutcome {
     pub handover_trigger_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handover_l2_start_s: Option<f64>,
+    /// Packets that left the measured hop each way.
+    #[serde(default)]
+    pub packets_up: u64,
+    #[serde(default)]
+    pub packets_down: u64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handover_s: Option<f64>,
 }
@@ -136,6 +141,8 @@ fn failed(e: impl std::fmt::Display) -> RunOutcome {
         handover_trigger_s: None,
         handover_l2_start_s: None,
         handover_s: None,
+        packets_up: 0,
+        packets_down: 0,
     }
 }
 
@@ -232,10 +239,12 @@ fn link_figures(rep: &LabReport, measured_hop: usize, channels: usize, outcome: 
         match d.dir {
             Some(aerolink_net::log::Dir::Up) => {
                 outcome.wire_bytes_up += d.bytes_out;
+                outcome.packets_up += d.packets_out;
                 outcome.link_drops_up += dropped;
             }
             _ => {
                 outcome.wire_bytes_down += d.bytes_out;
+                outcome.packets_down += d.packets_out;
                 outcome.link_drops_down += dropped;
             }
         }
@@ -317,7 +326,7 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
             Some(inner) => inner,
             None => (lab.hosts.last().expect("hosts").ipv4.clone(), lab.hosts.last().expect("hosts").ipv6.clone()),
         };
-        let addr = if req.ipv6 { format!("[{v6}]") } else { v4.clone() };
+        let addr = if req.ipv6 || req.knobs.ipv6 { format!("[{v6}]") } else { v4.clone() };
         // Competing traffic first, so the workload meets a link in use.
         let _cross = match req.knobs.cross.filter(|c| *c != crate::workload::Cross::None) {
             Some(c) => match Cross::start(&lab, c, &v4, &env, &tmp, stop) {

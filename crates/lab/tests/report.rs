@@ -41,6 +41,8 @@ fn outcome(plt_ms: f64, ok: bool) -> RunOutcome {
         handover_trigger_s: None,
         handover_l2_start_s: None,
         handover_s: None,
+        packets_up: 0,
+        packets_down: 0,
     }
 }
 

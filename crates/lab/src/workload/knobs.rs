@@ -43,6 +43,9 @@ pub struct Knobs {
     /// The messages workload's offer time (its latency's start).
     #[serde(default, skip_serializing_if = "is_schedule")]
     pub message_stamp: Stamp,
+    /// The client reaches the server at its IPv6 address.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ipv6: bool,
 }
 
 aerolink_work::choice! {
@@ -99,6 +102,7 @@ impl Default for Knobs {
             cross: None,
             tcp_reordering: Reordering::Adaptive,
             message_stamp: Stamp::Schedule,
+            ipv6: false,
         }
     }
 }
@@ -145,6 +149,9 @@ impl Knobs {
         }
         if self.message_stamp != Stamp::Schedule {
             parts.push(format!("stamped-at-{}", self.message_stamp));
+        }
+        if self.ipv6 {
+            parts.push("ipv6".into());
         }
         if let Some(p) = self.pep.as_ref().filter(|p| p.mode != aerolink_pep::cli::PepMode::None) {
             parts.push(format!("via {}", p.label()));
