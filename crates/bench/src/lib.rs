@@ -268,6 +268,7 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
         tcp_reordering: Default::default(),
         message_stamp: Default::default(),
         ipv6: false,
+        tcp_timestamps: true,
     };
     knobs.quic.validate().map_err(user)?;
     aerolink_net::sys::check_preconditions()?;

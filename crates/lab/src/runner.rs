@@ -216,13 +216,15 @@ impl Drop for Cross {
 
 /// Sets the end hosts' TCP (client and server namespaces) as the run's
 /// knobs ask, before any program starts; the lab is removed if it cannot.
-fn end_host_tcp(lab: Lab, reordering: crate::workload::Reordering) -> Result<Lab, String> {
+fn end_host_tcp(lab: Lab, knobs: &crate::workload::Knobs) -> Result<Lab, String> {
     let ends = [lab.hosts[0].netns.clone(), lab.hosts.last().expect("hosts").netns.clone()];
+    let sysctls = knobs.end_host_sysctls();
     for ns in ends {
-        let set = aerolink_net::sys::in_netns(&ns, move || reordering.sysctls().iter().try_for_each(|(k, v)| aerolink_net::sys::write_sysctl(k, v)));
+        let these = sysctls.clone();
+        let set = aerolink_net::sys::in_netns(&ns, move || these.iter().try_for_each(|(k, v)| aerolink_net::sys::write_sysctl(k, v)));
         if let Err(e) = set {
             lab.shutdown();
-            return Err(format!("setting TCP's reordering to {reordering} in {ns}: {e}"));
+            return Err(format!("setting the end hosts' TCP ({}) in {ns}: {e}", knobs.label()));
         }
     }
     Ok(lab)
@@ -281,7 +283,7 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
         pcap: req.pcap.clone(),
         live: req.live.clone(),
     };
-    let lab = match Lab::build(&spec, None).map_err(|e| e.to_string()).and_then(|l| end_host_tcp(l, req.knobs.tcp_reordering)) {
+    let lab = match Lab::build(&spec, None).map_err(|e| e.to_string()).and_then(|l| end_host_tcp(l, &req.knobs)) {
         Ok(l) => l,
         Err(e) => return failed(format!("building the lab: {e}")),
     };

@@ -111,6 +111,7 @@ pub const KNOBS: &[KnobDef] = &[
     KnobDef { key: "message_stamp", pep: false, set: |k, v| choice(v, aerolink_work::messages::Stamp::allowed).map(|s| k.message_stamp = s) },
     KnobDef { key: "quickack", pep: false, set: |k, v| boolean(v).map(|b| k.tcp.quickack = b) },
     KnobDef { key: "ipv6", pep: false, set: |k, v| boolean(v).map(|b| k.ipv6 = b) },
+    KnobDef { key: "tcp_timestamps", pep: false, set: |k, v| boolean(v).map(|b| k.tcp_timestamps = b) },
     KnobDef { key: "nagle", pep: false, set: |k, v| boolean(v).map(|b| k.nagle = b) },
     KnobDef {
         key: "push",

@@ -46,6 +46,18 @@ pub struct Knobs {
     /// The client reaches the server at its IPv6 address.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub ipv6: bool,
+    /// TCP timestamps (RFC 7323) at the end hosts; off, every segment's
+    /// header is 20 B instead of 32.
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub tcp_timestamps: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+fn is_yes(b: &bool) -> bool {
+    *b
 }
 
 aerolink_work::choice! {
@@ -89,6 +101,18 @@ fn is_zero(n: &u8) -> bool {
     *n == 0
 }
 
+impl Knobs {
+    /// The sysctls (net.ipv4.…, which IPv6 TCP follows too) these knobs
+    /// set in the end hosts' namespaces.
+    pub fn end_host_sysctls(&self) -> Vec<(&'static str, &'static str)> {
+        let mut out = self.tcp_reordering.sysctls().to_vec();
+        if !self.tcp_timestamps {
+            out.push(("net.ipv4.tcp_timestamps", "0"));
+        }
+        out
+    }
+}
+
 impl Default for Knobs {
     fn default() -> Self {
         Knobs {
@@ -103,6 +127,7 @@ impl Default for Knobs {
             tcp_reordering: Reordering::Adaptive,
             message_stamp: Stamp::Schedule,
             ipv6: false,
+            tcp_timestamps: true,
         }
     }
 }
@@ -152,6 +177,9 @@ impl Knobs {
         }
         if self.ipv6 {
             parts.push("ipv6".into());
+        }
+        if !self.tcp_timestamps {
+            parts.push("no-timestamps".into());
         }
         if let Some(p) = self.pep.as_ref().filter(|p| p.mode != aerolink_pep::cli::PepMode::None) {
             parts.push(format!("via {}", p.label()));
