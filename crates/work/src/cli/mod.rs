@@ -166,8 +166,8 @@ pub struct ConnsArgs {
     pub server: String,
     #[arg(long, default_value_t = 500)]
     pub count: u32,
-    /// Bytes each connection downloads.
-    #[arg(long, default_value_t = 10_000)]
+    /// Bytes each connection downloads: 10000, 10KB, 1MiB.
+    #[arg(long, default_value = "10000", value_parser = bytes_arg)]
     pub bytes: u64,
     /// Each download must be done this long after all are open.
     #[arg(long, default_value = "120s", value_parser = duration_arg)]
@@ -182,8 +182,8 @@ pub struct BulkArgs {
     pub transport: Transport,
     #[arg(long, default_value = "down")]
     pub direction: BulkDirection,
-    /// Bytes to transfer, e.g. 1000000.
-    #[arg(long, default_value_t = 1_000_000)]
+    /// Bytes to transfer: 1000000, 110KB, 1MiB (as experiment files write them).
+    #[arg(long, default_value = "1000000", value_parser = bytes_arg)]
     pub bytes: u64,
     /// The client socket's congestion control (matters for uploads).
     #[arg(long, default_value = "cubic")]
@@ -500,3 +500,8 @@ impl WorkloadCmd {
 
 #[cfg(test)]
 mod tests;
+
+/// A byte count with an optional unit (B, KB = 1000, KiB, MB, MiB).
+fn bytes_arg(s: &str) -> Result<u64, String> {
+    crate::page::parse_bytes(s).ok_or_else(|| format!("expected bytes like 110000, 110KB or 1MiB, got {s:?}"))
+}

@@ -129,4 +129,14 @@ fn bad_values_name_the_flag_and_what_is_allowed() {
     assert!(e.contains("--protocol") && e.contains("h1-close"), "{e}");
     let e = WorkloadCmd::from_args(["messages", "--server", "x", "--rate", "fast"]).unwrap_err().to_string();
     assert!(e.contains("--rate") && e.contains("expected"), "{e}");
+    let e = WorkloadCmd::from_args(["bulk", "--server", "x", "--bytes", "lots"]).unwrap_err().to_string();
+    assert!(e.contains("--bytes") && e.contains("110KB"), "{e}");
+}
+
+#[test]
+fn byte_counts_take_the_units_experiment_files_use() {
+    let WorkloadCmd::Bulk(b) = WorkloadCmd::from_args(["bulk", "--server", "x", "--bytes", "110KB"]).unwrap() else { panic!("not bulk") };
+    assert_eq!(b.bytes, 110_000);
+    let WorkloadCmd::Conns(c) = WorkloadCmd::from_args(["conns", "--server", "x", "--bytes", "1MiB"]).unwrap() else { panic!("not conns") };
+    assert_eq!(c.bytes, 1 << 20);
 }
