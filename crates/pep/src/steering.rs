@@ -116,27 +116,9 @@ impl Drop for InitialWindow {
     }
 }
 
-/// The unicast routes in this namespace that do not leave through `iface`,
-/// with the attributes `ip route change` needs to find them again (the
-/// metric, notably, for IPv6).
+/// The unicast routes in this namespace that do not leave through `iface`.
 fn onward_routes(iface: &str) -> Result<Vec<Route>> {
-    let mut out = Vec::new();
-    for fam in ["-4", "-6"] {
-        let o = Command::new("ip").args([fam, "route", "show"]).output()?;
-        for line in String::from_utf8_lossy(&o.stdout).lines() {
-            let w: Vec<&str> = line.split_whitespace().collect();
-            let dev = w.iter().skip_while(|x| **x != "dev").nth(1);
-            match (w.first(), dev) {
-                (Some(p), Some(d)) if *d != iface && !["local", "broadcast", "multicast", "unreachable"].contains(p) && !p.starts_with("fe80") => {
-                    // Flags `ip route` prints but does not take back.
-                    let spec = w.iter().filter(|x| !["linkdown", "dead", "offload", "onlink", "rt_offload", "trap"].contains(x)).map(|x| x.to_string()).collect();
-                    out.push(Route(fam, spec));
-                }
-                _ => {}
-            }
-        }
-    }
-    Ok(out)
+    Ok(aerolink_work::sock::unicast_routes(Some(iface))?.into_iter().map(|(fam, spec)| Route(fam, spec)).collect())
 }
 
 /// Whether our rules are present in this namespace.

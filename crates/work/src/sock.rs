@@ -112,19 +112,57 @@ pub fn quick_ack(sock: &impl AsRawFd) -> std::io::Result<()> {
     set_tcp_opt(sock, libc::TCP_QUICKACK, 1)
 }
 
-/// Sets the initial congestion window (segments) on the routes toward the
-/// lab's addresses in this namespace, as `ip route … initcwnd N` does.
+/// Sets the initial congestion window (segments) on every unicast route
+/// in this namespace, as `ip route … initcwnd N` does: the connected
+/// subnet's route too, which is the one a peer on it is reached by (the
+/// lab's /24 beside its /15: before 2026-11-27 only the /15 was set, so a
+/// direct lab's server kept the kernel's 10).
 pub fn set_route_initcwnd(segments: u32) -> Result<()> {
-    for (fam, prefix) in [("-4", "198.18.0.0/15"), ("-6", "2001:2::/48")] {
-        let out = std::process::Command::new("ip").args([fam, "route", "show", prefix]).output()?;
-        let text = String::from_utf8_lossy(&out.stdout);
-        let line = text.lines().next().ok_or_else(|| WorkError::Route(format!("no route to {prefix} in this namespace")))?;
-        let dev = line.split_whitespace().skip_while(|w| *w != "dev").nth(1).ok_or_else(|| WorkError::Route(format!("route {line:?} has no device")))?;
-        let n = segments.to_string();
-        let st = std::process::Command::new("ip").args([fam, "route", "change", prefix, "dev", dev, "initcwnd", &n, "initrwnd", &n]).status()?;
+    let n = segments.to_string();
+    let routes = unicast_routes(None)?;
+    if !routes.iter().any(|r| r.0 == "-4") {
+        return Err(WorkError::Route("no IPv4 route in this namespace".into()));
+    }
+    for (fam, spec) in routes {
+        let mut args: Vec<&str> = vec![fam, "route", "change"];
+        args.extend(spec.iter().map(String::as_str));
+        args.extend(["initcwnd", &n, "initrwnd", &n]);
+        let st = std::process::Command::new("ip").args(&args).status()?;
         if !st.success() {
-            return Err(WorkError::Route(format!("ip route change {prefix} initcwnd {n} failed")));
+            return Err(WorkError::Route(format!("ip {} failed", args.join(" "))));
         }
     }
     Ok(())
+}
+
+/// The unicast routes in this namespace (both families), each as `ip
+/// route show` gives it with what `ip route change` needs to find it again
+/// (the metric, notably, for IPv6) and without the flags it prints but
+/// does not take back, or an initial window already set; those leaving
+/// through `except_iface` are left out.
+pub fn unicast_routes(except_iface: Option<&str>) -> std::io::Result<Vec<(&'static str, Vec<String>)>> {
+    let mut out = Vec::new();
+    for fam in ["-4", "-6"] {
+        let o = std::process::Command::new("ip").args([fam, "route", "show"]).output()?;
+        for line in String::from_utf8_lossy(&o.stdout).lines() {
+            let w: Vec<&str> = line.split_whitespace().collect();
+            let dev = w.iter().skip_while(|x| **x != "dev").nth(1);
+            match (w.first(), dev) {
+                (Some(p), Some(d)) if Some(*d) != except_iface && !["local", "broadcast", "multicast", "unreachable"].contains(p) && !p.starts_with("fe80") => {
+                    let mut spec = Vec::new();
+                    let mut words = w.iter();
+                    while let Some(x) = words.next() {
+                        if ["initcwnd", "initrwnd"].contains(x) {
+                            words.next();
+                        } else if !["linkdown", "dead", "offload", "onlink", "rt_offload", "trap"].contains(x) {
+                            spec.push(x.to_string());
+                        }
+                    }
+                    out.push((fam, spec));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(out)
 }
