@@ -224,6 +224,16 @@ fn the_bulk_clients_receive_buffer_bounds_the_window_and_the_sender_reports_its_
     }
 }
 
+/// The server's initial window is set on the route its peer is reached
+/// by (a direct lab's connected /24, not only the lab's /15): 40 KB at
+/// 400 ms takes one round trip of data with IW40 and four with IW2.
+#[test]
+fn the_servers_initial_window_sets_how_many_round_trips_a_download_takes() {
+    let took = |iw: &str| bench(&["bulk", "--rtt", "400ms", "--rate", "50Mbit/s", "--size", "40KB", "--initcwnd", iw])["completion_ms"].as_f64().unwrap();
+    let (small, large) = (took("2"), took("40"));
+    assert!(small - large > 2.0 * 400.0, "IW2 {small} ms, IW40 {large} ms: three round trips apart");
+}
+
 #[test]
 fn a_tcp_download_survives_call_drops_on_a_bonded_link() {
     // Three 24 kbit/s channels that drop every 3 s on average and redial
