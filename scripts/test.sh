@@ -95,7 +95,7 @@ ALONE=(accuracy
 # whoever runs it, judged once above.
 NOBODY_SKIP=(starlink_pings_show_the_15_second_steps on_demand_return_links_make_an_idle_terminal_wait)
 # The rest (BINARY or BINARY::TEST), in lanes balanced by their time alone
-# on a 2-core machine (docs/measurements.md, 2026-11-27): flight 221 s,
+# on a 2-core machine (docs/measurements.md, 2026-11-27): flight 221 s (90 s flights; 70 s since),
 # the guide's three parts 143/173/151, pep 127, workloads 117, faults 85,
 # browser 28, cluster 24, experiments 24, rootless 13, lifecycle 9.
 LANES=("flight"

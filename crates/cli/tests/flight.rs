@@ -48,7 +48,7 @@ fn kinds(log: &Path) -> std::collections::BTreeSet<String> {
 #[test]
 fn the_flight_loop_closes_measure_analyse_fit_replay() {
     let dir = tempdir("flight");
-    let b = json(&["bench", "flight", "--seconds", "90", "--dir", dir.to_str().unwrap(), "--json", "--out", dir.join("bench.jsonl").to_str().unwrap()]);
+    let b = json(&["bench", "flight", "--seconds", "70", "--dir", dir.to_str().unwrap(), "--json", "--out", dir.join("bench.jsonl").to_str().unwrap()]);
     // Every fitted value lies within its interval of the truth: delays
     // (plus 0.5 ms for the lab's own latency — the pump's departure error,
     // TUN and socket wake-ups at both ends: 0.2–0.3 ms measured here), the
