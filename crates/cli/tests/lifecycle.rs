@@ -205,12 +205,12 @@ fn a_chain_topology_routes_end_to_end() {
         "--topology",
         topo.to_str().unwrap(),
         "--client",
-        "ping -c 1 -W 5 $AEROLINK_SERVER >/dev/null && ping -c 5 -i 0.2 $AEROLINK_SERVER && ping -c 5 -i 0.2 $AEROLINK_SERVER_V6 && ping -c 1 $AEROLINK_GW",
+        "ping -c 1 -W 5 $AEROLINK_SERVER >/dev/null && ping -c 5 -i 0.2 $AEROLINK_SERVER && ping -c 5 -i 0.2 $AEROLINK_SERVER_V6 && ping -c 3 -i 0.2 $AEROLINK_GW",
     ]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}{err}");
     let rtts: Vec<f64> = out.lines().filter_map(|l| l.split("time=").nth(1)).filter_map(|t| t.split_whitespace().next()?.parse().ok()).collect();
-    assert_eq!(rtts.len(), 11);
+    assert_eq!(rtts.len(), 13);
     // The delays of the two hops add up, and no packet is ever early; the
     // bound above is on the median of ten (late packets are the machine's:
     // in CI, after other tests' namespaces were deleted, two of four were
@@ -219,7 +219,11 @@ fn a_chain_topology_routes_end_to_end() {
     to_server.sort_by(f64::total_cmp);
     assert!(to_server[0] >= 59.9, "{rtts:?}");
     assert!(to_server[4] < 62.0 && to_server[5] < 62.0, "{rtts:?}");
-    assert!((19.9..23.0).contains(&rtts[10]), "{rtts:?}");
+    // The gateway answers after the first hop alone: none early, the best
+    // of three within 3 ms (one ping was 24 ms once in CI, the lanes and
+    // the background builds sharing the two cores).
+    let to_gw = &rtts[10..];
+    assert!(to_gw.iter().all(|r| *r >= 19.9) && to_gw.iter().cloned().fold(f64::INFINITY, f64::min) < 23.0, "{rtts:?}");
 }
 
 #[test]
