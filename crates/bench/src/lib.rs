@@ -267,7 +267,7 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
         cross: None,
         tcp_reordering: Default::default(),
         message_stamp: Default::default(),
-        ipv6: false,
+        ipv6: c.ipv6,
         tcp_timestamps: true,
     };
     knobs.quic.validate().map_err(user)?;
@@ -289,7 +289,6 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
             workload: workload.clone(),
             knobs: knobs.clone(),
             timeout: std::time::Duration::from_nanos(timeout.0),
-            ipv6: c.ipv6,
             pcap: c.pcap.as_ref().map(|d| aerolink_net::pcap::PcapSpec::whole(if c.repeat > 1 { d.join(format!("seed{seed}")) } else { d.clone() })),
             traces: None,
             live: None,

@@ -77,7 +77,6 @@ fn pep_plt(a: &PepBenchArgs, stop: &std::sync::atomic::AtomicBool) -> anyhow::Re
                     workload: Workload::Web { protocol, page: "10x100KB".into(), depth: 1 },
                     knobs: Knobs { pep: Some(aerolink_lab::gateways::PepSpec { mode, ..Default::default() }), ..Knobs::default() },
                     timeout: std::time::Duration::from_secs(300),
-                    ipv6: false,
                     pcap: None,
                     traces: None,
                     live: None,

@@ -181,7 +181,6 @@ fn request(link: SatLink, stack: Stack, bytes: u64, seed: u64, timeout: std::tim
         workload: Workload::Bulk { transport, direction: Direction::Down, bytes },
         knobs,
         timeout,
-        ipv6: false,
         pcap: None,
         traces: None,
         live: None,

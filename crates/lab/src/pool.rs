@@ -66,7 +66,6 @@ pub fn start(
                         workload: keep.traces.as_ref().map_or_else(|| c.workload.clone(), |d| c.workload.with_net_log(d.join(&p.key).join("netlog.json"))),
                         knobs: e.cases[p.case].knobs.clone(),
                         timeout: e.timeout,
-                        ipv6: false,
                         pcap: keep.pcap.as_ref().map(|d| aerolink_net::pcap::PcapSpec::whole(d.join(&p.key))),
                         traces: keep.traces.as_ref().map(|d| d.join(&p.key)),
                         live: keep.live.as_ref().map(|l| l.feed_for(&name)),

@@ -35,8 +35,6 @@ pub struct RunRequest {
     pub knobs: Knobs,
     /// Kill the client after this long.
     pub timeout: Duration,
-    /// Use the server's IPv6 address.
-    pub ipv6: bool,
     /// Capture the run (`experiment run --pcap`).
     pub pcap: Option<aerolink_net::pcap::PcapSpec>,
     /// Keep the run's TLS keys and qlogs here (`experiment run --traces`;
@@ -328,7 +326,7 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
             Some(inner) => inner,
             None => (lab.hosts.last().expect("hosts").ipv4.clone(), lab.hosts.last().expect("hosts").ipv6.clone()),
         };
-        let addr = if req.ipv6 || req.knobs.ipv6 { format!("[{v6}]") } else { v4.clone() };
+        let addr = if req.knobs.ipv6 { format!("[{v6}]") } else { v4.clone() };
         // Competing traffic first, so the workload meets a link in use.
         let _cross = match req.knobs.cross.filter(|c| *c != crate::workload::Cross::None) {
             Some(c) => match Cross::start(&lab, c, &v4, &env, &tmp, stop) {

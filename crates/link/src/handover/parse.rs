@@ -199,8 +199,9 @@ fn described(spec: &HandoverSpec) -> String {
 /// The signalling losses in words: one figure when all four are alike.
 fn loss_text(spec: &HandoverSpec) -> String {
     let l = &spec.loss;
-    let mut out = if l.mbu == l.bu && l.mba == l.bu && l.ba == l.bu { format!("{}", l.bu) } else { format!("update {}, acknowledgement {}", l.bu, l.ba) };
-    if spec.mode == Mode::Buffer && !(l.mbu == l.bu && l.mba == l.bu && l.ba == l.bu) {
+    let alike = l.mbu == l.bu && l.mba == l.bu && l.ba == l.bu;
+    let mut out = if alike { format!("{}", l.bu) } else { format!("update {}, acknowledgement {}", l.bu, l.ba) };
+    if spec.mode == Mode::Buffer && !alike {
         out += &format!(", modified update {}, its acknowledgement {}", l.mbu, l.mba);
     }
     for (on, what) in [(l.first_bu, "first update"), (l.first_ba, "first acknowledgement")] {
