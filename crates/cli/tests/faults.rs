@@ -205,7 +205,10 @@ fn a_full_disk_stops_the_experiment_and_keeps_what_was_stored() {
     std::fs::write(&s, spec("fault-full", 3, "120s")).unwrap();
     let mut child = start(&s, &db, &err);
     // Once the first run is stored, fill the disk.
-    wait_for("the first run stored", Duration::from_secs(120), || (db.exists() && runs(&db).1 >= 1).then_some(()));
+    // The file appears before its schema does: a store without its table
+    // has stored nothing yet.
+    let stored = |db: &Path| rusqlite::Connection::open(db).and_then(|c| c.query_row("SELECT count(*) FROM runs", [], |r| r.get::<_, i64>(0))).unwrap_or(0);
+    wait_for("the first run stored", Duration::from_secs(120), || (db.exists() && stored(&db) >= 1).then_some(()));
     let filler = mnt.join("filler");
     {
         use std::io::Write;
