@@ -305,7 +305,7 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
         if let Some(b) = spinner {
             b.finish_and_clear();
         }
-        let mut metrics = if o.ok { workload.metrics(&o.result) } else { Default::default() };
+        let mut metrics = o.result.as_ref().filter(|_| o.ok).map(|r| r.metrics()).unwrap_or_default();
         aerolink_lab::workload::add_rtt_metrics(&mut metrics, profile.base_rtt().as_millis_f64());
         if !c.json {
             if o.ok {

@@ -10,6 +10,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::*;
+use aerolink_lab::workload::WorkloadResult;
 use aerolink_net::run_id;
 use aerolink_work::web::Protocol;
 
@@ -82,8 +83,8 @@ fn pep_plt(a: &PepBenchArgs, stop: &std::sync::atomic::AtomicBool) -> anyhow::Re
                     live: None,
                 };
                 let o = aerolink_lab::runner::run_once(&req, stop);
-                match o.result["plt_ms"].as_f64() {
-                    Some(t) if o.ok => v.push(t),
+                match &o.result {
+                    Some(WorkloadResult::Web(r)) if o.ok => v.push(r.plt_ms),
                     _ => {
                         failed += 1;
                         eprintln!("  failed: {}", o.error.unwrap_or_default());

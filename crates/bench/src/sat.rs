@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use aerolink_lab::experiment::Chain;
 use aerolink_lab::gateways::{PepSpec, TunnelRate};
 use aerolink_lab::topology::Topology;
-use aerolink_lab::workload::{Knobs, Workload};
+use aerolink_lab::workload::{Knobs, Workload, WorkloadResult};
 use aerolink_link::Profile;
 use aerolink_pep::quic_tunnel::TunnelCc;
 use aerolink_work::bulk::Direction;
@@ -214,10 +214,10 @@ pub fn run(a: SatTargetsArgs) -> anyhow::Result<i32> {
                     eprintln!("[{done}/{total}] {link} {} MB over {stack} (target {target} s) …", bytes / 1_000_000);
                     let req = request(link, stack, bytes, 1 + rep as u64, limit)?;
                     let o = aerolink_lab::runner::run_once(&req, &stop);
-                    match o.result["completion_ms"].as_f64() {
-                        Some(ms) if o.ok => {
-                            cell.times_s.push(ms / 1e3);
-                            cell.retransmits.push(o.result["sender_retransmits"].as_u64().unwrap_or(0));
+                    match &o.result {
+                        Some(WorkloadResult::Bulk(r)) if o.ok => {
+                            cell.times_s.push(r.completion_ms / 1e3);
+                            cell.retransmits.push(r.sender_retransmits);
                         }
                         _ => {
                             let why = o.error.unwrap_or_default();

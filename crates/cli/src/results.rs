@@ -120,13 +120,12 @@ fn objects_text(runs: &[aerolink_lab::store::RunRow], json: bool) -> anyhow::Res
     const COLUMNS: [&str; 13] = ["run_key", "experiment", "profile", "series", "seed", "rep", "path", "bytes", "start_ms", "first_byte_ms", "end_ms", "conn", "pushed"];
     let mut rows: Vec<serde_json::Value> = Vec::new();
     for r in runs.iter().filter(|r| r.ok) {
-        let v: serde_json::Value = serde_json::from_str(&r.result_json).unwrap_or_default();
-        let Some(objects) = v["objects"].as_array() else { continue };
-        for o in objects {
+        let Some(result) = r.result() else { continue };
+        for o in result.objects() {
             rows.push(serde_json::json!({
                 "run_key": r.run_key, "experiment": r.experiment, "profile": r.profile, "series": r.series.name.clone(), "seed": r.seed, "rep": r.rep,
-                "path": o["path"], "bytes": o["bytes"], "start_ms": o["start_ms"], "first_byte_ms": o["first_byte_ms"], "end_ms": o["end_ms"],
-                "conn": o["conn"], "pushed": o["pushed"].as_bool().unwrap_or(false),
+                "path": o.path, "bytes": o.bytes, "start_ms": o.start_ms, "first_byte_ms": o.first_byte_ms, "end_ms": o.end_ms,
+                "conn": o.conn, "pushed": o.pushed,
             }));
         }
     }

@@ -19,7 +19,7 @@ pub fn rfc3339(t: SystemTime) -> String {
 pub fn record(e: &Experiment, f: &Finished, host: &str) -> RunRecord {
     let p = &e.profiles[f.planned.profile];
     let c = &e.cases[f.planned.case];
-    let mut metrics = if f.outcome.ok { c.workload.metrics(&f.outcome.result) } else { Default::default() };
+    let mut metrics = f.outcome.result.as_ref().filter(|_| f.outcome.ok).map(|r| r.metrics()).unwrap_or_default();
     add_rtt_metrics(&mut metrics, p.base_rtt().as_millis_f64());
     // A link budget's operating margin: the profile's, kept with each run.
     for (dir, m) in [(&p.up, Metric::LdacsMarginDbUp), (&p.down, Metric::LdacsMarginDbDown)] {

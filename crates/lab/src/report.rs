@@ -436,8 +436,10 @@ fn bulk_charts(h: &mut String, st: &Setting) {
         let mut lines = Vec::new();
         for s in &st.series {
             if let Some(r) = st.median_run(p, s) {
-                let v: Value = serde_json::from_str(&r.result_json).unwrap_or(Value::Null);
-                let bins: Vec<f64> = v["bins_bytes"].as_array().map(|a| a.iter().filter_map(|x| x.as_f64()).collect()).unwrap_or_default();
+                let bins: Vec<f64> = match r.result() {
+                    Some(crate::workload::WorkloadResult::Bulk(b)) => b.bins_bytes.iter().map(|x| *x as f64).collect(),
+                    _ => Vec::new(),
+                };
                 let step = aerolink_work::bulk::BIN_MS as f64 / 1e3;
                 lines.push((s.clone(), bins.iter().enumerate().map(|(i, b)| (i as f64 * step, b * 8.0 / step / 1e6)).collect()));
             }
@@ -462,22 +464,18 @@ fn waterfalls(h: &mut String, st: &Setting) {
     for p in &st.profile_names {
         for s in &st.series {
             let Some(r) = st.median_run(p, s) else { continue };
-            let v: Value = serde_json::from_str(&r.result_json).unwrap_or(Value::Null);
-            let Some(objects) = v["objects"].as_array() else { continue };
+            let Some(result) = r.result() else { continue };
+            let objects = result.objects();
+            if objects.is_empty() {
+                continue;
+            }
             // A page of more objects than rows shows every k-th, so the
             // chart still spans the whole load.
             let every = objects.len().div_ceil(WATERFALL_ROWS).max(1);
             let spans: Vec<svg::Span> = objects
                 .iter()
                 .step_by(every)
-                .map(|o| svg::Span {
-                    label: o["path"].as_str().unwrap_or("").to_string(),
-                    start: o["start_ms"].as_f64().unwrap_or(0.0) / 1e3,
-                    first_byte: o["first_byte_ms"].as_f64().unwrap_or(0.0) / 1e3,
-                    end: o["end_ms"].as_f64().unwrap_or(0.0) / 1e3,
-                    conn: o["conn"].as_u64().unwrap_or(0) as usize,
-                    pushed: o["pushed"].as_bool().unwrap_or(false),
-                })
+                .map(|o| svg::Span { label: o.path.clone(), start: o.start_ms / 1e3, first_byte: o.first_byte_ms / 1e3, end: o.end_ms / 1e3, conn: o.conn, pushed: o.pushed })
                 .collect();
             let sub = format!("median run (seed {}), {}", r.seed, if every > 1 { format!("every {every}th of {} objects", objects.len()) } else { format!("{} objects", objects.len()) });
             charts.push((format!("{s} on {p}"), sub, spans));

@@ -8,7 +8,7 @@
 //! changes namespace.
 
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
+use std::process::{Child, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -60,8 +60,8 @@ fn with_traces(req: &RunRequest, mut env: Vec<(String, String)>) -> Vec<(String,
 pub struct RunOutcome {
     pub ok: bool,
     pub error: Option<String>,
-    /// The client's JSON result.
-    pub result: serde_json::Value,
+    /// The client's result, as its workload's type (`None` when the run failed).
+    pub result: Option<crate::workload::WorkloadResult>,
     /// IP bytes the link carried toward the client (down) and the server (up).
     pub wire_bytes_down: u64,
     pub wire_bytes_up: u64,
@@ -122,7 +122,7 @@ fn failed(e: impl std::fmt::Display) -> RunOutcome {
     RunOutcome {
         ok: false,
         error: Some(e.to_string()),
-        result: serde_json::Value::Null,
+        result: None,
         wire_bytes_down: 0,
         wire_bytes_up: 0,
         link_drops_loss: 0,
@@ -289,7 +289,7 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     // aerolink if this one is killed.
     let tmp = lab.tmp_dir().join("run");
     let _ = std::fs::create_dir_all(&tmp);
-    let (server_err, client_err) = (tmp.join("server.err"), tmp.join("client.err"));
+    let server_err = tmp.join("server.err");
     let exe = req.exe.to_string_lossy().to_string();
     let gateways = match &req.knobs.pep {
         Some(p) => match crate::gateways::Gateways::start(&lab, &req.exe, p, &tmp, true) {
@@ -335,58 +335,8 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
             },
             None => None,
         };
-        let mut argv: Vec<String> = vec![exe.clone()];
-        argv.extend(req.workload.client_args(&addr, &req.knobs));
-        let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
-        let out_path = tmp.join("client.json");
-        let stdout = match std::fs::File::create(&out_path) {
-            Ok(f) => f,
-            Err(e) => return failed(format!("{}: {e}", out_path.display())),
-        };
-        let tc = Instant::now();
-        let mut client = match netns_command(&lab.hosts[0].netns, &refs, &env).stdout(stdout).stderr(std::fs::File::create(&client_err).map(Stdio::from).unwrap_or(Stdio::null())).spawn() {
-            Ok(c) => c,
-            Err(e) => return failed(format!("starting the client: {e}")),
-        };
-        let status = loop {
-            match client.try_wait() {
-                Ok(Some(st)) => break Ok(st),
-                Ok(None) => {}
-                Err(e) => break Err(e.to_string()),
-            }
-            if stop.load(Ordering::SeqCst) {
-                kill_group(&mut client);
-                break Err("interrupted".into());
-            }
-            if lab.broken() {
-                kill_group(&mut client);
-                break Err("the link stopped".into());
-            }
-            if tc.elapsed() > req.timeout {
-                kill_group(&mut client);
-                break Err(format!("the client did not finish within the run's timeout ({} s)", req.timeout.as_secs_f64()));
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        let client_ms = tc.elapsed().as_secs_f64() * 1e3;
-        let mut o = failed("");
+        let mut o = run_client(req, &lab, &env, &addr, &tmp, stop);
         o.setup_ms = setup_ms;
-        o.client_ms = client_ms;
-        match status {
-            Err(e) => o.error = Some(e),
-            Ok(st) if !st.success() => {
-                let said = last_line(&client_err);
-                o.error = Some(if said.is_empty() { format!("the client failed ({st})") } else { format!("the client failed ({st}): {said}") });
-            }
-            Ok(_) => match std::fs::read_to_string(&out_path).ok().and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok()) {
-                Some(v) => {
-                    o.ok = true;
-                    o.error = None;
-                    o.result = v;
-                }
-                None => o.error = Some("the client printed no JSON result".into()),
-            },
-        }
         o
     })();
     kill_group(&mut server);
@@ -403,4 +353,67 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     }
     link_figures(&rep, measured_hop, req.profile.up.bonded.as_ref().map_or(0, |b| b.channels.len()), &mut outcome);
     outcome
+}
+
+/// The workload's client in the lab's first host, against `addr`: its
+/// result decoded as the workload's own, or why there is none.
+fn run_client(req: &RunRequest, lab: &Lab, env: &[(String, String)], addr: &str, tmp: &Path, stop: &AtomicBool) -> RunOutcome {
+    let client_err = tmp.join("client.err");
+    let mut argv: Vec<String> = vec![req.exe.to_string_lossy().to_string()];
+    argv.extend(req.workload.client_args(addr, &req.knobs));
+    let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
+    let out_path = tmp.join("client.json");
+    let stdout = match std::fs::File::create(&out_path) {
+        Ok(f) => f,
+        Err(e) => return failed(format!("{}: {e}", out_path.display())),
+    };
+    let tc = Instant::now();
+    let mut client = match netns_command(&lab.hosts[0].netns, &refs, env).stdout(stdout).stderr(std::fs::File::create(&client_err).map(Stdio::from).unwrap_or(Stdio::null())).spawn() {
+        Ok(c) => c,
+        Err(e) => return failed(format!("starting the client: {e}")),
+    };
+    let status = wait_client(&mut client, tc, req.timeout, lab, stop);
+    let mut o = failed("");
+    o.client_ms = tc.elapsed().as_secs_f64() * 1e3;
+    match status {
+        Err(e) => o.error = Some(e),
+        Ok(st) if !st.success() => {
+            let said = last_line(&client_err);
+            o.error = Some(if said.is_empty() { format!("the client failed ({st})") } else { format!("the client failed ({st}): {said}") });
+        }
+        Ok(_) => match std::fs::read_to_string(&out_path).map(|t| req.workload.decode(&t)) {
+            Ok(Ok(r)) => {
+                o.ok = true;
+                o.error = None;
+                o.result = Some(r);
+            }
+            Ok(Err(e)) => o.error = Some(format!("the client's result is not a {} result: {e}", req.workload.name())),
+            Err(_) => o.error = Some("the client printed no JSON result".into()),
+        },
+    }
+    o
+}
+
+/// The client's exit, or why it was stopped: interrupted, the link
+/// stopped, or the run's timeout since `tc`.
+fn wait_client(client: &mut Child, tc: Instant, timeout: Duration, lab: &Lab, stop: &AtomicBool) -> Result<ExitStatus, String> {
+    loop {
+        match client.try_wait() {
+            Ok(Some(st)) => return Ok(st),
+            Ok(None) => {}
+            Err(e) => return Err(e.to_string()),
+        }
+        let why = if stop.load(Ordering::SeqCst) {
+            "interrupted".to_string()
+        } else if lab.broken() {
+            "the link stopped".to_string()
+        } else if tc.elapsed() > timeout {
+            format!("the client did not finish within the run's timeout ({} s)", timeout.as_secs_f64())
+        } else {
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
+        };
+        kill_group(client);
+        return Err(why);
+    }
 }

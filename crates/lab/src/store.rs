@@ -103,6 +103,13 @@ pub struct RunRow {
 }
 
 impl RunRow {
+    /// The stored result as its workload's type; `None` for a failed run or
+    /// a row whose workload or result no longer decodes.
+    pub fn result(&self) -> Option<crate::workload::WorkloadResult> {
+        let w: crate::workload::Workload = serde_json::from_str(&self.workload_json).ok()?;
+        w.decode(&self.result_json).ok()
+    }
+
     /// The row with its [`Series`] decoded from its protocol and knobs (the
     /// store does this for every run it reads).
     pub fn with_series(mut self) -> RunRow {
@@ -267,7 +274,7 @@ impl Store {
                 o.wire_bytes_up as i64,
                 o.link_drops_loss as i64,
                 o.link_drops_queue as i64,
-                o.result.to_string(),
+                serde_json::to_string(&o.result).expect("a result serializes"),
                 r.machine
             ],
         )

@@ -19,12 +19,12 @@ fn outcome(plt_ms: f64, ok: bool) -> RunOutcome {
     RunOutcome {
         ok,
         error: (!ok).then(|| "the client timed out".to_string()),
-        result: if ok {
-            serde_json::json!({ "plt_ms": plt_ms, "ttfb_ms": 800.0, "connections": 6, "requests": 11, "body_bytes": 1_000_000, "client_retransmits": 3,
-            "objects": [{ "path": "/page", "bytes": 2000, "start_ms": 0.0, "first_byte_ms": 700.0, "end_ms": 900.0, "conn": 0 }, { "path": "/obj/0", "bytes": 100000, "start_ms": 950.0, "first_byte_ms": 1500.0, "end_ms": plt_ms, "conn": 1 }] })
-        } else {
-            serde_json::Value::Null
-        },
+        result: ok.then(|| {
+            let w = aerolink_lab::workload::Workload::Web { protocol: aerolink_work::web::Protocol::H1, page: "10x100KB".into(), depth: 1 };
+            w.decode(&serde_json::json!({ "protocol": "h1", "alpn": "http/1.1", "page": "10x100KB", "depth": 1, "plt_ms": plt_ms, "ttfb_ms": 800.0, "connections": 6, "requests": 11, "body_bytes": 1_000_000, "client_retransmits": 3,
+            "objects": [{ "path": "/page", "bytes": 2000, "start_ms": 0.0, "first_byte_ms": 700.0, "end_ms": 900.0, "conn": 0 }, { "path": "/obj/0", "bytes": 100000, "start_ms": 950.0, "first_byte_ms": 1500.0, "end_ms": plt_ms, "conn": 1 }] }).to_string())
+            .unwrap()
+        }),
         wire_bytes_down: 1_100_000,
         wire_bytes_up: 40_000,
         link_drops_loss: 2,
@@ -178,9 +178,10 @@ fn bulk_runs_get_a_throughput_against_delay_chart() {
     let mut store = Store::open(&path).unwrap();
     store.record_experiment(&e.name, &e.file, &e.description, e.baseline.as_deref(), &e.source, "2026-11-22T00:00:00Z").unwrap();
     for (i, p) in e.plan().into_iter().enumerate() {
-        let result = serde_json::json!({ "completion_ms": 5000.0 + i as f64, "goodput_bps": 1.6e6 + i as f64 * 1e4, "sender_retransmits": 2, "sender_srtt_ms_max": 900.0 + i as f64 * 10.0, "bins_bytes": [1000, 2000] });
+        let result = serde_json::json!({ "transport": "tcp", "direction": "down", "bytes": 1_000_000, "sender_cc": "cubic",
+            "completion_ms": 5000.0 + i as f64, "goodput_bps": 1.6e6 + i as f64 * 1e4, "sender_retransmits": 2, "sender_srtt_ms_max": 900.0 + i as f64 * 10.0, "bins_bytes": [1000, 2000] });
         let mut o = outcome(0.0, true);
-        o.result = result;
+        o.result = Some(e.cases[p.case].workload.decode(&result.to_string()).unwrap());
         let f = Finished { planned: p, outcome: o, started: SystemTime::UNIX_EPOCH, seconds: 5.0 };
         store.insert_run(&record(&e, &f, "testhost")).unwrap();
     }

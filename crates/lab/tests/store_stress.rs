@@ -28,12 +28,15 @@ use rand::{Rng, SeedableRng};
 const SPEC: &str = "name = \"stress\"\nrepetitions = 150\nprofiles = [\"mss\", \"geo-600\", \"satcom-100\"]\n[[workload]]\ntype = \"web\"\nprotocols = [\"h1\", \"h2\", \"h3\"]\npages = [\"4x10KB\", \"10x100KB\"]\n[[workload]]\ntype = \"bulk\"\nsizes = [\"1MB\"]\n";
 const WRITERS: usize = 4;
 
-fn outcome(ok: bool) -> RunOutcome {
-    serde_json::from_value(serde_json::json!({
-        "ok": ok, "error": if ok { None } else { Some("timed out") }, "result": if ok { serde_json::json!({ "plt_ms": 1000.0, "completion_ms": 1000.0, "goodput_bps": 1e6, "connections": 1 }) } else { serde_json::Value::Null },
+/// A run of `w` that went (`ok`) or failed.
+fn outcome(w: &aerolink_lab::workload::Workload, ok: bool) -> RunOutcome {
+    let mut o: RunOutcome = serde_json::from_value(serde_json::json!({
+        "ok": ok, "error": if ok { None } else { Some("timed out") }, "result": null,
         "wire_bytes_down": 1, "wire_bytes_up": 1, "link_drops_loss": 0, "link_drops_queue": 0, "setup_ms": 1.0, "teardown_ms": 1.0, "client_ms": 1.0
     }))
-    .unwrap()
+    .unwrap();
+    o.result = ok.then(|| common::result_of(w, 1000.0));
+    o
 }
 
 fn experiment() -> Experiment {
@@ -42,7 +45,9 @@ fn experiment() -> Experiment {
 
 /// Writer `w`'s share of the plan, as records: (failed attempt, success).
 fn share(e: &Experiment, w: usize) -> Vec<(RunRecord, RunRecord)> {
-    let rec = |p: &aerolink_lab::experiment::PlannedRun, ok| record(e, &Finished { planned: p.clone(), outcome: outcome(ok), started: SystemTime::UNIX_EPOCH, seconds: 1.0 }, "stress-host");
+    let rec = |p: &aerolink_lab::experiment::PlannedRun, ok| {
+        record(e, &Finished { planned: p.clone(), outcome: outcome(&e.cases[p.case].workload, ok), started: SystemTime::UNIX_EPOCH, seconds: 1.0 }, "stress-host")
+    };
     e.plan().iter().enumerate().filter(|(i, _)| i % WRITERS == w).map(|(_, p)| (rec(p, false), rec(p, true))).collect()
 }
 
@@ -108,11 +113,12 @@ fn four_writers_a_reader_and_random_kills_lose_and_corrupt_nothing() {
     let db = db_path();
     let e = experiment();
     let planned: BTreeSet<String> = e.plan().into_iter().map(|p| p.key).collect();
-    let (n_failed, n_ok) = {
-        let (f, o) = &share(&e, 0)[0];
-        (f.metrics.len(), o.metrics.len())
-    };
-    assert!(n_ok > 0);
+    // The metrics a stored run keeps: a failed one's, and a successful
+    // one's by its workload (a page load and a transfer differ).
+    let records = share(&e, 0);
+    let n_failed = records[0].0.metrics.len();
+    let n_ok: BTreeMap<String, usize> = records.iter().map(|(_, o)| (o.workload.clone(), o.metrics.len())).collect();
+    assert!(n_ok.len() == 2 && n_ok.values().all(|n| *n > 0));
     // The schema first, so that the writers do not race to create it.
     drop(Store::open(&db).unwrap());
     let committed: Arc<Mutex<BTreeSet<String>>> = Arc::default();
@@ -121,7 +127,7 @@ fn four_writers_a_reader_and_random_kills_lose_and_corrupt_nothing() {
     // The reader: snapshots while the writers write and die.
     let stop = Arc::new(AtomicBool::new(false));
     let reader = {
-        let (db, stop, committed) = (db.clone(), stop.clone(), committed.clone());
+        let (db, stop, committed, n_ok) = (db.clone(), stop.clone(), committed.clone(), n_ok.clone());
         std::thread::spawn(move || -> usize {
             let store = Store::open(&db).unwrap();
             let (mut snapshots, mut last_ok) = (0usize, 0usize);
@@ -133,7 +139,7 @@ fn four_writers_a_reader_and_random_kills_lose_and_corrupt_nothing() {
                 let keys: BTreeMap<&str, bool> = runs.iter().map(|r| (r.run_key.as_str(), r.ok)).collect();
                 assert_eq!(keys.len(), runs.len(), "a run stored twice");
                 for r in &runs {
-                    let want = if r.ok { n_ok } else { n_failed };
+                    let want = if r.ok { n_ok[&r.workload] } else { n_failed };
                     assert_eq!(r.metrics.len(), want, "run {} seen with {} of its {want} metrics", r.run_key, r.metrics.len());
                 }
                 for k in &before {
@@ -183,6 +189,6 @@ fn four_writers_a_reader_and_random_kills_lose_and_corrupt_nothing() {
     let keys: BTreeSet<String> = runs.iter().map(|r| r.run_key.clone()).collect();
     assert_eq!(runs.len(), planned.len(), "each planned run stored once");
     assert_eq!(keys, planned);
-    assert!(runs.iter().all(|r| r.ok && r.metrics.len() == n_ok));
+    assert!(runs.iter().all(|r| r.ok && r.metrics.len() == n_ok[&r.workload]));
     eprintln!("{} runs by {WRITERS} writers, {kills} writers killed, {snapshots} consistent snapshots", runs.len());
 }

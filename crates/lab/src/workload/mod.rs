@@ -18,7 +18,9 @@ use crate::metric::Metric::{self, *};
 use crate::metric::Metrics;
 
 mod knobs;
+mod result;
 pub use knobs::{Cross, Knobs, Reordering};
+pub use result::WorkloadResult;
 
 /// A workload whose values cannot run. Always the user's to fix.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -298,39 +300,6 @@ impl Workload {
         with_prefix(self.client_cmd(server, knobs))
     }
 
-    /// The figures a result of this workload is judged by, from the
-    /// client's JSON.
-    pub fn metrics(&self, v: &serde_json::Value) -> Metrics {
-        let mut m = Metrics::new();
-        let f = |k: &str| v.get(k).and_then(|x| x.as_f64());
-        let copy = |m: &mut Metrics, keys: &[Metric]| {
-            for k in keys {
-                if let Some(x) = f(k.name()) {
-                    m.insert(*k, x);
-                }
-            }
-        };
-        match self {
-            Workload::Web { .. } => copy(&mut m, &[PltMs, TtfbMs, Connections, Requests, BodyBytes, ClientRetransmits]),
-            Workload::Objects { .. } => copy(&mut m, &[TotalMs, Connections, ClientRetransmits]),
-            Workload::Browser { .. } => browser_metrics(&mut m, v, copy),
-            Workload::Bulk { .. } => {
-                copy(&mut m, &[CompletionMs, GoodputBps, SenderRetransmits, SenderSrttMsMax, SenderRtoMsMedian]);
-                // Not sampled (an upload, QUIC, a result from before).
-                if m.get(&SenderRtoMsMedian) == Some(&0.0) {
-                    m.remove(&SenderRtoMsMedian);
-                }
-            }
-            Workload::Realtime { .. } => {
-                realtime_metrics(&mut m, v);
-                copy(&mut m, &[Connections]);
-            }
-            Workload::Messages { .. } => messages_metrics(&mut m, v),
-            Workload::Ping { .. } => ping_metrics(&mut m, v),
-        }
-        m
-    }
-
     /// The metrics the report's table shows beside the headline.
     pub fn table_metrics(&self) -> Vec<Metric> {
         match self {
@@ -359,125 +328,6 @@ impl Workload {
             Workload::Messages { .. } => DeliveredBpsUp,
         }
     }
-}
-
-/// The numbers of the array `key` of `v`, sorted.
-fn sorted(v: &serde_json::Value, key: &str) -> Vec<f64> {
-    let mut x: Vec<f64> = v.get(key).and_then(|l| l.as_array()).map(|a| a.iter().filter_map(|x| x.as_f64()).collect()).unwrap_or_default();
-    x.sort_by(f64::total_cmp);
-    x
-}
-
-fn mean(x: &[f64]) -> f64 {
-    x.iter().sum::<f64>() / x.len() as f64
-}
-
-fn browser_metrics(m: &mut Metrics, v: &serde_json::Value, mut copy: impl FnMut(&mut Metrics, &[Metric])) {
-    copy(m, &[PltMs, OnloadMs, DclMs, FpMs, FcpMs, LcpMs, LastByteMs, Requests, FailedRequests, Bytes, Origins, Connections, ConnsPerOrigin]);
-    // Which protocol the requests really went over.
-    if let Some(p) = v.get("protocols").and_then(|p| p.as_object()) {
-        for (name, n) in p {
-            let key = match name.as_str() {
-                "http/1.1" => RequestsH1,
-                "h2" => RequestsH2,
-                "h3" => RequestsH3,
-                _ => RequestsOther,
-            };
-            *m.entry(key).or_default() += n.as_f64().unwrap_or(0.0);
-        }
-    }
-}
-
-fn realtime_metrics(m: &mut Metrics, v: &serde_json::Value) {
-    for (key, mean_k, p50_k, n_k) in [("server_to_client_ms", LatencyMsMeanS2c, LatencyMsP50S2c, MessagesS2c), ("client_to_server_ms", LatencyMsMeanC2s, LatencyMsP50C2s, MessagesC2s)] {
-        let lat = sorted(v, key);
-        if !lat.is_empty() {
-            m.insert(mean_k, mean(&lat));
-            m.insert(p50_k, lat[lat.len() / 2]);
-            m.insert(n_k, lat.len() as f64);
-        }
-    }
-    // The figure the study reports: the update's latency.
-    let headline = match (m.get(&LatencyMsMeanS2c), m.get(&LatencyMsMeanC2s)) {
-        (Some(a), Some(b)) => Some((a + b) / 2.0),
-        (a, b) => a.or(b).copied(),
-    };
-    if let Some(x) = headline {
-        m.insert(LatencyMsMean, x);
-    }
-}
-
-fn messages_metrics(m: &mut Metrics, v: &serde_json::Value) {
-    let dur = v.get("duration_s").and_then(|x| x.as_f64()).unwrap_or(1.0);
-    let mut every: Vec<f64> = Vec::new();
-    let mut dirs = 0;
-    let offered = v.get("offered_bps").and_then(|x| x.as_f64()).filter(|o| *o > 0.0);
-    // The ground's own offer, when it had one.
-    let down_offered = v.pointer("/down_offer/rate_bps").and_then(|x| x.as_f64()).filter(|o| *o > 0.0).or(offered);
-    let each = [("up", DeliveredBpsUp, DeliveredShareUp, LatencyMsMeanUp, LatencyMsP50Up, offered), ("down", DeliveredBpsDown, DeliveredShareDown, LatencyMsMeanDown, LatencyMsP50Down, down_offered)];
-    for (dir, rate, share, mean_k, p50_k, offered) in each {
-        if let Some(r) = v.get(dir).filter(|r| !r.is_null()) {
-            dirs += 1;
-            let bytes = r.get("bytes").and_then(|x| x.as_f64()).unwrap_or(0.0);
-            m.insert(rate, bytes * 8.0 / dur);
-            if let Some(o) = offered {
-                m.insert(share, bytes * 8.0 / dur / o);
-            }
-            let lat = sorted(r, "latencies_ms");
-            if !lat.is_empty() {
-                m.insert(mean_k, mean(&lat));
-                m.insert(p50_k, lat[lat.len() / 2]);
-                every.extend(lat);
-            }
-        }
-    }
-    // Both ways at once (seed 004's two-way tests): the mean over every
-    // message either way.
-    if dirs == 2 && !every.is_empty() {
-        m.insert(LatencyMsMeanBoth, mean(&every));
-    }
-}
-
-fn ping_metrics(m: &mut Metrics, v: &serde_json::Value) {
-    let sent = v.get("sent").and_then(|x| x.as_f64()).unwrap_or(0.0);
-    let rtt = sorted(v, "rtts_ms");
-    if sent > 0.0 {
-        m.insert(PingLossPct, 100.0 * (1.0 - rtt.len() as f64 / sent));
-    }
-    if !rtt.is_empty() {
-        let n = rtt.len() as f64;
-        let mu = mean(&rtt);
-        m.insert(RttMsMean, mu);
-        m.insert(RttMsMin, rtt[0]);
-        m.insert(RttMsP50, rtt[rtt.len() / 2]);
-        m.insert(RttMsMax, rtt[rtt.len() - 1]);
-        m.insert(RttUnder2MsPct, 100.0 * rtt.iter().filter(|x| **x < 2.0).count() as f64 / n);
-        m.insert(RttOver10MsPct, 100.0 * rtt.iter().filter(|x| **x >= 10.0).count() as f64 / n);
-        // The sample standard deviation of this run's replies.
-        if rtt.len() > 1 {
-            m.insert(RttMsSd, (rtt.iter().map(|x| (x - mu).powi(2)).sum::<f64>() / (n - 1.0)).sqrt());
-        }
-    }
-    loss_window_metrics(m, v);
-}
-
-/// Seed 000 §4.2's loss windows: the share of pings lost in each whole
-/// 100 s window of the run, summarised (none when the run is shorter).
-const LOSS_WINDOW_MS: f64 = 100_000.0;
-
-fn loss_window_metrics(m: &mut Metrics, v: &serde_json::Value) {
-    let Ok(r) = serde_json::from_value::<aerolink_work::ping::PingResult>(v.clone()) else { return };
-    let mut w: Vec<f64> = r.loss_windows(LOSS_WINDOW_MS).into_iter().map(|x| 100.0 * x).collect();
-    if w.is_empty() {
-        return;
-    }
-    w.sort_by(f64::total_cmp);
-    let share = |f: &dyn Fn(f64) -> bool| 100.0 * w.iter().filter(|x| f(**x)).count() as f64 / w.len() as f64;
-    m.insert(LossWindowsFreePct, share(&|x| x == 0.0));
-    m.insert(LossWindowsOver30Pct, share(&|x| x > 30.0));
-    m.insert(LossWindowMedianPct, crate::stats::quantile(&w, 0.5));
-    m.insert(LossWindowP90Pct, crate::stats::quantile(&w, 0.9));
-    m.insert(LossWindowMaxPct, w[w.len() - 1]);
 }
 
 /// Adds, for every mean latency in ms, the same in round trips of the link
@@ -512,32 +362,6 @@ fn trim(x: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Both ways at once, each direction keeps its own figures and the
-    /// two-way mean weighs every message once (seed 004's two-way tests
-    /// report one latency for both nodes).
-    #[test]
-    fn two_way_messages_give_each_direction_and_their_common_mean() {
-        let w = Workload::Messages { transport: Transport::Tcp, direction: MessagesDirection::Both, size: 64, rate_bps: 2048.0, duration_s: 10.0, down: None };
-        let v = serde_json::json!({
-            "duration_s": 10.0,
-            "offered_bps": 2048.0,
-            "up": { "bytes": 1000, "latencies_ms": [1000.0, 3000.0] },
-            "down": { "bytes": 2000, "latencies_ms": [6000.0, 6000.0, 6000.0, 6000.0] }
-        });
-        let m = w.metrics(&v);
-        assert_eq!(m[&DeliveredBpsUp], 800.0);
-        assert_eq!(m[&DeliveredBpsDown], 1600.0);
-        // Against the 2048 bit/s offered each way.
-        assert_eq!(m[&DeliveredShareUp], 800.0 / 2048.0);
-        assert_eq!(m[&DeliveredShareDown], 1600.0 / 2048.0);
-        assert_eq!(m[&LatencyMsMeanUp], 2000.0);
-        assert_eq!(m[&LatencyMsMeanDown], 6000.0);
-        assert!((m[&LatencyMsMeanBoth] - 28000.0 / 6.0).abs() < 1e-9, "{m:?}");
-        // One way only: no two-way mean.
-        let up = Workload::Messages { transport: Transport::Tcp, direction: MessagesDirection::Up, size: 64, rate_bps: 2048.0, duration_s: 10.0, down: None };
-        assert!(!up.metrics(&serde_json::json!({"duration_s": 10.0, "up": {"bytes": 1, "latencies_ms": [1.0]}})).contains_key(&LatencyMsMeanBoth));
-    }
 
     #[test]
     fn traces_give_a_browser_run_its_net_log_and_leave_other_workloads_alone() {
