@@ -8,9 +8,11 @@
 //! - [`fit`]: a profile fitted to the log (`aerolink fit`), replayable by
 //!   every other aerolink command.
 //!
-//! The binary parses the commands (cli `probe.rs`); the flight benchmark
-//! (`aerolink bench flight`) flies the agent over links of known truth.
+//! [`commands`] holds their flags and what each does; the binary only
+//! dispatches (cli `probe.rs`). The flight benchmark (`aerolink bench
+//! flight`) flies the agent over links of known truth.
 
 pub mod analysis;
+pub mod commands;
 pub mod fit;
 pub mod probe;

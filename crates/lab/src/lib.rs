@@ -21,6 +21,7 @@ pub mod cluster;
 pub mod commands;
 pub mod compare;
 pub mod experiment;
+pub mod export;
 pub mod gateways;
 pub mod judge;
 pub mod linkargs;
