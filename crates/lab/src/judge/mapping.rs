@@ -56,6 +56,12 @@ pub enum Form {
     Value,
     Ratio,
     Difference,
+    /// Cases taken two at a time, each a ratio of its own: the first's
+    /// ratio over the second's ("helps SPDY more than HTTP/1.1": (SPDY with
+    /// / without) / (HTTP/1.1 with / without)); several pairs, the
+    /// geometric mean of their figures.
+    #[serde(rename = "ratio-of-ratios")]
+    RatioOfRatios,
 }
 
 /// How several cases make one quantity.
@@ -77,6 +83,8 @@ pub enum Statistic {
     P95,
     Sd,
     Max,
+    /// The interval from the smallest repetition to the largest.
+    Range,
 }
 
 impl Statistic {
@@ -88,6 +96,7 @@ impl Statistic {
             "p95" => Statistic::P95,
             "sd" => Statistic::Sd,
             "max" => Statistic::Max,
+            "range" => Statistic::Range,
             _ => return None,
         })
     }
@@ -112,6 +121,7 @@ impl Statistic {
             Statistic::P80 => pct(0.8),
             Statistic::P95 => pct(0.95),
             Statistic::Max => v.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
+            Statistic::Range => v.iter().cloned().fold(f64::NEG_INFINITY, f64::max) - v.iter().cloned().fold(f64::INFINITY, f64::min),
             Statistic::Sd if v.len() > 1 => (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt(),
             Statistic::Sd => 0.0,
         }
@@ -205,15 +215,19 @@ fn parse_one(index: usize, v: &toml::Value) -> Result<Mapping, JudgeError> {
     };
     let statistic = match t.get("statistic") {
         None => Statistic::Mean,
-        Some(v) => v.as_str().and_then(Statistic::parse).ok_or_else(|| err("statistic", "expected mean, median, p80, p95, sd or max".into()))?,
+        Some(v) => v.as_str().and_then(Statistic::parse).ok_or_else(|| err("statistic", "expected mean, median, p80, p95, sd, max or range".into()))?,
     };
     let quantity = match t.get("quantity").map(|v| v.as_str()) {
         None => None,
         Some(Some("value")) => Some(Form::Value),
         Some(Some("ratio")) => Some(Form::Ratio),
         Some(Some("difference")) => Some(Form::Difference),
-        Some(_) => return Err(err("quantity", "expected \"value\", \"ratio\" or \"difference\"".into())),
+        Some(Some("ratio-of-ratios")) => Some(Form::RatioOfRatios),
+        Some(_) => return Err(err("quantity", "expected \"value\", \"ratio\", \"difference\" or \"ratio-of-ratios\"".into())),
     };
+    if quantity == Some(Form::RatioOfRatios) && (cases.len() % 2 != 0 || over != Over::Mean || cases.iter().any(|c| c.group.is_some())) {
+        return Err(err("quantity", "a ratio of ratios takes its cases two at a time (an even number, each with vs; no group, over = \"mean\")".into()));
+    }
     let has_vs = cases[0].vs.is_some();
     if quantity.is_some_and(|q| (q == Form::Value) == has_vs) {
         return Err(err("quantity", if has_vs { "a value takes no vs".into() } else { "a ratio or difference needs vs = {…}".into() }));
@@ -256,7 +270,7 @@ impl Mapping {
     /// Whether this mapping can judge an entry of `kind`: one sentence if not.
     pub fn fits(&self, kind: Kind) -> Result<(), String> {
         match (kind, self.form(kind)) {
-            (Kind::Ratio | Kind::Equal, Form::Ratio) | (Kind::Difference, Form::Difference) | (Kind::Value | Kind::Count, Form::Value) | (Kind::AtLeast | Kind::AtMost, _) => Ok(()),
+            (Kind::Ratio | Kind::Equal, Form::Ratio | Form::RatioOfRatios) | (Kind::Difference, Form::Difference) | (Kind::Value | Kind::Count, Form::Value) | (Kind::AtLeast | Kind::AtMost, _) => Ok(()),
             // A metric that is itself a ratio (delivered over offered).
             (Kind::Ratio | Kind::Equal, Form::Value) if self.metric.is_ratio() => Ok(()),
             (Kind::Qualitative, _) => Err("a qualitative entry is not judged by number".into()),
@@ -277,6 +291,19 @@ mod tests {
         assert!((Statistic::P80.of(&v) - 4.2).abs() < 1e-9);
         assert!((Statistic::Sd.of(&v) - 2.5f64.sqrt()).abs() < 1e-9);
         assert_eq!(Statistic::Max.of(&v), 5.0);
+        assert_eq!(Statistic::Range.of(&[3.0, 1.0, 7.5]), 6.5);
+    }
+
+    #[test]
+    fn a_ratio_of_ratios_takes_its_cases_in_pairs() {
+        let one = |cases: &str| -> Result<Vec<Mapping>, JudgeError> {
+            let doc: toml::Table = format!("[[judge]]\nid = \"x\"\nmetric = \"plt_ms\"\nquantity = \"ratio-of-ratios\"\ncases = [{cases}]\n").parse().unwrap();
+            parse(&doc)
+        };
+        let pair = "{ of = { series = \"a\" }, vs = { series = \"b\" } }";
+        assert_eq!(one(&format!("{pair}, {pair}")).unwrap()[0].quantity, Some(Form::RatioOfRatios));
+        let e = one(pair).unwrap_err().to_string();
+        assert!(e.starts_with("judge[1].quantity: a ratio of ratios takes its cases two at a time"), "{e}");
     }
 
     #[test]

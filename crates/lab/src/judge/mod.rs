@@ -21,9 +21,10 @@
 //! case least favourable); a case's `group` averages the cases sharing it
 //! before `"most"`/`"least"` chooses among groups ("the least favourable
 //! site, averaged over the offered rates"); `statistic` over the repetitions (`mean`, the
-//! default, `median`, `p80`, `p95`, `sd`, `max`); `quantity` (`value`,
-//! `ratio`, `difference`; by default from the entry's kind and whether
-//! `vs` is given); `scale` (ours × scale is in the entry's unit, e.g.
+//! default, `median`, `p80`, `p95`, `sd`, `max`, `range`); `quantity`
+//! (`value`, `ratio`, `difference`; by default from the entry's kind and
+//! whether `vs` is given; or `ratio-of-ratios`: cases two at a time, the
+//! first's ratio over the second's, pairs averaged geometrically); `scale` (ours × scale is in the entry's unit, e.g.
 //! 0.001 for ms → s); `per` (a count of round trips: each repetition's
 //! value divided by `per` and rounded, rule "count"); `setup`;
 //! `explanation` (the hypothesis a mapping tests: judged by `experiment
@@ -147,24 +148,26 @@ pub fn judge(entry: &Entry, map: &Mapping, experiment: &str, runs: &[RunRow]) ->
     out
 }
 
-/// One case's figure: ours alone, or ours against the other side.
+/// One case's figure: ours alone, or ours against the other side (a
+/// ratio of ratios: each case its own ratio).
 fn combine(form: Form, a: f64, b: f64) -> f64 {
     match form {
         Form::Value => a,
-        Form::Ratio => a / b,
+        Form::Ratio | Form::RatioOfRatios => a / b,
         Form::Difference => a - b,
     }
 }
 
-/// The figure over several cases: the geometric mean of ratios, the mean
+/// The figure over several cases: the geometric mean of ratios (for a
+/// ratio of ratios, of each pair's first case over its second), the mean
 /// otherwise.
 fn across(form: Form, v: &[f64]) -> f64 {
-    if v.len() == 1 {
-        v[0]
-    } else if form == Form::Ratio {
-        (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp()
-    } else {
-        v.iter().sum::<f64>() / v.len() as f64
+    let geometric = |v: &[f64]| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp();
+    match form {
+        Form::RatioOfRatios => geometric(&v.chunks(2).map(|p| p[0] / p[1]).collect::<Vec<_>>()),
+        _ if v.len() == 1 => v[0],
+        Form::Ratio => geometric(v),
+        _ => v.iter().sum::<f64>() / v.len() as f64,
     }
 }
 
@@ -194,7 +197,7 @@ fn chosen_cases(over: Over, form: Form, paper: f64, points: &[f64]) -> Vec<usize
         return (0..points.len()).collect();
     }
     let up = match form {
-        Form::Ratio => paper > 1.0,
+        Form::Ratio | Form::RatioOfRatios => paper > 1.0,
         Form::Difference => paper > 0.0,
         Form::Value => true,
     };
