@@ -67,6 +67,7 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                 let url = browser::page_url(&page).ok_or_else(|| {
                     user(format!("--page {page}: expected a corpus page ({}), a synthetic page like 10x100KB, or an http:// or https:// URL", aerolink_work::corpus::names().join(", ")))
                 })?;
+                let url = browser::url_for(protocol, &url);
                 let o = browser::LoadOpts { protocol, resolve_to: Some(addr(&server)?.ip()), timeout: std::time::Duration::from_nanos(timeout.0), har, screenshot, warm, bodies: false, net_log };
                 print(&browser::load(&page, &url, &o).await?.result)
             }

@@ -122,6 +122,19 @@ fn every_request_goes_over_the_protocol_asked_and_the_har_is_har_1_2() {
     assert!(leftover_namespaces().is_empty());
 }
 
+/// `http1`: the page over plain HTTP (port 80), every request HTTP/1.1,
+/// and without TLS handshakes at least a round trip sooner than `h1`.
+#[test]
+fn plain_http1_loads_the_page_without_tls() {
+    let load = |p: &str| browser(&["--rtt", "200ms", "--rate", "50Mbit/s", "--page", "20x10KB", "--protocol", p]);
+    let (plain, tls) = (load("http1"), load("h1"));
+    assert!(plain["url"].as_str().unwrap().starts_with("http://aerolink.test/"), "{plain}");
+    assert_eq!(plain["failed_requests"], 0, "{plain}");
+    assert_eq!(plain["protocols"].as_object().unwrap().keys().collect::<Vec<_>>(), vec!["http/1.1"], "{plain}");
+    let plt = |r: &Value| r["plt_ms"].as_f64().unwrap();
+    assert!(plt(&tls) - plt(&plain) > 200.0, "plain {} ms, TLS {} ms", plt(&plain), plt(&tls));
+}
+
 #[test]
 fn a_recorded_page_replays_from_its_archive_alone_over_h3() {
     chromium_installed();

@@ -49,6 +49,21 @@ fn h1_close_opens_a_connection_per_object() {
     assert_eq!(r["connections"], 6);
 }
 
+/// Plain HTTP (seed 001 compares it with HTTPS): the same page and bytes,
+/// a round trip less per connection — no TLS handshake — so with a
+/// connection per object two round trips less (the page's, then the
+/// objects' in parallel).
+#[test]
+fn http1_close_loads_the_same_page_without_tls_handshakes() {
+    let load = |p: &str| bench(&["web", "--rtt", "200ms", "--rate", "50Mbit/s", "--protocol", p, "--page", "5x10KB", "--depth", "1"]);
+    let (plain, tls) = (load("http1-close"), load("h1-close"));
+    assert_eq!((plain["protocol"].as_str(), plain["requests"].as_u64(), plain["connections"].as_u64()), (Some("http1-close"), Some(6), Some(6)), "{plain}");
+    assert_eq!(plain["body_bytes"], tls["body_bytes"]);
+    let plt = |r: &Value| r["plt_ms"].as_f64().unwrap();
+    // Four round trips against six.
+    assert!(plt(&plain) >= 800.0 && plt(&tls) - plt(&plain) > 300.0, "plain {} ms, TLS {} ms", plt(&plain), plt(&tls));
+}
+
 #[test]
 fn h2_multiplexes_on_one_connection() {
     let r = web("h2", "20x20KB", "1");

@@ -97,7 +97,10 @@ fn an_experiment_may_name_a_topology_file() {
 fn bad_files_name_the_file_the_key_and_what_is_allowed() {
     let d = scratch("bad");
     let cases: &[(&str, &str)] = &[
-        ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\nprotocols = [\"h4\"]\npages = [\"1x1KB\"]\n", "workload[1].protocols: \"h4\": expected one of h1, h1-close, h2, h3"),
+        (
+            "name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\nprotocols = [\"h4\"]\npages = [\"1x1KB\"]\n",
+            "workload[1].protocols: \"h4\": expected one of h1, h1-close, http1, http1-close, h2, h3",
+        ),
         ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"bulk\"\ndirection = \"sideways\"\nsizes = [\"1MB\"]\n", "workload[1].direction: \"sideways\": expected one of down, up"),
         ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\ntcp_cc = \"vegas\"\n", "workload[1].tcp_cc"),
         ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"bulk\"\nsizes = [\"1MB\"]\ntcp_reordering = \"lax\"\n", "workload[1].tcp_reordering: \"lax\": expected one of adaptive, strict"),

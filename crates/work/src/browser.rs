@@ -34,10 +34,11 @@ mod cdp;
 pub use cdp::{load, record, Loaded};
 
 crate::choice! {
-    /// What Chromium may speak: HTTP/1.1 only, HTTP/2 (no QUIC), HTTP/3
-    /// forced on every origin, or `auto`: as Chromium does by itself, HTTP/2
-    /// first and HTTP/3 once an origin's `Alt-Svc` has advertised it.
-    pub enum BrowserProtocol { H1 = "h1", H2 = "h2", H3 = "h3", Auto = "auto" }
+    /// What Chromium may speak: HTTP/1.1 only (`h1` over TLS; `http1` the
+    /// page over plain HTTP, port 80), HTTP/2 (no QUIC), HTTP/3 forced on
+    /// every origin, or `auto`: as Chromium does by itself, HTTP/2 first and
+    /// HTTP/3 once an origin's `Alt-Svc` has advertised it.
+    pub enum BrowserProtocol { H1 = "h1", Http1 = "http1", H2 = "h2", H3 = "h3", Auto = "auto" }
 }
 
 /// Where Chromium is: `$AEROLINK_CHROMIUM`, Debian's binary (skipping its
@@ -65,6 +66,16 @@ pub fn page_url(page: &str) -> Option<String> {
         return Some(crate::corpus::url(s.name));
     }
     crate::page::Page::parse(page, 1).ok().map(|p| format!("https://{}{}", crate::tls::SERVER_NAME, p.url()))
+}
+
+/// The URL a load over `protocol` asks for: `http1` asks for an https://
+/// page over plain HTTP (the objects it names by absolute https:// URLs
+/// stay on TLS).
+pub fn url_for(protocol: BrowserProtocol, url: &str) -> String {
+    match (protocol, url.strip_prefix("https://")) {
+        (BrowserProtocol::Http1, Some(rest)) => format!("http://{rest}"),
+        _ => url.to_string(),
+    }
 }
 
 /// What a load needs besides the page.
@@ -142,7 +153,7 @@ pub fn flags(o: &LoadOpts) -> Vec<String> {
         a.push(format!("--host-resolver-rules=MAP * {to}, EXCLUDE localhost"));
     }
     match o.protocol {
-        BrowserProtocol::H1 => a.extend(["--disable-http2".into(), "--disable-quic".into()]),
+        BrowserProtocol::H1 | BrowserProtocol::Http1 => a.extend(["--disable-http2".into(), "--disable-quic".into()]),
         BrowserProtocol::H2 => a.push("--disable-quic".into()),
         BrowserProtocol::H3 => a.extend(["--enable-quic".into(), "--origin-to-force-quic-on=*".into()]),
         BrowserProtocol::Auto => a.push("--enable-quic".into()),
@@ -187,5 +198,8 @@ mod tests {
         assert_eq!(page_url("http://x.test/a").as_deref(), Some("http://x.test/a"));
         assert_eq!(page_url("nosuch"), None);
         assert_eq!(page_url("10x100KB").as_deref(), Some("https://aerolink.test/page.html?spec=10x100KB&depth=1"));
+        // Plain HTTP/1.1 asks for the same page over http://.
+        assert_eq!(url_for(BrowserProtocol::Http1, "https://aerolink.test/page.html?spec=1x1KB&depth=1"), "http://aerolink.test/page.html?spec=1x1KB&depth=1");
+        assert_eq!(url_for(BrowserProtocol::H1, "https://aerolink.test/"), "https://aerolink.test/");
     }
 }

@@ -6,6 +6,8 @@
 //!   opened as requests need them (as browsers do);
 //! - `h1-close`: a new connection per object (`Connection: close`), at most
 //!   6 at a time;
+//! - `http1`, `http1-close`: the same in plain HTTP (no TLS, port 80), as
+//!   seed 001 compares HTTP with HTTPS;
 //! - `h2`: every request multiplexed on one TLS connection (h2, settings
 //!   as hyper's client); objects the server pushes are taken from the
 //!   push, not requested;
@@ -30,8 +32,8 @@ use crate::sock::{self, TcpCounters};
 
 crate::choice! {
     /// How the client fetches: HTTP/1.1 (persistent, or a connection per
-    /// object), HTTP/2, HTTP/3.
-    pub enum Protocol { H1 = "h1", H1Close = "h1-close", H2 = "h2", H3 = "h3" }
+    /// object) over TLS or plain, HTTP/2, HTTP/3.
+    pub enum Protocol { H1 = "h1", H1Close = "h1-close", Http1 = "http1", Http1Close = "http1-close", H2 = "h2", H3 = "h3" }
 }
 
 crate::choice! {
@@ -109,9 +111,14 @@ type H2Send = h2::client::SendRequest<Bytes>;
 type Pushed = tokio::sync::oneshot::Receiver<Result<(ObjectTiming, String, Bytes)>>;
 type H3Send = h3::client::SendRequest<h3_quinn::OpenStreams, Bytes>;
 
+/// A connection's byte stream: TLS, or plain TCP.
+trait Io: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send {}
+impl<T: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send> Io for T {}
+
 struct Tcp {
     addr: SocketAddr,
-    tls: tokio_rustls::TlsConnector,
+    /// `None`: plain HTTP.
+    tls: Option<tokio_rustls::TlsConnector>,
     opened: Mutex<Vec<RawFd>>,
     counters: Mutex<TcpCounters>,
     alpn: Mutex<String>,
@@ -120,20 +127,42 @@ struct Tcp {
 impl Tcp {
     fn new(addr: SocketAddr, alpn: &[u8]) -> Result<Self> {
         let cfg = crate::tls::client_config(&[alpn])?;
-        Ok(Tcp { addr, tls: tokio_rustls::TlsConnector::from(Arc::new(cfg)), opened: Mutex::new(Vec::new()), counters: Mutex::default(), alpn: Mutex::default() })
+        Ok(Tcp { addr, tls: Some(tokio_rustls::TlsConnector::from(Arc::new(cfg))), opened: Mutex::new(Vec::new()), counters: Mutex::default(), alpn: Mutex::default() })
     }
 
-    /// Opens a TLS connection; returns its stream and index.
-    async fn connect(&self) -> Result<(tokio_rustls::client::TlsStream<TcpStream>, usize)> {
+    /// Plain HTTP/1.1 to the server's port 80.
+    fn plain(addr: SocketAddr) -> Self {
+        let addr = SocketAddr::new(addr.ip(), crate::server::HTTP_PORT);
+        Tcp { addr, tls: None, opened: Mutex::new(Vec::new()), counters: Mutex::default(), alpn: Mutex::new("http/1.1".into()) }
+    }
+
+    /// The URL scheme of its requests.
+    fn scheme(&self) -> &'static str {
+        if self.tls.is_some() {
+            "https"
+        } else {
+            "http"
+        }
+    }
+
+    /// Opens a connection (TLS unless plain); returns its stream, its
+    /// socket and its index.
+    async fn connect(&self) -> Result<(Box<dyn Io>, RawFd, usize)> {
         let tcp = TcpStream::connect(self.addr).await?;
         tcp.set_nodelay(true)?;
         let fd = tcp.as_raw_fd();
-        let tls = self.tls.connect(crate::tls::server_name(), tcp).await?;
-        let alpn = tls.get_ref().1.alpn_protocol().map(|a| String::from_utf8_lossy(a).to_string()).unwrap_or_default();
-        *self.alpn.lock().expect("not poisoned") = alpn;
+        let io: Box<dyn Io> = match &self.tls {
+            Some(tls) => {
+                let tls = tls.connect(crate::tls::server_name(), tcp).await?;
+                let alpn = tls.get_ref().1.alpn_protocol().map(|a| String::from_utf8_lossy(a).to_string()).unwrap_or_default();
+                *self.alpn.lock().expect("not poisoned") = alpn;
+                Box::new(tls)
+            }
+            None => Box::new(tcp),
+        };
         let mut o = self.opened.lock().expect("not poisoned");
         o.push(fd);
-        Ok((tls, o.len() - 1))
+        Ok((io, fd, o.len() - 1))
     }
 
     /// ALPN, connections opened and retransmissions. (Each lock is taken
@@ -178,8 +207,8 @@ async fn read_h2_body(mut body: h2::RecvStream) -> Result<Bytes> {
     Ok(Bytes::from(out))
 }
 
-fn request(path: &str, close: bool) -> Result<http::Request<Empty<Bytes>>> {
-    let mut b = http::Request::get(format!("https://{}{path}", crate::tls::SERVER_NAME)).header("user-agent", "aerolink");
+fn request(scheme: &str, path: &str, close: bool) -> Result<http::Request<Empty<Bytes>>> {
+    let mut b = http::Request::get(format!("{scheme}://{}{path}", crate::tls::SERVER_NAME)).header("user-agent", "aerolink");
     if close {
         b = b.header("connection", "close");
     }
@@ -198,9 +227,11 @@ impl Transport {
         Ok(match protocol {
             Protocol::H1 => Transport::H1 { tcp: Tcp::new(addr, b"http/1.1")?, idle: Mutex::new(Vec::new()), slots: Semaphore::new(H1_MAX_CONNECTIONS) },
             Protocol::H1Close => Transport::H1Close { tcp: Tcp::new(addr, b"http/1.1")?, slots: Semaphore::new(H1_MAX_CONNECTIONS) },
+            Protocol::Http1 => Transport::H1 { tcp: Tcp::plain(addr), idle: Mutex::new(Vec::new()), slots: Semaphore::new(H1_MAX_CONNECTIONS) },
+            Protocol::Http1Close => Transport::H1Close { tcp: Tcp::plain(addr), slots: Semaphore::new(H1_MAX_CONNECTIONS) },
             Protocol::H2 => {
                 let tcp = Tcp::new(addr, b"h2")?;
-                let (tls, _) = tcp.connect().await?;
+                let (tls, _, _) = tcp.connect().await?;
                 let (send, conn) = h2::client::Builder::new()
                     .initial_window_size(2 << 20)
                     .initial_connection_window_size(5 << 20)
@@ -253,14 +284,14 @@ impl Transport {
                 let (idx, mut send) = match reuse {
                     Some(x) => x,
                     None => {
-                        let (tls, idx) = tcp.connect().await?;
-                        let (send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls)).await?;
+                        let (io, _, idx) = tcp.connect().await?;
+                        let (send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(io)).await?;
                         tokio::spawn(conn);
                         (idx, send)
                     }
                 };
                 send.ready().await?;
-                let resp = send.send_request(request(&path, false)?).await?;
+                let resp = send.send_request(request(tcp.scheme(), &path, false)?).await?;
                 let resp_ms = ms(t0);
                 let ct = content_type(resp.headers());
                 let body = read_hyper_body(resp.into_body()).await?;
@@ -269,12 +300,11 @@ impl Transport {
             }
             Transport::H1Close { tcp, slots } => {
                 let _slot = slots.acquire().await?;
-                let (tls, idx) = tcp.connect().await?;
-                let fd = tls.get_ref().0.as_raw_fd();
-                let (mut send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(tls)).await?;
+                let (io, fd, idx) = tcp.connect().await?;
+                let (mut send, conn) = hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(io)).await?;
                 let driver = tokio::spawn(conn);
                 send.ready().await?;
-                let resp = send.send_request(request(&path, true)?).await?;
+                let resp = send.send_request(request(tcp.scheme(), &path, true)?).await?;
                 let resp_ms = ms(t0);
                 let ct = content_type(resp.headers());
                 let body = read_hyper_body(resp.into_body()).await?;

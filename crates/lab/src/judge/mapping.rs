@@ -270,7 +270,9 @@ impl Mapping {
     /// Whether this mapping can judge an entry of `kind`: one sentence if not.
     pub fn fits(&self, kind: Kind) -> Result<(), String> {
         match (kind, self.form(kind)) {
-            (Kind::Ratio | Kind::Equal, Form::Ratio | Form::RatioOfRatios) | (Kind::Difference, Form::Difference) | (Kind::Value | Kind::Count, Form::Value) | (Kind::AtLeast | Kind::AtMost, _) => Ok(()),
+            (Kind::Ratio | Kind::Equal, Form::Ratio | Form::RatioOfRatios) | (Kind::Difference, Form::Difference) | (Kind::Value | Kind::Count, Form::Value) | (Kind::AtLeast | Kind::AtMost, _) => {
+                Ok(())
+            }
             // A metric that is itself a ratio (delivered over offered).
             (Kind::Ratio | Kind::Equal, Form::Value) if self.metric.is_ratio() => Ok(()),
             (Kind::Qualitative, _) => Err("a qualitative entry is not judged by number".into()),
