@@ -28,12 +28,12 @@
 use std::collections::VecDeque;
 
 use crate::packet::{Drop, DropReason, Meta};
-use crate::profile::keys::{only_keys, RawKeys};
+use crate::profile::keys::{RawKeys, Table};
 use crate::profile::{DirectionSpec, Loader, ProfileError};
 use crate::registry::StageKind;
 use crate::stage::{pop_due, Note, Stage, StageContext, StageEvent};
 use crate::time::{Duration, Instant};
-use crate::units::{self, Size};
+use crate::units;
 
 /// The model's parameters (rates in bit/s).
 #[derive(Clone, Debug, PartialEq)]
@@ -403,62 +403,27 @@ impl StageKind for Kind {
     }
     fn parse(&self, raw: &RawKeys, _load: Loader<'_>, d: &mut DirectionSpec) -> Result<(), ProfileError> {
         let Some(r) = raw.get("dama") else { return Ok(()) };
-        let t = r
-            .value
-            .as_table()
-            .ok_or_else(|| r.err("expected a table { carrier = \"2 Mbit/s\", cra?, rbdc_max?, vbdc_max?, fca?, superframe?, scheduler_latency?, rbdc_timeout?, loop?, terminals?, load?, buffer? }"))?;
-        only_keys(r, t, KEYS)?;
-        let rate = |k: &str, default: Option<f64>| -> Result<f64, ProfileError> {
-            match (t.get(k).and_then(|v| v.as_str()), default) {
-                (Some(s), _) => Ok(units::parse_rate(s).map_err(|m| r.err(format!("{k}: expected {m}")))?.bits_per_sec),
-                (None, Some(d)) if !t.contains_key(k) => Ok(d),
-                _ => Err(r.err(format!("{k}: expected {} in quotes", units::RATE_HELP))),
-            }
-        };
-        let whole = |k: &str, default: u64, lo: i64, hi: i64| -> Result<u64, ProfileError> {
-            match t.get(k) {
-                None => Ok(default),
-                Some(toml::Value::Integer(n)) if (lo..=hi).contains(n) => Ok(*n as u64),
-                Some(_) => Err(r.err(format!("{k}: expected a whole number from {lo} to {hi}"))),
-            }
-        };
-        let dur = |k: &str| -> Result<Option<Duration>, ProfileError> {
-            match t.get(k) {
-                None => Ok(None),
-                Some(v) => {
-                    let s = v.as_str().ok_or_else(|| r.err(format!("{k}: expected {} in quotes", units::DURATION_HELP)))?;
-                    Ok(Some(units::parse_duration(s).map_err(|m| r.err(format!("{k}: expected {m}")))?))
-                }
-            }
-        };
-        let bytes = |k: &str, default: u64| -> Result<u64, ProfileError> {
-            match t.get(k).and_then(|v| v.as_str()) {
-                None if !t.contains_key(k) => Ok(default),
-                Some(s) => match units::parse_size(s).map_err(|m| r.err(format!("{k}: expected {m}")))? {
-                    Size::Bytes(b) => Ok(b),
-                    Size::Packets(_) => Err(r.err(format!("{k}: expected bytes, like \"64 KB\""))),
-                },
-                None => Err(r.err(format!("{k}: expected {} in quotes", units::SIZE_HELP))),
-            }
-        };
-        let carrier_bps = rate("carrier", None)?;
-        let superframe = dur("superframe")?.unwrap_or(Duration::from_micros(26_500));
+        let tab = Table::of(r, "a table { carrier = \"2 Mbit/s\", cra?, rbdc_max?, vbdc_max?, fca?, superframe?, scheduler_latency?, rbdc_timeout?, loop?, terminals?, load?, buffer? }", KEYS)?;
+        let rate = |k: &str| -> Result<f64, ProfileError> { Ok(tab.rate(k)?.unwrap_or(0.0)) };
+        let whole = |k: &str, default: u64, lo: i64, hi: i64| tab.whole(k, default, lo, hi, "a whole number");
+        let carrier_bps = tab.rate("carrier")?.ok_or_else(|| r.err(format!("carrier: expected {} in quotes", units::RATE_HELP)))?;
+        let superframe = tab.duration("superframe")?.unwrap_or(Duration::from_micros(26_500));
         if carrier_bps <= 0.0 || superframe.0 == 0 {
             return Err(r.err("carrier and superframe must be more than 0"));
         }
         let spec = DamaSpec {
             superframe,
             carrier_bps,
-            cra_bps: rate("cra", Some(0.0))?,
-            rbdc_max_bps: rate("rbdc_max", Some(0.0))?,
+            cra_bps: rate("cra")?,
+            rbdc_max_bps: rate("rbdc_max")?,
             rbdc_timeout: whole("rbdc_timeout", 12, 1, 100_000)?,
-            vbdc_max_bytes: bytes("vbdc_max", 0)?,
-            fca_bps: rate("fca", Some(0.0))?,
+            vbdc_max_bytes: tab.bytes("vbdc_max", 0, 0)?,
+            fca_bps: rate("fca")?,
             scheduler_latency: whole("scheduler_latency", 2, 0, 1000)?,
-            loop_delay: dur("loop")?,
+            loop_delay: tab.duration("loop")?,
             terminals: whole("terminals", 0, 0, 10_000)? as u32,
-            load_bps: rate("load", Some(0.0))?,
-            buffer_bytes: bytes("buffer", 1_000_000)?,
+            load_bps: rate("load")?,
+            buffer_bytes: tab.bytes("buffer", 1_000_000, 0)?,
         };
         if spec.cra_bps <= 0.0 && spec.rbdc_max_bps <= 0.0 && spec.vbdc_max_bytes == 0 && spec.fca_bps <= 0.0 {
             return Err(r.err("no capacity: give at least one of cra, rbdc_max, vbdc_max, fca"));

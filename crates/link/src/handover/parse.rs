@@ -2,12 +2,12 @@
 //! in words, registered as a link stage.
 
 use super::{Handover, HandoverSpec, Mode, Side, SignalLoss};
-use crate::profile::keys::{number, only_keys, Raw, RawKeys};
+use crate::profile::keys::{number, Raw, RawKeys, Table};
 use crate::profile::{DirectionSpec, Loader, ProfileError};
 use crate::registry::StageKind;
 use crate::stage::{stage_rng, Stage, StageContext};
 use crate::time::Duration;
-use crate::units::{self, Size};
+use crate::units;
 
 /// Handovers in the stage registry: key `handover` (in `[link]`).
 pub struct Kind;
@@ -55,19 +55,13 @@ impl StageKind for Kind {
         if !r.key.starts_with("link.") {
             return Err(r.err("put handover in [link]: both directions share one timeline"));
         }
-        let t = r.value.as_table().ok_or_else(|| {
-            r.err("expected a table { at = [\"20 s\"], mode = \"baseline\" | \"no-dad\" | \"buffer\", dad?, router_adv?, bu?, ba?, ra_collision?, backoff?, signal_loss?, mbu_loss?, mba_loss?, bu_loss?, ba_loss?, first_bu_lost?, first_ba_lost?, tunnel?, buffer? }")
-        })?;
-        only_keys(r, t, KEYS)?;
-        let dur = |k: &str, default: Duration| -> Result<Duration, ProfileError> {
-            match t.get(k) {
-                None => Ok(default),
-                Some(v) => {
-                    let s = v.as_str().ok_or_else(|| r.err(format!("{k}: expected {} in quotes", units::DURATION_HELP)))?;
-                    units::parse_duration(s).map_err(|m| r.err(format!("{k}: expected {m}")))
-                }
-            }
-        };
+        let tab = Table::of(
+            r,
+            "a table { at = [\"20 s\"], mode = \"baseline\" | \"no-dad\" | \"buffer\", dad?, router_adv?, bu?, ba?, ra_collision?, backoff?, signal_loss?, mbu_loss?, mba_loss?, bu_loss?, ba_loss?, first_bu_lost?, first_ba_lost?, tunnel?, buffer? }",
+            KEYS,
+        )?;
+        let t = tab.t;
+        let dur = |k: &str, default: Duration| -> Result<Duration, ProfileError> { Ok(tab.duration(k)?.unwrap_or(default)) };
         // A probability below 1, or up to 1 where `every` allows it.
         let prob_upto = |k: &str, default: f64, every: bool| -> Result<f64, ProfileError> {
             match t.get(k) {
@@ -80,12 +74,7 @@ impl StageKind for Kind {
             }
         };
         let prob = |k: &str, default: f64| prob_upto(k, default, false);
-        let flag = |k: &str| -> Result<bool, ProfileError> {
-            match t.get(k) {
-                None => Ok(false),
-                Some(v) => v.as_bool().ok_or_else(|| r.err(format!("{k}: expected true or false"))),
-            }
-        };
+        let flag = |k: &str| tab.flag(k, false);
         let all = prob("signal_loss", 0.0)?;
         let loss = SignalLoss {
             mbu: prob_upto("mbu_loss", all, true)?,
@@ -100,24 +89,9 @@ impl StageKind for Kind {
             None => Mode::Baseline,
             Some(v) => v.as_str().and_then(|s| s.parse().ok()).ok_or_else(|| r.err("mode: expected one of baseline, no-dad, buffer"))?,
         };
-        let backoff = match t.get("backoff") {
-            None => 4,
-            Some(toml::Value::Integer(n)) if (1..=64).contains(n) => *n as u32,
-            Some(_) => return Err(r.err("backoff: expected a whole number of super-frames from 1 to 64")),
-        };
-        let tunnel_bytes = match t.get("tunnel") {
-            None => 40,
-            Some(toml::Value::Integer(n)) if (0..=200).contains(n) => *n as u32,
-            Some(_) => return Err(r.err("tunnel: expected header bytes per packet from 0 to 200 (IPv6-in-IPv6: 40)")),
-        };
-        let buffer_bytes = match t.get("buffer").and_then(|v| v.as_str()) {
-            None if t.contains_key("buffer") => return Err(r.err(format!("buffer: expected {} in quotes", units::SIZE_HELP))),
-            None => 256_000,
-            Some(s) => match units::parse_size(s).map_err(|m| r.err(format!("buffer: expected {m}")))? {
-                Size::Bytes(b) => b,
-                Size::Packets(_) => return Err(r.err("buffer: expected bytes, like \"64 KB\"")),
-            },
-        };
+        let backoff = tab.whole("backoff", 4, 1, 64, "a whole number of super-frames")? as u32;
+        let tunnel_bytes = tab.whole("tunnel", 40, 0, 200, "header bytes per packet (IPv6-in-IPv6: 40)")? as u32;
+        let buffer_bytes = tab.bytes("buffer", 256_000, 0)?;
         let spec = HandoverSpec {
             at,
             mode,

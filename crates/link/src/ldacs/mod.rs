@@ -38,12 +38,12 @@ use rand::Rng;
 
 use crate::jitter::LinkRng;
 use crate::packet::{Drop, DropReason, Meta};
-use crate::profile::keys::{only_keys, RawKeys};
+use crate::profile::keys::{RawKeys, Table};
 use crate::profile::{DirectionSpec, Loader, ProfileError};
 use crate::registry::StageKind;
 use crate::stage::{pop_due, Note, Stage, StageContext, StageEvent};
 use crate::time::{Duration, Instant};
-use crate::units::{self, Size};
+use crate::units;
 
 /// Super-frame length.
 pub const SUPER_FRAME: Duration = Duration::from_micros(240_000);
@@ -367,8 +367,8 @@ impl StageKind for Kind {
     }
     fn parse(&self, raw: &RawKeys, _load: Loader<'_>, d: &mut DirectionSpec) -> Result<(), ProfileError> {
         let Some(r) = raw.get("ldacs") else { return Ok(()) };
-        let t = r.value.as_table().ok_or_else(|| r.err(format!("expected {HELP}")))?;
-        only_keys(r, t, &["link", "rate", "fer", "budget", "arq", "max_retx", "buffer"])?;
+        let tab = Table::of(r, HELP, &["link", "rate", "fer", "budget", "arq", "max_retx", "buffer"])?;
+        let t = tab.t;
         let link = match t.get("link").and_then(|v| v.as_str()) {
             Some("rl") => LinkDir::Return,
             Some("fl") => LinkDir::Forward,
@@ -392,23 +392,9 @@ impl StageKind for Kind {
             Some(toml::Value::String(s)) => units::parse_probability(s).ok().filter(|p| *p < 1.0).ok_or_else(|| r.err("fer: expected a probability below 1, like 0.0628 or \"6.28%\""))?,
             Some(_) => return Err(r.err("fer: expected a probability below 1, like 0.0628 or \"6.28%\"")),
         };
-        let arq = match t.get("arq") {
-            None => true,
-            Some(v) => v.as_bool().ok_or_else(|| r.err("arq: expected true or false"))?,
-        };
-        let max_retx = match t.get("max_retx") {
-            None => 5,
-            Some(toml::Value::Integer(n)) if (0..=100).contains(n) => *n as u32,
-            Some(_) => return Err(r.err("max_retx: expected a whole number from 0 to 100")),
-        };
-        let buffer_bytes = match t.get("buffer").and_then(|v| v.as_str()) {
-            None if t.contains_key("buffer") => return Err(r.err(format!("buffer: expected {} in quotes", units::SIZE_HELP))),
-            None => 64_000,
-            Some(s) => match units::parse_size(s).map_err(|m| r.err(format!("buffer: expected {m}")))? {
-                Size::Bytes(b) if b >= 1500 => b,
-                _ => return Err(r.err("buffer: expected bytes, at least \"1500 B\"")),
-            },
-        };
+        let arq = tab.flag("arq", true)?;
+        let max_retx = tab.whole("max_retx", 5, 0, 100, "a whole number")? as u32;
+        let buffer_bytes = tab.bytes("buffer", 64_000, 1500)?;
         let fer_text = match &budget {
             Some(b) => format!(
                 "FER {fer:.3e} (SNR {:.1} dB at {} km: received {:.1} dBm, noise {:.1} dBm, safety margin {} dB; {:.2} dB above the {} dB working point)",

@@ -39,6 +39,68 @@ pub fn number(v: &toml::Value) -> Option<f64> {
     v.as_float().or_else(|| v.as_integer().map(|n| n as f64)).filter(|x| x.is_finite())
 }
 
+/// A stage's table (`dama = { … }`) read key by key: each reader returns
+/// the value or its default, and every error names the origin, the key and
+/// what is allowed.
+#[derive(Debug)]
+pub(crate) struct Table<'a> {
+    pub r: &'a Raw,
+    pub t: &'a toml::Table,
+}
+
+impl<'a> Table<'a> {
+    /// The table of `r` with only `allowed` keys; `help` says its shape.
+    pub fn of(r: &'a Raw, help: &str, allowed: &[&str]) -> Result<Table<'a>, ProfileError> {
+        let t = r.value.as_table().ok_or_else(|| r.err(format!("expected {help}")))?;
+        only_keys(r, t, allowed)?;
+        Ok(Table { r, t })
+    }
+
+    /// The text of `k`, `None` when absent; `what` is what it should say.
+    fn text(&self, k: &str, what: &str) -> Result<Option<&'a str>, ProfileError> {
+        match self.t.get(k) {
+            None => Ok(None),
+            Some(v) => v.as_str().map(Some).ok_or_else(|| self.r.err(format!("{k}: expected {what} in quotes"))),
+        }
+    }
+
+    pub fn duration(&self, k: &str) -> Result<Option<Duration>, ProfileError> {
+        self.text(k, units::DURATION_HELP)?.map(|s| units::parse_duration(s).map_err(|m| self.r.err(format!("{k}: expected {m}")))).transpose()
+    }
+
+    /// A rate, bits per second.
+    pub fn rate(&self, k: &str) -> Result<Option<f64>, ProfileError> {
+        self.text(k, units::RATE_HELP)?.map(|s| units::parse_rate(s).map(|r| r.bits_per_sec).map_err(|m| self.r.err(format!("{k}: expected {m}")))).transpose()
+    }
+
+    /// A size in bytes (not packets), at least `min`.
+    pub fn bytes(&self, k: &str, default: u64, min: u64) -> Result<u64, ProfileError> {
+        let Some(s) = self.text(k, units::SIZE_HELP)? else { return Ok(default) };
+        match units::parse_size(s).map_err(|m| self.r.err(format!("{k}: expected {m}")))? {
+            units::Size::Bytes(b) if b >= min => Ok(b),
+            units::Size::Bytes(_) => Err(self.r.err(format!("{k}: expected bytes, at least \"{min} B\""))),
+            units::Size::Packets(_) => Err(self.r.err(format!("{k}: expected bytes, like \"64 KB\""))),
+        }
+    }
+
+    /// A whole number from `lo` to `hi`; `what` names it ("a whole number
+    /// of super-frames").
+    pub fn whole(&self, k: &str, default: u64, lo: i64, hi: i64, what: &str) -> Result<u64, ProfileError> {
+        match self.t.get(k) {
+            None => Ok(default),
+            Some(toml::Value::Integer(n)) if (lo..=hi).contains(n) => Ok(*n as u64),
+            Some(_) => Err(self.r.err(format!("{k}: expected {what} from {lo} to {hi}"))),
+        }
+    }
+
+    pub fn flag(&self, k: &str, default: bool) -> Result<bool, ProfileError> {
+        match self.t.get(k) {
+            None => Ok(default),
+            Some(v) => v.as_bool().ok_or_else(|| self.r.err(format!("{k}: expected true or false"))),
+        }
+    }
+}
+
 pub(crate) fn table_str(r: &Raw, t: &toml::Table, key: &str, what: &str) -> Result<String, ProfileError> {
     match t.get(key) {
         Some(toml::Value::String(s)) => Ok(s.clone()),
@@ -232,4 +294,30 @@ pub(crate) fn parse_outages(r: &Raw) -> Result<Vec<OutageWindow>, ProfileError> 
         out.push(OutageWindow { start: Instant(start.0), duration, every, mode });
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each reader gives the value, its default when the key is absent, or
+    /// an error naming the key and what it allows.
+    #[test]
+    fn a_stage_table_is_read_key_by_key_with_defaults_and_named_errors() {
+        let raw = |text: &str| Raw { value: toml::Value::Table(text.parse().unwrap()), origin: "p.toml".into(), key: "up.x".into() };
+        let r = raw("buffer = \"2 KB\"\nloop = \"5 ms\"\nrate = \"1 Mbit/s\"\nn = 7\non = true");
+        let t = Table::of(&r, "a table", &["buffer", "loop", "rate", "n", "on"]).unwrap();
+        assert_eq!((t.bytes("buffer", 1, 0).unwrap(), t.bytes("none", 9, 0).unwrap()), (2000, 9));
+        assert_eq!(t.duration("loop").unwrap(), Some(Duration::from_millis(5)));
+        assert_eq!((t.rate("rate").unwrap(), t.rate("none").unwrap()), (Some(1e6), None));
+        assert_eq!((t.whole("n", 1, 0, 10, "a count").unwrap(), t.flag("on", false).unwrap(), t.flag("off", true).unwrap()), (7, true, true));
+        let e = |x: Result<u64, ProfileError>| x.unwrap_err().to_string();
+        assert!(e(t.whole("n", 1, 0, 5, "a count")).contains("n: expected a count from 0 to 5"));
+        assert!(e(t.bytes("buffer", 1, 4000)).contains("buffer: expected bytes, at least \"4000 B\""));
+        let bad = raw("n = \"7\"\nzz = 1");
+        assert!(Table::of(&bad, "a table", &["n"]).unwrap_err().to_string().contains("unknown key `zz`; allowed here: n"));
+        let t = Table::of(&bad, "a table", &["n", "zz"]).unwrap();
+        assert!(t.duration("n").unwrap_err().to_string().contains("n: expected"));
+        assert!(e(t.bytes("zz", 0, 0)).contains("zz: expected"));
+    }
 }
