@@ -223,23 +223,35 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
         }
         BenchCmd::Orchestration(a) => return orchestration::run(a),
         BenchCmd::SatTargets(a) => return exit_on_interrupt(sat::run(a)),
-        BenchCmd::Web { common, params: WebParams { protocol, page, depth } } => (common, Workload::Web { protocol, page, depth }),
+        BenchCmd::Web { common, params: WebParams { protocol, page, depth } } => (common, Workload::Web(aerolink_lab::workload::Web { protocol, page, depth })),
         BenchCmd::Browser { common, params, har, screenshot, net_log } => {
             let abs = |p: Option<std::path::PathBuf>| p.map(|p| std::path::absolute(&p).unwrap_or(p));
-            (common, Workload::Browser { protocol: params.protocol, page: params.page, warm: params.warm, har: abs(har), screenshot: abs(screenshot), net_log: abs(net_log) })
+            (
+                common,
+                Workload::Browser(aerolink_lab::workload::Browser {
+                    protocol: params.protocol,
+                    page: params.page,
+                    warm: params.warm,
+                    har: abs(har),
+                    screenshot: abs(screenshot),
+                    net_log: abs(net_log),
+                }),
+            )
         }
         BenchCmd::Bulk { mut common, transport, direction, size, tcp } => {
             let bytes = parse_size(&size)?;
             common.tcp = tcp;
-            (common, Workload::Bulk { transport, direction, bytes })
+            (common, Workload::Bulk(aerolink_lab::workload::Bulk { transport, direction, bytes }))
         }
-        BenchCmd::Objects { common, params: ObjectsParams { protocol, set, mode } } => (common, Workload::Objects { protocol, set, parallel: mode == ObjectsMode::Par }),
+        BenchCmd::Objects { common, params: ObjectsParams { protocol, set, mode } } => {
+            (common, Workload::Objects(aerolink_lab::workload::Objects { protocol, set, parallel: mode == ObjectsMode::Par }))
+        }
         BenchCmd::Realtime { mut common, params: RealtimeParams { mechanism, scenario, count, interval_ms, size, no_nagle } } => {
             common.server.nagle = !no_nagle;
-            (common, Workload::Realtime { mechanism, scenario, count, interval_ms, size })
+            (common, Workload::Realtime(aerolink_lab::workload::Realtime { mechanism, scenario, count, interval_ms, size }))
         }
         BenchCmd::Messages { common, params: MessagesParams { transport, direction, size, duration }, offered } => {
-            (common, Workload::Messages { transport, direction, size, rate_bps: offered.bits_per_sec, duration_s: duration.as_secs_f64(), down: None })
+            (common, Workload::Messages(aerolink_lab::workload::Messages { transport, direction, size, rate_bps: offered.bits_per_sec, duration_s: duration.as_secs_f64(), down: None }))
         }
     };
     workload.validate().map_err(|e| user(format!("command line: {e}")))?;
@@ -361,8 +373,8 @@ fn per_seed(w: &aerolink_lab::workload::Workload, seed: u64, repeat: u32) -> aer
         })
     };
     match w {
-        Workload::Browser { protocol, page, warm, har, screenshot, net_log } if repeat > 1 => {
-            Workload::Browser { protocol: *protocol, page: page.clone(), warm: *warm, har: tag(har), screenshot: tag(screenshot), net_log: tag(net_log) }
+        Workload::Browser(aerolink_lab::workload::Browser { protocol, page, warm, har, screenshot, net_log }) if repeat > 1 => {
+            Workload::Browser(aerolink_lab::workload::Browser { protocol: *protocol, page: page.clone(), warm: *warm, har: tag(har), screenshot: tag(screenshot), net_log: tag(net_log) })
         }
         other => other.clone(),
     }

@@ -75,7 +75,7 @@ fn pep_plt(a: &PepBenchArgs, stop: &std::sync::atomic::AtomicBool) -> anyhow::Re
                     profile: space.clone(),
                     chain: aerolink_lab::experiment::Chain::Ifc,
                     seed: 1 + rep as u64,
-                    workload: Workload::Web { protocol, page: "10x100KB".into(), depth: 1 },
+                    workload: Workload::Web(aerolink_lab::workload::Web { protocol, page: "10x100KB".into(), depth: 1 }),
                     knobs: Knobs { pep: Some(aerolink_lab::gateways::PepSpec { mode, ..Default::default() }), ..Knobs::default() },
                     timeout: std::time::Duration::from_secs(300),
                     pcap: None,

@@ -178,7 +178,7 @@ fn request(link: SatLink, stack: Stack, bytes: u64, seed: u64, timeout: std::tim
         profile,
         chain,
         seed,
-        workload: Workload::Bulk { transport, direction: Direction::Down, bytes },
+        workload: Workload::Bulk(aerolink_lab::workload::Bulk { transport, direction: Direction::Down, bytes }),
         knobs,
         timeout,
         pcap: None,

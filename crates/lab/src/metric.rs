@@ -5,7 +5,7 @@
 //! typo in an experiment file is refused there with the names allowed.
 //!
 //! Adding a figure: one line in the table below, and the workload that
-//! measures it puts it into its [`Metrics`] (`workload/result.rs`, `WorkloadResult::metrics`).
+//! measures it puts it into its [`Metrics`] (its module in `workload/`, `Kind::metrics`).
 
 use std::cmp::Ordering;
 use std::collections::BTreeMap;

@@ -89,7 +89,7 @@ pub fn record(e: &Experiment, f: &Finished, host: &str) -> RunRecord {
 /// included), plus the link's own header per packet (L-DACS: 7 B), less
 /// the bytes transferred.
 fn header_share_pct(e: &Experiment, f: &Finished) -> Option<f64> {
-    let crate::workload::Workload::Bulk { direction, bytes, .. } = &e.cases[f.planned.case].workload else { return None };
+    let crate::workload::Workload::Bulk(crate::workload::Bulk { direction, bytes, .. }) = &e.cases[f.planned.case].workload else { return None };
     let p = &e.profiles[f.planned.profile];
     let (spec, wire, packets) = match direction {
         aerolink_work::bulk::Direction::Down => (&p.down, f.outcome.wire_bytes_down, f.outcome.packets_down),

@@ -208,8 +208,8 @@ fn experiment_section(h: &mut String, e: &ExperimentRow, runs: &[&RunRow]) {
 /// Bytes a setting moves, to order settings from small to large.
 fn setting_size(r: &RunRow) -> u64 {
     match serde_json::from_str::<Workload>(&r.workload_json) {
-        Ok(Workload::Messages { rate_bps, .. }) => rate_bps as u64,
-        Ok(Workload::Realtime { count, .. }) => count as u64,
+        Ok(Workload::Messages(crate::workload::Messages { rate_bps, .. })) => rate_bps as u64,
+        Ok(Workload::Realtime(crate::workload::Realtime { count, .. })) => count as u64,
         Ok(w) => w.expected_bytes(),
         Err(_) => 0,
     }
@@ -323,11 +323,11 @@ fn setting_section(h: &mut String, e: &ExperimentRow, workload: &str, params: &s
     setting_table(h, &st, e, &sums);
     h.push_str("<div class=\"charts\">");
     cdfs(h, &st);
-    if let Workload::Bulk { .. } = st.w {
+    if let Workload::Bulk(_) = st.w {
         bulk_charts(h, &st);
     }
     h.push_str("</div>");
-    if matches!(st.w, Workload::Web { .. } | Workload::Objects { .. }) {
+    if matches!(st.w, Workload::Web(_) | Workload::Objects(_)) {
         waterfalls(h, &st);
     }
 }
@@ -350,7 +350,9 @@ fn bar_chart(h: &mut String, st: &Setting, params: &str, profiles: &BTreeMap<Str
         }
         bars.push(row);
         marks.push(match &st.w {
-            Workload::Web { page, depth, .. } => aerolink_work::page::Page::parse(page, *depth).ok().and_then(|pg| page_floor_ms(&profiles[p], pg.total_bytes(), *depth)).map(|f| f * scale),
+            Workload::Web(crate::workload::Web { page, depth, .. }) => {
+                aerolink_work::page::Page::parse(page, *depth).ok().and_then(|pg| page_floor_ms(&profiles[p], pg.total_bytes(), *depth)).map(|f| f * scale)
+            }
             _ => None,
         });
     }

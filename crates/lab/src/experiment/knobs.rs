@@ -2,7 +2,7 @@
 //! its key and how one of its values sets a run's [`Knobs`]. A key given a
 //! list sweeps it: every combination of every swept knob is a case.
 //!
-//! Adding a knob: a field of `Knobs` (workload.rs), one entry here.
+//! Adding a knob: a field of `Knobs` (workload/knobs.rs), one entry here.
 
 use aerolink_work::quic::{Preset, QuicCc, QuicKnobs};
 use aerolink_work::sock::TcpCc;

@@ -17,7 +17,7 @@
 //! rate = "x2"            # x<factor> or an absolute value; also rtt, loss
 //!
 //! [[workload]]
-//! type = "web"           # web | bulk | objects | messages | realtime | ping | browser (workloads.rs KINDS)
+//! type = "web"           # web | bulk | objects | messages | realtime | ping | browser (crate::workload's KINDS)
 //! protocols = ["h1", "h2", "h3"]
 //! pages = ["1x100KB", "10x100KB"]
 //! tcp_cc = "cubic"       # knobs (knobs.rs KNOBS): tcp_cc, initcwnd, quic_preset, quic_cc, quic_rate, quic_max_cwnd, quic_pacing_interval, nagle, push (HTTP/2 server push, % of objects), cross (competing traffic: none, tcp-down, tcp-up), mss, rcvbuf, quickack, tcp_reordering (adaptive, strict), message_stamp (schedule, send), ipv6 (true: the client reaches the server at its IPv6 address), tcp_timestamps (false: 20 B TCP headers) (a value or a list to sweep)
@@ -207,21 +207,6 @@ pub struct PlannedRun {
 }
 
 const TOP: &[&str] = &["name", "description", "seed", "repetitions", "timeout", "baseline", "profiles", "topology", "variant", "workload", "finding", "judge"];
-fn strings(v: &toml::Value) -> Option<Vec<String>> {
-    match v {
-        toml::Value::String(s) => Some(vec![s.clone()]),
-        toml::Value::Array(a) => a.iter().map(|x| x.as_str().map(str::to_string)).collect(),
-        _ => None,
-    }
-}
-
-fn values(v: &toml::Value) -> Vec<toml::Value> {
-    match v {
-        toml::Value::Array(a) => a.clone(),
-        other => vec![other.clone()],
-    }
-}
-
 pub fn run_key(exp: &str, chain: &Chain, profile: &Profile, case: &Case, rep: u32) -> String {
     let mut v = serde_json::json!({
         "experiment": exp, "profile": profile.name, "link": profile.canonical(),
@@ -369,7 +354,7 @@ impl Experiment {
 }
 
 /// A key of a table and what is wrong with its value.
-type KeyErr = (String, String);
+use crate::workload::table::{strings, values, KeyErr};
 
 /// Every case of the `[[workload]]` tables: each workload a table sweeps
 /// with each combination of the knobs it sweeps.

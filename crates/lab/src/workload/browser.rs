@@ -1,0 +1,111 @@
+//! `browser`: Chromium loads a corpus page, a synthetic page or a URL:
+//! paint and load timings, connections, the protocol of every request.
+
+use aerolink_link::Duration;
+use aerolink_work::browser::{BrowserProtocol, BrowserResult};
+use aerolink_work::cli::{BrowserArgs, BrowserParams, WorkloadCmd};
+use serde::{Deserialize, Serialize};
+
+use super::table::{list_of, picks, KeyErr};
+use super::{Kind, Knobs, Measured, Workload, WorkloadError, WorkloadKind};
+use crate::metric::Metric::{self, *};
+use crate::metric::Metrics;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Browser {
+    pub protocol: BrowserProtocol,
+    pub page: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub warm: bool,
+    /// Where to write the HAR and the screenshot (`bench browser`); not
+    /// part of what a run is.
+    #[serde(skip)]
+    pub har: Option<std::path::PathBuf>,
+    #[serde(skip)]
+    pub screenshot: Option<std::path::PathBuf>,
+    /// Where Chromium writes its net log (`bench browser --net-log`).
+    #[serde(skip)]
+    pub net_log: Option<std::path::PathBuf>,
+}
+
+pub const KIND: WorkloadKind = WorkloadKind { name: "browser", keys: &["protocol", "protocols", "page", "pages", "warm"], expand, base_knobs: Knobs::default };
+
+fn expand(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
+    let warm = match t.get("warm") {
+        None => false,
+        Some(toml::Value::Boolean(b)) => *b,
+        Some(_) => return Err(("warm".into(), "expected true or false".into())),
+    };
+    let mut out = Vec::new();
+    for protocol in picks(t, &["protocols", "protocol"], vec![BrowserProtocol::H2])? {
+        for page in list_of(t, &["pages", "page"])? {
+            out.push(Workload::Browser(Browser { protocol, page: page.clone(), warm, har: None, screenshot: None, net_log: None }));
+        }
+    }
+    Ok(out)
+}
+
+impl Kind for Browser {
+    fn expected_bytes(&self) -> u64 {
+        aerolink_work::corpus::shape(&self.page).map(|s| s.kilobytes() as u64 * 1000).unwrap_or(0)
+    }
+    fn validate(&self) -> Result<(), WorkloadError> {
+        if aerolink_work::browser::page_url(&self.page).is_none() {
+            return Err(WorkloadError::BrowserPage(self.page.clone(), aerolink_work::corpus::names().join(", ")));
+        }
+        Ok(())
+    }
+    fn protocol(&self) -> String {
+        format!("browser {}", self.protocol)
+    }
+    fn params_label(&self) -> String {
+        if self.warm {
+            format!("{} warm", self.page)
+        } else {
+            self.page.clone()
+        }
+    }
+    fn client_cmd(&self, server: String, _knobs: &Knobs) -> WorkloadCmd {
+        let params = BrowserParams { protocol: self.protocol, page: self.page.clone(), warm: self.warm };
+        WorkloadCmd::Browser(BrowserArgs { server, params, har: self.har.clone(), screenshot: self.screenshot.clone(), net_log: self.net_log.clone(), timeout: Duration::from_secs(600) })
+    }
+    fn table_metrics(&self) -> Vec<Metric> {
+        vec![FcpMs, LcpMs, Connections, LinkDropsDown, LinkDropsUp]
+    }
+    fn headline(&self) -> Metric {
+        PltMs
+    }
+}
+
+impl Measured for Browser {
+    type Result = BrowserResult;
+    fn metrics(r: &BrowserResult) -> Metrics {
+        let each = [
+            (PltMs, Some(r.plt_ms)),
+            (OnloadMs, Some(r.onload_ms)),
+            (DclMs, Some(r.dcl_ms)),
+            (FpMs, r.fp_ms),
+            (FcpMs, r.fcp_ms),
+            (LcpMs, r.lcp_ms),
+            (LastByteMs, Some(r.last_byte_ms)),
+            (Requests, Some(r.requests as f64)),
+            (FailedRequests, Some(r.failed_requests as f64)),
+            (Bytes, Some(r.bytes as f64)),
+            (Origins, Some(r.origins as f64)),
+            (Connections, Some(r.connections as f64)),
+            (ConnsPerOrigin, Some(r.conns_per_origin)),
+        ];
+        let mut m: Metrics = each.into_iter().filter_map(|(k, x)| Some((k, x?))).collect();
+        // Which protocol the requests really went over.
+        for (name, n) in &r.protocols {
+            let key = match name.as_str() {
+                "http/1.1" => RequestsH1,
+                "h2" => RequestsH2,
+                "h3" => RequestsH3,
+                _ => RequestsOther,
+            };
+            *m.entry(key).or_default() += *n as f64;
+        }
+        m
+    }
+}

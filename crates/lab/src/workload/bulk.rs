@@ -1,0 +1,73 @@
+//! `bulk`: one transfer of `bytes` over TCP or QUIC, either way.
+
+use aerolink_work::bulk::{BulkResult, Direction};
+use aerolink_work::cli::{BulkArgs, WorkloadCmd};
+use aerolink_work::quic::QuicArgs;
+use aerolink_work::Transport;
+use serde::{Deserialize, Serialize};
+
+use super::table::{list_of, picks, KeyErr};
+use super::{human_bytes, Kind, Knobs, Measured, Workload, WorkloadError, WorkloadKind};
+use crate::metric::Metric::{self, *};
+use crate::metric::Metrics;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Bulk {
+    pub transport: Transport,
+    pub direction: Direction,
+    pub bytes: u64,
+}
+
+pub const KIND: WorkloadKind = WorkloadKind { name: "bulk", keys: &["transport", "transports", "direction", "directions", "size", "sizes"], expand, base_knobs: Knobs::default };
+
+fn expand(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
+    let mut out = Vec::new();
+    for transport in picks(t, &["transports", "transport"], vec![Transport::Tcp])? {
+        for direction in picks(t, &["directions", "direction"], vec![Direction::Down])? {
+            for size in list_of(t, &["sizes", "size"])? {
+                let bytes = aerolink_work::page::parse_bytes(&size).ok_or_else(|| ("sizes".to_string(), format!("{size:?}: expected a size like 1MB")))?;
+                out.push(Workload::Bulk(Bulk { transport, direction, bytes }));
+            }
+        }
+    }
+    Ok(out)
+}
+
+impl Kind for Bulk {
+    fn expected_bytes(&self) -> u64 {
+        self.bytes
+    }
+    fn validate(&self) -> Result<(), WorkloadError> {
+        if self.bytes == 0 {
+            return Err(WorkloadError::Empty);
+        }
+        Ok(())
+    }
+    fn protocol(&self) -> String {
+        self.transport.to_string()
+    }
+    fn params_label(&self) -> String {
+        format!("{} {}", human_bytes(self.bytes), self.direction)
+    }
+    fn client_cmd(&self, server: String, knobs: &Knobs) -> WorkloadCmd {
+        WorkloadCmd::Bulk(BulkArgs { server, transport: self.transport, direction: self.direction, bytes: self.bytes, cc: knobs.tcp_cc, tcp: knobs.tcp, quic: QuicArgs::from(&knobs.quic) })
+    }
+    fn table_metrics(&self) -> Vec<Metric> {
+        vec![GoodputBps, SenderRetransmits, SenderSrttMsMax, LinkDropsDown, LinkDropsUp]
+    }
+    fn headline(&self) -> Metric {
+        CompletionMs
+    }
+}
+
+impl Measured for Bulk {
+    type Result = BulkResult;
+    fn metrics(r: &BulkResult) -> Metrics {
+        let mut m = Metrics::from([(CompletionMs, r.completion_ms), (GoodputBps, r.goodput_bps), (SenderRetransmits, r.sender_retransmits as f64), (SenderSrttMsMax, r.sender_srtt_ms_max)]);
+        // 0: not sampled (an upload, QUIC, a result from before).
+        if r.sender_rto_ms_median != 0.0 {
+            m.insert(SenderRtoMsMedian, r.sender_rto_ms_median);
+        }
+        m
+    }
+}

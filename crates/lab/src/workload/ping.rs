@@ -1,0 +1,119 @@
+//! `ping`: echo requests by Debian's ping, each reply's round-trip time,
+//! and seed 000 §4.2's loss per 100 s window.
+
+use aerolink_link::Duration;
+use aerolink_work::cli::{PingArgs, WorkloadCmd};
+use aerolink_work::ping::PingResult;
+use serde::{Deserialize, Serialize};
+
+use super::table::{duration, ints, positive, u32_of, KeyErr};
+use super::{mean, sorted, Kind, Knobs, Measured, Workload, WorkloadError, WorkloadKind};
+use crate::metric::Metric::{self, *};
+use crate::metric::Metrics;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Ping {
+    pub count: u32,
+    pub interval_ms: u64,
+    pub size: u32,
+}
+
+pub const KIND: WorkloadKind = WorkloadKind { name: "ping", keys: &["count", "interval", "size", "sizes"], expand, base_knobs: Knobs::default };
+
+fn expand(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
+    let count = positive(t, "count", 100)?;
+    let interval_ms = duration(t, "interval", Duration::from_millis(1000))?.as_millis_f64().round() as u64;
+    ints(t, &["sizes", "size"], 56)?.into_iter().map(|size| Ok(Workload::Ping(Ping { count: u32_of(count), interval_ms, size: u32_of(size) }))).collect()
+}
+
+/// Seed 000 §4.2's loss windows: the share of pings lost in each whole
+/// 100 s window of the run, summarised (none when the run is shorter).
+const LOSS_WINDOW_MS: f64 = 100_000.0;
+
+impl Kind for Ping {
+    fn paced_seconds(&self) -> f64 {
+        self.count as f64 * self.interval_ms as f64 / 1e3
+    }
+    fn validate(&self) -> Result<(), WorkloadError> {
+        if self.count == 0 || self.interval_ms < 2 || self.size > aerolink_work::ping::MAX_SIZE {
+            return Err(WorkloadError::Ping);
+        }
+        Ok(())
+    }
+    fn protocol(&self) -> String {
+        "icmp".to_string()
+    }
+    fn params_label(&self) -> String {
+        format!("{} B every {} ms ×{}", self.size, self.interval_ms, self.count)
+    }
+    fn client_cmd(&self, server: String, _knobs: &Knobs) -> WorkloadCmd {
+        WorkloadCmd::Ping(PingArgs {
+            server,
+            count: self.count,
+            interval: Duration::from_millis(self.interval_ms),
+            size: self.size,
+            // Long enough for a reply queued behind a minute of Iridium
+            // backlog.
+            wait: Duration::from_secs(60),
+        })
+    }
+    fn table_metrics(&self) -> Vec<Metric> {
+        vec![RttMsSd, RttMsMin, RttMsMax, PingLossPct]
+    }
+    fn headline(&self) -> Metric {
+        RttMsMean
+    }
+}
+
+impl Measured for Ping {
+    type Result = PingResult;
+    fn metrics(r: &PingResult) -> Metrics {
+        let mut m = Metrics::new();
+        let rtt = sorted(&r.rtts_ms);
+        if r.sent > 0 {
+            m.insert(PingLossPct, 100.0 * (1.0 - rtt.len() as f64 / r.sent as f64));
+        }
+        if !rtt.is_empty() {
+            let n = rtt.len() as f64;
+            let mu = mean(&rtt);
+            m.insert(RttMsMean, mu);
+            m.insert(RttMsMin, rtt[0]);
+            m.insert(RttMsP50, rtt[rtt.len() / 2]);
+            m.insert(RttMsMax, rtt[rtt.len() - 1]);
+            m.insert(RttUnder2MsPct, 100.0 * rtt.iter().filter(|x| **x < 2.0).count() as f64 / n);
+            m.insert(RttOver10MsPct, 100.0 * rtt.iter().filter(|x| **x >= 10.0).count() as f64 / n);
+            // The sample standard deviation of this run's replies.
+            if rtt.len() > 1 {
+                m.insert(RttMsSd, (rtt.iter().map(|x| (x - mu).powi(2)).sum::<f64>() / (n - 1.0)).sqrt());
+            }
+        }
+        let mut w: Vec<f64> = r.loss_windows(LOSS_WINDOW_MS).into_iter().map(|x| 100.0 * x).collect();
+        if !w.is_empty() {
+            w.sort_by(f64::total_cmp);
+            let share = |f: &dyn Fn(f64) -> bool| 100.0 * w.iter().filter(|x| f(**x)).count() as f64 / w.len() as f64;
+            m.insert(LossWindowsFreePct, share(&|x| x == 0.0));
+            m.insert(LossWindowsOver30Pct, share(&|x| x > 30.0));
+            m.insert(LossWindowMedianPct, crate::stats::quantile(&w, 0.5));
+            m.insert(LossWindowP90Pct, crate::stats::quantile(&w, 0.9));
+            m.insert(LossWindowMaxPct, w[w.len() - 1]);
+        }
+        m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Written back, a decoded result is the workload's own JSON: stores
+    /// and `run --json` keep their form.
+    #[test]
+    fn a_decoded_result_serializes_as_the_clients_json() {
+        let p = Workload::Ping(Ping { count: 3, interval_ms: 10, size: 56 });
+        let text = r#"{"sent":3,"received":2,"size_bytes":56,"interval_ms":10.0,"rtts_ms":[20.5,21.0],"seqs":[1,2]}"#;
+        let r = p.decode(text).unwrap();
+        assert_eq!(serde_json::to_string(&r).unwrap(), text);
+        let m = r.metrics();
+        assert!((m[&PingLossPct] - 100.0 / 3.0).abs() < 1e-9 && m[&RttMsMin] == 20.5, "{m:?}");
+    }
+}

@@ -1,0 +1,75 @@
+//! `web`: our client loads a synthetic page as a browser would (HTML, then
+//! what it references, through stylesheets to `depth`).
+
+use aerolink_work::cli::{WebArgs, WebParams, WorkloadCmd};
+use aerolink_work::quic::QuicArgs;
+use aerolink_work::web::{Protocol, WebResult};
+use serde::{Deserialize, Serialize};
+
+use super::table::{ints, list_of, picks, KeyErr};
+use super::{Kind, Knobs, Measured, Workload, WorkloadError, WorkloadKind};
+use crate::metric::Metric::{self, *};
+use crate::metric::Metrics;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Web {
+    pub protocol: Protocol,
+    pub page: String,
+    pub depth: u32,
+}
+
+pub const KIND: WorkloadKind = WorkloadKind { name: "web", keys: &["protocol", "protocols", "page", "pages", "depth", "depths"], expand, base_knobs: Knobs::default };
+
+fn expand(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
+    let mut out = Vec::new();
+    for protocol in picks(t, &["protocols", "protocol"], vec![Protocol::H2])? {
+        for page in list_of(t, &["pages", "page"])? {
+            for depth in ints(t, &["depths", "depth"], 1)? {
+                out.push(Workload::Web(Web { protocol, page: page.clone(), depth: depth.clamp(0, 100) as u32 }));
+            }
+        }
+    }
+    Ok(out)
+}
+
+impl Kind for Web {
+    fn expected_bytes(&self) -> u64 {
+        aerolink_work::page::Page::parse(&self.page, self.depth).map(|p| p.total_bytes()).unwrap_or(0)
+    }
+    fn validate(&self) -> Result<(), WorkloadError> {
+        aerolink_work::page::Page::parse(&self.page, self.depth).map(|_| ()).map_err(|why| WorkloadError::Page { page: self.page.clone(), why })
+    }
+    fn protocol(&self) -> String {
+        self.protocol.to_string()
+    }
+    fn params_label(&self) -> String {
+        if self.depth > 1 {
+            format!("{} depth {}", self.page, self.depth)
+        } else {
+            self.page.clone()
+        }
+    }
+    fn client_cmd(&self, server: String, knobs: &Knobs) -> WorkloadCmd {
+        WorkloadCmd::Web(WebArgs { server, params: WebParams { protocol: self.protocol, page: self.page.clone(), depth: self.depth }, quic: QuicArgs::from(&knobs.quic) })
+    }
+    fn table_metrics(&self) -> Vec<Metric> {
+        vec![TtfbMs, Connections, ClientRetransmits, LinkDropsDown, LinkDropsUp]
+    }
+    fn headline(&self) -> Metric {
+        PltMs
+    }
+}
+
+impl Measured for Web {
+    type Result = WebResult;
+    fn metrics(r: &WebResult) -> Metrics {
+        Metrics::from([
+            (PltMs, r.plt_ms),
+            (TtfbMs, r.ttfb_ms),
+            (Connections, r.connections as f64),
+            (Requests, r.requests as f64),
+            (BodyBytes, r.body_bytes as f64),
+            (ClientRetransmits, r.client_retransmits as f64),
+        ])
+    }
+}
