@@ -70,7 +70,7 @@ pub fn check(a: CheckArgs) -> anyhow::Result<i32> {
     let mut exps = Vec::new();
     let mut files = Vec::new();
     if let Some(f) = &a.file {
-        exps.push(crate::experiment::load(f)?);
+        exps.push(aerolink_lab::experiment::Experiment::load(f)?);
         files.push(f.clone());
     }
     let validate = |e: &aerolink_lab::experiment::Experiment, f: &str| -> anyhow::Result<()> {
@@ -96,7 +96,7 @@ pub fn check(a: CheckArgs) -> anyhow::Result<i32> {
     }
     if a.file.is_none() {
         for f in experiment_files(&a.experiments)? {
-            let e = crate::experiment::load(&f)?;
+            let e = aerolink_lab::experiment::Experiment::load(&f)?;
             validate(&e, &f)?;
             exps.push(e);
             files.push(f);

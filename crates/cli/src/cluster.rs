@@ -33,7 +33,7 @@ fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
 
 pub fn slurm(a: SlurmArgs) -> anyhow::Result<i32> {
     check_shards(a.shards)?;
-    let e = crate::experiment::load(&a.file)?;
+    let e = aerolink_lab::experiment::Experiment::load(&a.file)?;
     let file = absolute(Path::new(&a.file))?;
     let dir = a.dir.clone().unwrap_or_else(|| PathBuf::from(format!("slurm-{}", e.name)));
     std::fs::create_dir_all(&dir).map_err(|err| user(format!("--dir {}: {err}", dir.display())))?;
@@ -79,7 +79,7 @@ pub fn slurm(a: SlurmArgs) -> anyhow::Result<i32> {
 
 pub fn k8s(a: K8sArgs) -> anyhow::Result<i32> {
     check_shards(a.shards)?;
-    let e = crate::experiment::load(&a.file)?;
+    let e = aerolink_lab::experiment::Experiment::load(&a.file)?;
     let path = Path::new(&a.file);
     let text = std::fs::read_to_string(path).map_err(|err| user(format!("{}: {err}", a.file)))?;
     let companions = companion_files(path, &text).map_err(user)?;

@@ -71,7 +71,7 @@ pub fn run(cmd: ReplayCmd) -> anyhow::Result<i32> {
             if !a.no_corpus {
                 eprintln!("serving the corpus: {}", corpus::names().join(" "));
             }
-            runtime()?.block_on(aerolink_work::replay::serve(&a, archives))?;
+            runtime()?.block_on(aerolink_work::server::serve_replay(&a, archives))?;
             Ok(0)
         }
         ReplayCmd::List { json } => {

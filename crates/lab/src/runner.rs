@@ -18,7 +18,7 @@ use aerolink_net::procs::{wait_listening, Port, WaitError};
 use aerolink_net::{Lab, LabReport, LabSpec};
 use serde::{Deserialize, Serialize};
 
-use crate::experiment::Chain;
+use crate::topology::Chain;
 use crate::workload::{Knobs, Workload};
 
 pub struct RunRequest {

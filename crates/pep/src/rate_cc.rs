@@ -75,7 +75,7 @@ pub fn follow(path: PathBuf, up: bool, rate: Arc<AtomicU64>) {
                 let bps = if up { u } else { d };
                 let want = (bps * FOLLOW_SHARE) as u64;
                 if bps.is_finite() && want >= 1 && rate.swap(want, Ordering::Relaxed) != want {
-                    crate::quic_tunnel::log(format_args!("rate {want} bit/s ({FOLLOW_SHARE} × the link's {bps:.0} bit/s {}, link monitor)", if up { "up" } else { "down" }));
+                    eprintln!("quic-tunnel: rate {want} bit/s ({FOLLOW_SHARE} × the link's {bps:.0} bit/s {}, link monitor)", if up { "up" } else { "down" });
                 }
             }
             std::thread::sleep(Duration::from_millis(200));

@@ -28,6 +28,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
 use crate::archive::{Archive, Entry, FORMAT};
+use crate::page::png;
 
 /// A page's shape: bytes and requests by type, and its origins.
 #[derive(Clone, Copy, Debug)]
@@ -173,39 +174,6 @@ fn pad(mut s: String, size: usize, open: &str, close: &str, rng: &mut ChaCha8Rng
         s.push_str(close);
     }
     s.into_bytes()
-}
-
-/// A PNG of `w`×`h` in a pattern of `color`, padded to `size` bytes with a
-/// private ancillary chunk (`alPd`) that decoders skip.
-pub fn png(w: u32, h: u32, color: [u8; 3], size: usize) -> Vec<u8> {
-    let mut out = Vec::new();
-    {
-        let mut enc = png::Encoder::new(&mut out, w, h);
-        enc.set_color(png::ColorType::Rgb);
-        enc.set_depth(png::BitDepth::Eight);
-        let mut wr = enc.write_header().expect("PNG header to memory");
-        let mut data = Vec::with_capacity((w * h * 3) as usize);
-        for y in 0..h {
-            for x in 0..w {
-                let stripe = ((x / 16 + y / 16) % 2) as u8;
-                data.extend(color.iter().map(|c| c.saturating_sub(stripe * 40)));
-            }
-        }
-        wr.write_image_data(&data).expect("PNG data to memory");
-        wr.finish().expect("PNG end to memory");
-    }
-    // Before IEND (its last 12 bytes), a chunk of 12 bytes' framing.
-    let padding = size.saturating_sub(out.len() + 12);
-    if padding > 0 {
-        let iend = out.split_off(out.len() - 12);
-        let mut chunk = b"alPd".to_vec();
-        chunk.extend(crate::page::filler(padding));
-        out.extend((padding as u32).to_be_bytes());
-        out.extend(&chunk);
-        out.extend(crc32fast::hash(&chunk).to_be_bytes());
-        out.extend(iend);
-    }
-    out
 }
 
 struct Builder {

@@ -130,7 +130,7 @@ pub fn render(path_and_query: &str) -> Option<(&'static str, Vec<u8>)> {
 /// chunk) when it fits, so a real browser downloads and paints it whole
 /// (it abandons an `<img>` whose bytes are not an image), else bytes.
 pub fn object_body(size: usize) -> (&'static str, Vec<u8>) {
-    let png = crate::corpus::png(16, 16, [90, 140, 200], size);
+    let png = png(16, 16, [90, 140, 200], size);
     if png.len() == size {
         ("image/png", png)
     } else {
@@ -184,6 +184,39 @@ pub fn object_set(name: &str) -> Result<Vec<u64>, String> {
         }
         spec => Page::parse(spec, 1).map(|p| p.objects).map_err(|_| format!("object set {spec:?}: expected short, medium, long, large, all, or {PAGE_HELP}")),
     }
+}
+
+/// A PNG of `w`×`h` in a pattern of `color`, padded to `size` bytes with a
+/// private ancillary chunk (`alPd`) that decoders skip.
+pub fn png(w: u32, h: u32, color: [u8; 3], size: usize) -> Vec<u8> {
+    let mut out = Vec::new();
+    {
+        let mut enc = png::Encoder::new(&mut out, w, h);
+        enc.set_color(png::ColorType::Rgb);
+        enc.set_depth(png::BitDepth::Eight);
+        let mut wr = enc.write_header().expect("PNG header to memory");
+        let mut data = Vec::with_capacity((w * h * 3) as usize);
+        for y in 0..h {
+            for x in 0..w {
+                let stripe = ((x / 16 + y / 16) % 2) as u8;
+                data.extend(color.iter().map(|c| c.saturating_sub(stripe * 40)));
+            }
+        }
+        wr.write_image_data(&data).expect("PNG data to memory");
+        wr.finish().expect("PNG end to memory");
+    }
+    // Before IEND (its last 12 bytes), a chunk of 12 bytes' framing.
+    let padding = size.saturating_sub(out.len() + 12);
+    if padding > 0 {
+        let iend = out.split_off(out.len() - 12);
+        let mut chunk = b"alPd".to_vec();
+        chunk.extend(crate::page::filler(padding));
+        out.extend((padding as u32).to_be_bytes());
+        out.extend(&chunk);
+        out.extend(crc32fast::hash(&chunk).to_be_bytes());
+        out.extend(iend);
+    }
+    out
 }
 
 #[cfg(test)]

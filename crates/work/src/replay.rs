@@ -13,7 +13,6 @@
 //! not show what it does.
 
 use std::convert::Infallible;
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
@@ -24,7 +23,6 @@ use hyper::{Request, Response};
 use crate::archive::{self, Archive, Sites};
 use crate::corpus;
 use crate::error::Result;
-use crate::quic::QuicKnobs;
 
 /// What the servers can answer: archives given on the command line, then
 /// the corpus (each page generated on its first request).
@@ -148,33 +146,6 @@ pub async fn serve_plain(listener: tokio::net::TcpListener, cat: Arc<Catalog>) -
             let _ = hyper_util::server::conn::auto::Builder::new(hyper_util::rt::TokioExecutor::new()).serve_connection(io, svc).await;
         });
     }
-}
-
-/// `aerolink replay serve`: every origin of `archives` and of the corpus,
-/// until killed.
-pub async fn serve(args: &ReplayArgs, archives: Vec<Archive>) -> Result<()> {
-    let cat = Arc::new(Catalog::new(archives, !args.no_corpus));
-    let knobs = crate::server::ServerOpts { tcp_cc: crate::sock::TcpCc::Cubic, initcwnd: None, quic: QuicKnobs::default(), nagle: false, push: args.push };
-    let tls = tokio_rustls::TlsAcceptor::from(Arc::new(crate::tls::server_config(&[b"h2", b"http/1.1"])?));
-    let h3 = quinn::Endpoint::server(crate::quic::server_config(&knobs.quic, &[b"h3"])?, SocketAddr::new(args.listen, args.https_port))?;
-    let https = bind(args.listen, args.https_port)?;
-    let plain = if args.http_port > 0 { Some(bind(args.listen, args.http_port)?) } else { None };
-    let opts = Arc::new(knobs);
-    let plain = async {
-        match plain {
-            Some(l) => serve_plain(l, cat.clone()).await,
-            None => Ok(()),
-        }
-    };
-    tokio::try_join!(crate::server::serve_https(https, tls, opts, cat.clone()), crate::server::serve_h3(h3, cat.clone()), plain)?;
-    Ok(())
-}
-
-fn bind(ip: std::net::IpAddr, port: u16) -> Result<tokio::net::TcpListener> {
-    let s = if ip.is_ipv6() { tokio::net::TcpSocket::new_v6()? } else { tokio::net::TcpSocket::new_v4()? };
-    s.set_reuseaddr(true)?;
-    s.bind(SocketAddr::new(ip, port))?;
-    Ok(s.listen(1024)?)
 }
 
 #[cfg(test)]

@@ -240,6 +240,33 @@ pub async fn serve(opts: ServerOpts) -> Result<()> {
     Ok(())
 }
 
+/// `aerolink replay serve`: every origin of `archives` and of the corpus,
+/// until killed.
+pub async fn serve_replay(args: &crate::replay::ReplayArgs, archives: Vec<crate::archive::Archive>) -> Result<()> {
+    let cat = Arc::new(Catalog::new(archives, !args.no_corpus));
+    let knobs = ServerOpts { tcp_cc: crate::sock::TcpCc::Cubic, initcwnd: None, quic: QuicKnobs::default(), nagle: false, push: args.push };
+    let tls = tokio_rustls::TlsAcceptor::from(Arc::new(crate::tls::server_config(&[b"h2", b"http/1.1"])?));
+    let h3 = quinn::Endpoint::server(crate::quic::server_config(&knobs.quic, &[b"h3"])?, SocketAddr::new(args.listen, args.https_port))?;
+    let https = bind_any(args.listen, args.https_port)?;
+    let plain = if args.http_port > 0 { Some(bind_any(args.listen, args.http_port)?) } else { None };
+    let opts = Arc::new(knobs);
+    let plain = async {
+        match plain {
+            Some(l) => crate::replay::serve_plain(l, cat.clone()).await,
+            None => Ok(()),
+        }
+    };
+    tokio::try_join!(serve_https(https, tls, opts, cat.clone()), serve_h3(h3, cat.clone()), plain)?;
+    Ok(())
+}
+
+fn bind_any(ip: std::net::IpAddr, port: u16) -> Result<tokio::net::TcpListener> {
+    let s = if ip.is_ipv6() { tokio::net::TcpSocket::new_v6()? } else { tokio::net::TcpSocket::new_v4()? };
+    s.set_reuseaddr(true)?;
+    s.bind(SocketAddr::new(ip, port))?;
+    Ok(s.listen(1024)?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -60,37 +60,7 @@ pub struct SpecError {
     pub message: String,
 }
 
-/// What each run's lab is: one hop, the `ifc` gateway chain, or a
-/// topology file — with the run's profile on the space hop.
-#[derive(Clone, Debug)]
-pub enum Chain {
-    /// client ↔ server over the profile.
-    Direct,
-    /// client ↔ airgw ↔ groundgw ↔ server; the profile is the space hop.
-    Ifc,
-    /// A topology file; the profile replaces its space hop.
-    File(Topology),
-}
-
-impl Chain {
-    /// The hosts and hops of a run over `profile`.
-    pub fn build(&self, profile: &Profile) -> Topology {
-        match self {
-            Chain::Direct => Topology::direct(profile.clone()),
-            Chain::Ifc => Topology::ifc(profile.clone()),
-            Chain::File(t) => t.with_space(profile.clone()).unwrap_or_else(|| t.clone()),
-        }
-    }
-
-    /// Whether the PEP modes can run on it.
-    pub fn has_gateways(&self) -> bool {
-        match self {
-            Chain::Direct => false,
-            Chain::Ifc => true,
-            Chain::File(t) => t.has_gateways(),
-        }
-    }
-}
+pub use crate::topology::Chain;
 
 /// Pump CPU per 100 Mbit/s a hop carries, cores, as `aerolink bench
 /// emulator` and `bench parallel` measured it on a 2-core virtual machine
