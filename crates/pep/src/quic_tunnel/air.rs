@@ -93,17 +93,7 @@ impl Air {
     }
 
     async fn open(&self) -> Result<quinn::Connection> {
-        let conn = self.ep.connect(self.ground, aerolink_work::tls::SERVER_NAME)?.await.map_err(|source| PepError::GroundUnreachable { ground: self.ground, source })?;
-        let (mut send, mut recv) = conn.open_bi().await?;
-        send.write_all(self.psk.proof(b"air", &conn)?.as_ref()).await?;
-        send.finish()?;
-        let mut tag = [0u8; 32];
-        recv.read_exact(&mut tag).await.map_err(|source| PepError::GroundRefused { ground: self.ground, source })?;
-        if !self.psk.verify(b"ground", &conn, &tag) {
-            conn.close(quinn::VarInt::from_u32(CLOSE_UNAUTHENTICATED), b"unauthenticated");
-            return Err(PepError::GroundUnproven(self.ground));
-        }
-        Ok(conn)
+        open_tunnel(&self.ep, self.ground, &self.psk).await
     }
 
     async fn carry(&self, client: TcpStream) -> Result<()> {
@@ -149,19 +139,41 @@ impl Air {
     }
 }
 
+/// Opens the tunnel to `ground` over `ep` and proves the key both ways:
+/// the air half's proof, then the ground's, bound to this TLS session.
+pub(crate) async fn open_tunnel(ep: &quinn::Endpoint, ground: SocketAddr, psk: &Psk) -> Result<quinn::Connection> {
+    let conn = ep.connect(ground, aerolink_work::tls::SERVER_NAME)?.await.map_err(|source| PepError::GroundUnreachable { ground, source })?;
+    let (mut send, mut recv) = conn.open_bi().await?;
+    send.write_all(psk.proof(b"air", &conn)?.as_ref()).await?;
+    send.finish()?;
+    let mut tag = [0u8; 32];
+    recv.read_exact(&mut tag).await.map_err(|source| PepError::GroundRefused { ground, source })?;
+    if !psk.verify(b"ground", &conn, &tag) {
+        conn.close(quinn::VarInt::from_u32(CLOSE_UNAUTHENTICATED), b"unauthenticated");
+        return Err(PepError::GroundUnproven(ground));
+    }
+    Ok(conn)
+}
+
+/// The air half's QUIC client configuration toward `ground`: TLS with the
+/// tunnel's ALPN, the tuning's transport, and first Initials whose
+/// connection ID is keyed with the PSK (the ground answers nothing else).
+pub(crate) fn client_config(psk: &Psk, tuning: &Tuning, ground: SocketAddr) -> Result<quinn::ClientConfig> {
+    let tls = aerolink_work::tls::client_config(&[ALPN])?;
+    let mut client = quinn::ClientConfig::new(Arc::new(quinn::crypto::rustls::QuicClientConfig::try_from(tls).map_err(aerolink_work::WorkError::from)?));
+    client.transport_config(Arc::new(tuning.transports()?.for_route(super::route_mtu(ground))?));
+    let psk = psk.clone();
+    client.initial_dst_cid_provider(Arc::new(move || psk.initial_dcid(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0))));
+    Ok(client)
+}
+
 /// Installs the interception, opens the tunnel, serves until `stop`
 /// resolves, removes the interception.
 pub async fn air(opts: AirOptions, stop: impl std::future::Future<Output = ()>, ready: impl FnOnce()) -> Result<Stats> {
-    let tls = aerolink_work::tls::client_config(&[ALPN])?;
-    let mut client = quinn::ClientConfig::new(Arc::new(quinn::crypto::rustls::QuicClientConfig::try_from(tls).map_err(aerolink_work::WorkError::from)?));
-    client.transport_config(Arc::new(opts.tuning.transports()?.for_route(super::route_mtu(opts.ground))?));
+    let client = client_config(&opts.psk, &opts.tuning, opts.ground)?;
     let bind = if opts.ground.is_ipv6() { SocketAddr::from(([0u16; 8], 0)) } else { SocketAddr::from(([0u8; 4], 0)) };
     let sock = std::net::UdpSocket::bind(bind)?;
     let counters = Arc::new(Counters::default());
-    // The first Initial carries an ID keyed with the PSK: the ground
-    // answers nothing else.
-    let psk = opts.psk.clone();
-    client.initial_dst_cid_provider(Arc::new(move || psk.initial_dcid(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0))));
     let health = Arc::new(Health::new());
     let mut ep = endpoint(&opts.psk, None, sock, counters.clone(), Some(health.clone()))?;
     ep.set_default_client_config(client);

@@ -24,11 +24,19 @@ pub struct GroundOptions {
 }
 
 /// Serves air gateways until `stop` resolves.
-pub async fn ground(opts: GroundOptions, stop: impl std::future::Future<Output = ()>, ready: impl FnOnce()) -> Result<Stats> {
+/// The ground half's QUIC server configuration (TLS with the tunnel's ALPN,
+/// the tuning's transport) and the transports it derives per path.
+pub(crate) fn server_config(tuning: &Tuning) -> Result<(quinn::ServerConfig, Transports)> {
     let tls = aerolink_work::tls::server_config(&[ALPN])?;
     let mut server = quinn::ServerConfig::with_crypto(Arc::new(quinn::crypto::rustls::QuicServerConfig::try_from(tls).map_err(aerolink_work::WorkError::from)?));
-    let transports = Arc::new(opts.tuning.transports()?);
+    let transports = tuning.transports()?;
     server.transport_config(Arc::new(transports.for_route(None)?));
+    Ok((server, transports))
+}
+
+pub async fn ground(opts: GroundOptions, stop: impl std::future::Future<Output = ()>, ready: impl FnOnce()) -> Result<Stats> {
+    let (server, transports) = server_config(&opts.tuning)?;
+    let transports = Arc::new(transports);
     let base = Arc::new(server.clone());
     let sock = std::net::UdpSocket::bind(opts.listen).map_err(|source| PepError::Sys { what: format!("binding {}", opts.listen), source })?;
     let counters = Arc::new(Counters::default());
@@ -82,21 +90,8 @@ pub async fn ground(opts: GroundOptions, stop: impl std::future::Future<Output =
 /// stream.
 async fn serve_air(conn: quinn::Connection, psk: &Psk, cc: TcpCc, counters: &Arc<Counters>) {
     let remote = conn.remote_address();
-    let auth = async {
-        let (mut send, mut recv) = conn.accept_bi().await?;
-        let mut tag = [0u8; 32];
-        recv.read_exact(&mut tag).await?;
-        if !psk.verify(b"air", &conn, &tag) {
-            return Err(PepError::WrongKey);
-        }
-        send.write_all(psk.proof(b"ground", &conn)?.as_ref()).await?;
-        send.finish()?;
-        Ok(())
-    };
-    match tokio::time::timeout(AUTH_TIMEOUT, auth).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => return refuse(&conn, counters, format!("refused {remote}: {e}")),
-        Err(_) => return refuse(&conn, counters, format!("refused {remote}: no key proof within {AUTH_TIMEOUT:?}")),
+    if !authenticate(&conn, psk, counters).await {
+        return;
     }
     counters.tunnels.fetch_add(1, Ordering::Relaxed);
     log(format!("air gateway {remote} authenticated"));
@@ -114,6 +109,35 @@ async fn serve_air(conn: quinn::Connection, psk: &Psk, cc: TcpCc, counters: &Arc
             let _active = relay::Active::new(&counters);
             let _ = ground_stream(send, recv, cc, &counters).await;
         });
+    }
+}
+
+/// Waits for the air half's key proof and answers with the ground's;
+/// without it (wrong, or none within [`AUTH_TIMEOUT`]) the connection is
+/// closed with [`CLOSE_UNAUTHENTICATED`], and `false`.
+pub(crate) async fn authenticate(conn: &quinn::Connection, psk: &Psk, counters: &Counters) -> bool {
+    let remote = conn.remote_address();
+    let auth = async {
+        let (mut send, mut recv) = conn.accept_bi().await?;
+        let mut tag = [0u8; 32];
+        recv.read_exact(&mut tag).await?;
+        if !psk.verify(b"air", conn, &tag) {
+            return Err(PepError::WrongKey);
+        }
+        send.write_all(psk.proof(b"ground", conn)?.as_ref()).await?;
+        send.finish()?;
+        Ok(())
+    };
+    match tokio::time::timeout(AUTH_TIMEOUT, auth).await {
+        Ok(Ok(())) => true,
+        Ok(Err(e)) => {
+            refuse(conn, counters, format!("refused {remote}: {e}"));
+            false
+        }
+        Err(_) => {
+            refuse(conn, counters, format!("refused {remote}: no key proof within {AUTH_TIMEOUT:?}"));
+            false
+        }
     }
 }
 

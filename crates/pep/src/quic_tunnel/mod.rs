@@ -32,12 +32,14 @@
 //!
 //! Modules: [`auth`] (the key and its proofs), [`wire`] (the stream
 //! header), [`ground`] and [`air`] (the halves), [`screening`] (garbage on
-//! the tunnel's socket).
+//! the tunnel's socket); `sim` (tests): both halves in simulated time.
 
 pub mod air;
 pub mod auth;
 pub mod ground;
 pub mod screening;
+#[cfg(test)]
+mod sim;
 pub mod wire;
 
 use std::sync::atomic::{AtomicU64, Ordering};

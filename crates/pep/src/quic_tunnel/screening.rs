@@ -318,11 +318,16 @@ pub(crate) fn endpoint(psk: &Psk, server: Option<quinn::ServerConfig>, sock: std
         }
     }
     quinn::set_transmit_batch(super::TRANSMIT_BATCH);
-    let rt = Arc::new(quinn::TokioRuntime);
-    let inner = rt.wrap_udp_socket(sock)?;
+    let inner = quinn::TokioRuntime.wrap_udp_socket(sock)?;
+    endpoint_over(psk, server, inner, counters, health)
+}
+
+/// The tunnel's endpoint over any datagram socket (the host's, or the
+/// simulated link of the tests), screened and gated as [`endpoint`]'s.
+pub(crate) fn endpoint_over(psk: &Psk, server: Option<quinn::ServerConfig>, inner: Arc<dyn quinn::AsyncUdpSocket>, counters: Arc<Counters>, health: Option<Arc<Health>>) -> Result<quinn::Endpoint> {
     let gate = server.is_some().then(|| Gate::new(psk.clone()));
     let screened: Arc<dyn quinn::AsyncUdpSocket> = Arc::new(Screened { inner, counters, gate, health });
-    Ok(quinn::Endpoint::new_with_abstract_socket(psk.endpoint_config(), server, screened, rt)?)
+    Ok(quinn::Endpoint::new_with_abstract_socket(psk.endpoint_config(), server, screened, Arc::new(quinn::TokioRuntime))?)
 }
 
 #[cfg(test)]
