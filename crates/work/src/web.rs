@@ -313,58 +313,10 @@ impl Transport {
                 let _ = driver.await;
                 (idx, resp_ms, ct, body)
             }
-            Transport::H2 { send, pushed, .. } => {
-                let promised = pushed.lock().expect("not poisoned").remove(&path);
-                if let Some(rx) = promised {
-                    let (timing, content_type, body) = rx.await.map_err(|_| crate::error::WorkError::Browser(format!("{path}: pushed response lost")))??;
-                    return Ok(Fetched { timing, content_type, body });
-                }
-                let mut send = send.clone().ready().await?;
-                let (mut resp, _) = send.send_request(http::Request::get(format!("https://{}{path}", crate::tls::SERVER_NAME)).header("user-agent", "aerolink").body(())?, true)?;
-                let mut promises = resp.push_promises();
-                let read = async {
-                    let resp = resp.await?;
-                    let resp_ms = ms(t0);
-                    Ok::<_, crate::error::WorkError>((resp_ms, content_type(resp.headers()), read_h2_body(resp.into_body()).await?))
-                };
-                // Promises come before the HTML's first byte, so all of
-                // them are known once its body has ended. h2 does not wake
-                // a promise reader when the stream ends, so promises are read
-                // while the body is, then drained without waiting.
-                let accept = |p: h2::client::PushPromise| {
-                    let (req, response) = p.into_parts();
-                    let (tx, rx) = tokio::sync::oneshot::channel();
-                    let path = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
-                    pushed.lock().expect("not poisoned").insert(path.clone(), rx);
-                    let start_ms = ms(t0);
-                    tokio::spawn(async move {
-                        let got = async {
-                            let resp = response.await?;
-                            let first_byte_ms = ms(t0);
-                            let ct = content_type(resp.headers());
-                            let body = read_h2_body(resp.into_body()).await?;
-                            Ok((ObjectTiming { path, bytes: body.len() as u64, start_ms, first_byte_ms, end_ms: ms(t0), conn: 0, pushed: true, headers: ct.1 }, ct.0, body))
-                        };
-                        let _ = tx.send(got.await);
-                    });
-                };
-                let mut read = std::pin::pin!(read);
-                let mut open = true;
-                let read = loop {
-                    tokio::select! {
-                        r = &mut read => break r,
-                        p = promises.push_promise(), if open => match p {
-                            Some(Ok(p)) => accept(p),
-                            _ => open = false,
-                        },
-                    }
-                };
-                while let Some(Ok(p)) = promises.push_promise().await {
-                    accept(p);
-                }
-                let (resp_ms, ct, body) = read?;
-                (0, resp_ms, ct, body)
-            }
+            Transport::H2 { send, pushed, .. } => match fetch_h2(send, pushed, &path, t0).await? {
+                H2Fetch::Pushed(f) => return Ok(f),
+                H2Fetch::Asked(resp_ms, ct, body) => (0, resp_ms, ct, body),
+            },
             Transport::H3 { send, .. } => {
                 let mut send = send.clone();
                 let req = http::Request::get(format!("https://{}{path}", crate::tls::SERVER_NAME)).body(())?;
@@ -387,6 +339,68 @@ impl Transport {
         };
         Ok(Fetched { timing: ObjectTiming { path, bytes: body.len() as u64, start_ms, first_byte_ms: resp_ms, end_ms: ms(t0), conn, pushed: false, headers: ct.1 }, content_type: ct.0, body })
     }
+}
+
+/// What an HTTP/2 fetch got: the server's push, or the response asked for
+/// (its first byte's time, content type and headers, body).
+enum H2Fetch {
+    Pushed(Fetched),
+    Asked(f64, (String, std::collections::BTreeMap<String, String>), Bytes),
+}
+
+/// `path` over HTTP/2: taken from a push the server promised, or asked
+/// for, reading the promises that come with the response.
+async fn fetch_h2(send: &H2Send, pushed: &Mutex<std::collections::HashMap<String, Pushed>>, path: &str, t0: Instant) -> Result<H2Fetch> {
+    let promised = pushed.lock().expect("not poisoned").remove(path);
+    if let Some(rx) = promised {
+        let (timing, content_type, body) = rx.await.map_err(|_| crate::error::WorkError::Browser(format!("{path}: pushed response lost")))??;
+        return Ok(H2Fetch::Pushed(Fetched { timing, content_type, body }));
+    }
+    let mut send = send.clone().ready().await?;
+    let (mut resp, _) = send.send_request(http::Request::get(format!("https://{}{path}", crate::tls::SERVER_NAME)).header("user-agent", "aerolink").body(())?, true)?;
+    let mut promises = resp.push_promises();
+    let read = async {
+        let resp = resp.await?;
+        let resp_ms = ms(t0);
+        Ok::<_, crate::error::WorkError>((resp_ms, content_type(resp.headers()), read_h2_body(resp.into_body()).await?))
+    };
+    // Promises come before the HTML's first byte, so all of
+    // them are known once its body has ended. h2 does not wake
+    // a promise reader when the stream ends, so promises are read
+    // while the body is, then drained without waiting.
+    let accept = |p: h2::client::PushPromise| {
+        let (req, response) = p.into_parts();
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let path = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_default();
+        pushed.lock().expect("not poisoned").insert(path.clone(), rx);
+        let start_ms = ms(t0);
+        tokio::spawn(async move {
+            let got = async {
+                let resp = response.await?;
+                let first_byte_ms = ms(t0);
+                let ct = content_type(resp.headers());
+                let body = read_h2_body(resp.into_body()).await?;
+                Ok((ObjectTiming { path, bytes: body.len() as u64, start_ms, first_byte_ms, end_ms: ms(t0), conn: 0, pushed: true, headers: ct.1 }, ct.0, body))
+            };
+            let _ = tx.send(got.await);
+        });
+    };
+    let mut read = std::pin::pin!(read);
+    let mut open = true;
+    let read = loop {
+        tokio::select! {
+            r = &mut read => break r,
+            p = promises.push_promise(), if open => match p {
+                Some(Ok(p)) => accept(p),
+                _ => open = false,
+            },
+        }
+    };
+    while let Some(Ok(p)) = promises.push_promise().await {
+        accept(p);
+    }
+    let (resp_ms, ct, body) = read?;
+    Ok(H2Fetch::Asked(resp_ms, ct, body))
 }
 
 /// The content type and the [`NOTABLE_HEADERS`] of a response.
