@@ -281,6 +281,7 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
         message_stamp: Default::default(),
         ipv6: c.ipv6,
         tcp_timestamps: true,
+        tcp_sack: true,
     };
     knobs.quic.validate().map_err(user)?;
     aerolink_net::sys::check_preconditions()?;

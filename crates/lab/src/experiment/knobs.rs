@@ -112,6 +112,7 @@ pub const KNOBS: &[KnobDef] = &[
     KnobDef { key: "quickack", pep: false, set: |k, v| boolean(v).map(|b| k.tcp.quickack = b) },
     KnobDef { key: "ipv6", pep: false, set: |k, v| boolean(v).map(|b| k.ipv6 = b) },
     KnobDef { key: "tcp_timestamps", pep: false, set: |k, v| boolean(v).map(|b| k.tcp_timestamps = b) },
+    KnobDef { key: "tcp_sack", pep: false, set: |k, v| boolean(v).map(|b| k.tcp_sack = b) },
     KnobDef { key: "nagle", pep: false, set: |k, v| boolean(v).map(|b| k.nagle = b) },
     KnobDef {
         key: "push",

@@ -50,6 +50,10 @@ pub struct Knobs {
     /// header is 20 B instead of 32.
     #[serde(default = "yes", skip_serializing_if = "is_yes")]
     pub tcp_timestamps: bool,
+    /// Selective acknowledgements (RFC 2018) at the end hosts; off, loss
+    /// is recovered as Reno without SACK does (seed 002's TCP).
+    #[serde(default = "yes", skip_serializing_if = "is_yes")]
+    pub tcp_sack: bool,
 }
 
 fn yes() -> bool {
@@ -109,6 +113,9 @@ impl Knobs {
         if !self.tcp_timestamps {
             out.push(("net.ipv4.tcp_timestamps", "0"));
         }
+        if !self.tcp_sack {
+            out.push(("net.ipv4.tcp_sack", "0"));
+        }
         out
     }
 }
@@ -128,6 +135,7 @@ impl Default for Knobs {
             message_stamp: Stamp::Schedule,
             ipv6: false,
             tcp_timestamps: true,
+            tcp_sack: true,
         }
     }
 }
@@ -181,6 +189,9 @@ impl Knobs {
         if !self.tcp_timestamps {
             parts.push("no-timestamps".into());
         }
+        if !self.tcp_sack {
+            parts.push("no-sack".into());
+        }
         if let Some(p) = self.pep.as_ref().filter(|p| p.mode != aerolink_pep::cli::PepMode::None) {
             parts.push(format!("via {}", p.label()));
         }
@@ -193,5 +204,23 @@ impl Knobs {
     /// The server's command line after `aerolink`.
     pub fn server_args(&self) -> Vec<String> {
         with_prefix(self.server_cmd())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An end-host option turned off becomes its sysctl in both end hosts
+    /// and a word of the series; left on, the knobs' JSON (part of every
+    /// run key) does not change.
+    #[test]
+    fn tcp_options_off_set_their_sysctls_and_name_the_series() {
+        let k = Knobs { tcp_sack: false, tcp_timestamps: false, ..Knobs::default() };
+        assert!(k.end_host_sysctls().contains(&("net.ipv4.tcp_sack", "0")) && k.end_host_sysctls().contains(&("net.ipv4.tcp_timestamps", "0")));
+        assert!(k.label().contains("no-sack") && k.label().contains("no-timestamps"), "{}", k.label());
+        let on = serde_json::to_string(&Knobs::default()).unwrap();
+        assert!(!on.contains("tcp_sack") && !on.contains("tcp_timestamps"), "{on}");
+        assert!(Knobs::default().end_host_sysctls().iter().all(|(k, _)| !k.contains("sack")));
     }
 }
