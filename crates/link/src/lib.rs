@@ -18,6 +18,7 @@
 pub mod bonded;
 pub mod bottleneck;
 pub mod builtin;
+pub mod choice;
 pub mod dama;
 pub mod delay;
 pub mod handover;

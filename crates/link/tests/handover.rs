@@ -166,7 +166,7 @@ fn lost_signalling_follows_the_seeds_conditions() {
     // Fourth: the first regular acknowledgement lost. The agent binds at
     // the first update; the aircraft hears only after the update is sent
     // again 1.5 s later, in every mode.
-    for mode in Mode::ALL {
+    for &mode in Mode::ALL {
         let plain = with(mode, "first_ba_lost = false");
         let t = with(mode, "first_ba_lost = true");
         assert_eq!((t.bound, t.ba_sent), (plain.bound, plain.bound + Duration::from_millis(1_500)), "{mode}");
@@ -192,7 +192,7 @@ fn lost_signalling_follows_the_seeds_conditions() {
 
 #[test]
 fn packets_from_the_aircraft_are_lost_until_the_update_leaves() {
-    for mode in Mode::ALL {
+    for &mode in Mode::ALL {
         let (out, drops, phases) = run(mode, Side::Mobile);
         let at = |ph: Phase| phases.iter().find(|p| p.0 == ph).unwrap().1;
         let l2 = at(Phase::L2Start);

@@ -4,16 +4,8 @@
 //! files, stored results), `FromStr` and `Display`, so a flag, a file key
 //! and a subprocess's command line can never disagree about a spelling.
 
-/// A value outside a closed set, with what is allowed.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{value:?}: expected one of {allowed}")]
-pub struct UnknownChoice {
-    pub value: String,
-    /// The names allowed, comma-separated.
-    pub allowed: String,
-}
-
-/// Defines a closed set:
+/// Defines a closed set: [`aerolink_link::choice_core!`]'s enum (serde,
+/// `FromStr`, `Display`) with clap's `ValueEnum` for flags:
 ///
 /// ```
 /// aerolink_work::choice! {
@@ -26,44 +18,7 @@ pub struct UnknownChoice {
 #[macro_export]
 macro_rules! choice {
     ($(#[$m:meta])* pub enum $name:ident { $($(#[$vm:meta])* $var:ident = $s:literal),+ $(,)? }) => {
-        $(#[$m])*
-        #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub enum $name { $($(#[$vm])* $var),+ }
-
-        impl $name {
-            /// Every value, in the order they are listed.
-            pub const ALL: &'static [$name] = &[$($name::$var),+];
-            /// The value's name, as flags, files and results spell it.
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$var => $s),+ }
-            }
-            /// The names allowed, comma-separated, for messages.
-            pub fn allowed() -> String {
-                Self::ALL.iter().map(|v| v.as_str()).collect::<Vec<_>>().join(", ")
-            }
-        }
-        impl ::std::str::FromStr for $name {
-            type Err = $crate::choice::UnknownChoice;
-            fn from_str(s: &str) -> Result<Self, Self::Err> {
-                match s { $($s => Ok($name::$var),)+ _ => Err($crate::choice::UnknownChoice { value: s.to_string(), allowed: Self::allowed() }) }
-            }
-        }
-        impl ::std::fmt::Display for $name {
-            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
-                f.pad(self.as_str())
-            }
-        }
-        impl ::serde::Serialize for $name {
-            fn serialize<S: ::serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(self.as_str())
-            }
-        }
-        impl<'de> ::serde::Deserialize<'de> for $name {
-            fn deserialize<D: ::serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-                let s = <::std::borrow::Cow<'de, str> as ::serde::Deserialize>::deserialize(d)?;
-                s.parse().map_err(::serde::de::Error::custom)
-            }
-        }
+        $crate::choice::__core! { $(#[$m])* pub enum $name { $($(#[$vm])* $var = $s),+ } }
         impl ::clap::ValueEnum for $name {
             fn value_variants<'a>() -> &'a [Self] {
                 Self::ALL
@@ -74,6 +29,10 @@ macro_rules! choice {
         }
     };
 }
+
+pub use aerolink_link::choice::UnknownChoice;
+#[doc(hidden)]
+pub use aerolink_link::choice_core as __core;
 
 crate::choice! {
     /// Kernel TCP or QUIC (quinn).

@@ -77,39 +77,16 @@ use crate::packet::{Drop, DropReason, Meta};
 use crate::stage::{pop_due, Note, Stage, StageEvent};
 use crate::time::{Duration, Instant};
 
-/// How the mobile router and the home agent handle a handover.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// Router advertisement, duplicate address detection, binding update.
-    Baseline,
-    /// As baseline without duplicate address detection (unique addresses
-    /// from the aircraft's ICAO address, seed 002 §3.2).
-    NoDad,
-    /// No DAD, and the home agent buffers during the handover.
-    Buffer,
-}
-
-impl Mode {
-    pub const ALL: [Mode; 3] = [Mode::Baseline, Mode::NoDad, Mode::Buffer];
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Baseline => "baseline",
-            Mode::NoDad => "no-dad",
-            Mode::Buffer => "buffer",
-        }
-    }
-}
-
-impl std::fmt::Display for Mode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for Mode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Mode::ALL.into_iter().find(|m| m.as_str() == s).ok_or_else(|| format!("expected one of baseline, no-dad, buffer, got {s:?}"))
+crate::choice_core! {
+    /// How the mobile router and the home agent handle a handover.
+    pub enum Mode {
+        /// Router advertisement, duplicate address detection, binding update.
+        Baseline = "baseline",
+        /// As baseline without duplicate address detection (unique addresses
+        /// from the aircraft's ICAO address, seed 002 §3.2).
+        NoDad = "no-dad",
+        /// No DAD, and the home agent buffers during the handover.
+        Buffer = "buffer",
     }
 }
 
