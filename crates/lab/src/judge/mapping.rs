@@ -78,6 +78,8 @@ pub enum Over {
 #[serde(rename_all = "lowercase")]
 pub enum Statistic {
     Mean,
+    /// The 5th percentile ("almost always at least").
+    P5,
     Median,
     P80,
     P95,
@@ -91,6 +93,7 @@ impl Statistic {
     fn parse(s: &str) -> Option<Statistic> {
         Some(match s {
             "mean" => Statistic::Mean,
+            "p5" => Statistic::P5,
             "median" => Statistic::Median,
             "p80" => Statistic::P80,
             "p95" => Statistic::P95,
@@ -117,6 +120,7 @@ impl Statistic {
         };
         match self {
             Statistic::Mean => mean,
+            Statistic::P5 => pct(0.05),
             Statistic::Median => pct(0.5),
             Statistic::P80 => pct(0.8),
             Statistic::P95 => pct(0.95),
@@ -215,7 +219,7 @@ fn parse_one(index: usize, v: &toml::Value) -> Result<Mapping, JudgeError> {
     };
     let statistic = match t.get("statistic") {
         None => Statistic::Mean,
-        Some(v) => v.as_str().and_then(Statistic::parse).ok_or_else(|| err("statistic", "expected mean, median, p80, p95, sd, max or range".into()))?,
+        Some(v) => v.as_str().and_then(Statistic::parse).ok_or_else(|| err("statistic", "expected mean, p5, median, p80, p95, sd, max or range".into()))?,
     };
     let quantity = match t.get("quantity").map(|v| v.as_str()) {
         None => None,
@@ -294,6 +298,7 @@ mod tests {
         assert!((Statistic::Sd.of(&v) - 2.5f64.sqrt()).abs() < 1e-9);
         assert_eq!(Statistic::Max.of(&v), 5.0);
         assert_eq!(Statistic::Range.of(&[3.0, 1.0, 7.5]), 6.5);
+        assert!((Statistic::P5.of(&v) - 1.2).abs() < 1e-9);
     }
 
     #[test]
