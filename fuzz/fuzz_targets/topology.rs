@@ -4,5 +4,5 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    let _ = aerolink_lab::topology::Topology::parse(text, "fuzz.toml");
+    let _ = aerolink_experiments::topology::Topology::parse(text, "fuzz.toml");
 });

@@ -41,7 +41,7 @@ pub use emulator::EmulatorArgs;
 
 /// A mistake in the benchmark's flags or files: exit status 2.
 fn user(msg: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(aerolink_lab::UserError(msg.into()))
+    anyhow::Error::new(aerolink_experiments::UserError(msg.into()))
 }
 pub use flight::FlightArgs;
 pub use orchestration::OrchestrationArgs;
@@ -173,9 +173,9 @@ pub enum BenchCmd {
 #[derive(Args, Debug)]
 pub struct RunCommon {
     #[command(flatten)]
-    pub link: aerolink_lab::linkargs::LinkArgs,
+    pub link: aerolink_experiments::linkargs::LinkArgs,
     #[command(flatten)]
-    pub pep: aerolink_lab::gateways::PepSpec,
+    pub pep: aerolink_experiments::gateways::PepSpec,
     /// Repetitions (seeds SEED, SEED+1, …).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: u32,
@@ -201,7 +201,7 @@ pub struct RunCommon {
 }
 
 pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
-    use aerolink_lab::workload::Workload;
+    use aerolink_experiments::workload::Workload;
     let parse_size = |s: &str| aerolink_work::page::parse_bytes(s).ok_or_else(|| user(format!("--size {s}: expected a size like 1MB or 500KB")));
     let (common, workload) = match w {
         BenchCmd::Emulator(a) => {
@@ -223,12 +223,12 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
         }
         BenchCmd::Orchestration(a) => return orchestration::run(a),
         BenchCmd::SatTargets(a) => return exit_on_interrupt(sat::run(a)),
-        BenchCmd::Web { common, params: WebParams { protocol, page, depth } } => (common, Workload::Web(aerolink_lab::workload::Web { protocol, page, depth })),
+        BenchCmd::Web { common, params: WebParams { protocol, page, depth } } => (common, Workload::Web(aerolink_experiments::workload::Web { protocol, page, depth })),
         BenchCmd::Browser { common, params, har, screenshot, net_log } => {
             let abs = |p: Option<std::path::PathBuf>| p.map(|p| std::path::absolute(&p).unwrap_or(p));
             (
                 common,
-                Workload::Browser(aerolink_lab::workload::Browser {
+                Workload::Browser(aerolink_experiments::workload::Browser {
                     protocol: params.protocol,
                     page: params.page,
                     warm: params.warm,
@@ -241,34 +241,34 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
         BenchCmd::Bulk { mut common, transport, direction, size, tcp } => {
             let bytes = parse_size(&size)?;
             common.tcp = tcp;
-            (common, Workload::Bulk(aerolink_lab::workload::Bulk { transport, direction, bytes }))
+            (common, Workload::Bulk(aerolink_experiments::workload::Bulk { transport, direction, bytes }))
         }
         BenchCmd::Objects { common, params: ObjectsParams { protocol, set, mode } } => {
-            (common, Workload::Objects(aerolink_lab::workload::Objects { protocol, set, parallel: mode == ObjectsMode::Par }))
+            (common, Workload::Objects(aerolink_experiments::workload::Objects { protocol, set, parallel: mode == ObjectsMode::Par }))
         }
         BenchCmd::Realtime { mut common, params: RealtimeParams { mechanism, scenario, count, interval_ms, size, no_nagle } } => {
             common.server.nagle = !no_nagle;
-            (common, Workload::Realtime(aerolink_lab::workload::Realtime { mechanism, scenario, count, interval_ms, size }))
+            (common, Workload::Realtime(aerolink_experiments::workload::Realtime { mechanism, scenario, count, interval_ms, size }))
         }
         BenchCmd::Messages { common, params: MessagesParams { transport, direction, size, duration }, offered } => {
-            (common, Workload::Messages(aerolink_lab::workload::Messages { transport, direction, size, rate_bps: offered.bits_per_sec, duration_s: duration.as_secs_f64(), down: None }))
+            (common, Workload::Messages(aerolink_experiments::workload::Messages { transport, direction, size, rate_bps: offered.bits_per_sec, duration_s: duration.as_secs_f64(), down: None }))
         }
     };
     workload.validate().map_err(|e| user(format!("command line: {e}")))?;
     workload_bench(common, workload)
 }
 
-fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> anyhow::Result<i32> {
+fn workload_bench(c: RunCommon, workload: aerolink_experiments::workload::Workload) -> anyhow::Result<i32> {
     let pep = c.pep.checked_flags()?;
     let profile = match c.link.topology.as_deref() {
-        Some(aerolink_lab::topology::IFC_PRESET) => aerolink_lab::linkargs::load_profile(c.link.space.as_deref().unwrap_or("mss"), &c.link.overrides()?)?,
+        Some(aerolink_experiments::topology::IFC_PRESET) => aerolink_experiments::linkargs::load_profile(c.link.space.as_deref().unwrap_or("mss"), &c.link.overrides()?)?,
         Some(other) => return Err(user(format!("--topology {other}: benchmarks run one hop, or the ifc preset (--topology ifc --space PROFILE)"))),
         None if pep.mode != PepMode::None => return Err(user(format!("--pep {}: needs the gateway chain (--topology ifc --space PROFILE)", pep.mode))),
         None => c.link.profile()?,
     };
     let timeout = c.timeout;
     let s = &c.server;
-    let knobs = aerolink_lab::workload::Knobs {
+    let knobs = aerolink_experiments::workload::Knobs {
         tcp_cc: s.cc,
         initcwnd: s.initcwnd,
         quic: s.quic.knobs(),
@@ -293,11 +293,11 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
     for rep in 0..c.repeat {
         let seed = c.link.seed + rep as u64;
         let workload = per_seed(&workload, seed, c.repeat);
-        let req = aerolink_lab::runner::RunRequest {
+        let req = aerolink_experiments::runner::RunRequest {
             exe: exe.clone(),
             run_name: run_id(),
             profile: profile.clone(),
-            chain: if c.link.topology.is_some() { aerolink_lab::experiment::Chain::Ifc } else { aerolink_lab::experiment::Chain::Direct },
+            chain: if c.link.topology.is_some() { aerolink_experiments::experiment::Chain::Ifc } else { aerolink_experiments::experiment::Chain::Direct },
             seed,
             workload: workload.clone(),
             knobs: knobs.clone(),
@@ -314,12 +314,12 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
             b.enable_steady_tick(std::time::Duration::from_millis(120));
             b
         });
-        let o = aerolink_lab::runner::run_once(&req, &stop);
+        let o = aerolink_experiments::runner::run_once(&req, &stop);
         if let Some(b) = spinner {
             b.finish_and_clear();
         }
         let mut metrics = o.result.as_ref().filter(|_| o.ok).map(|r| r.metrics()).unwrap_or_default();
-        aerolink_lab::workload::add_rtt_metrics(&mut metrics, profile.base_rtt().as_millis_f64());
+        aerolink_experiments::workload::add_rtt_metrics(&mut metrics, profile.base_rtt().as_millis_f64());
         if !c.json {
             if o.ok {
                 let m: Vec<String> = metrics.iter().map(|(k, v)| format!("{k} {}", k.fmt(*v))).collect();
@@ -351,7 +351,7 @@ fn workload_bench(c: RunCommon, workload: aerolink_lab::workload::Workload) -> a
 }
 
 /// "web h2 on mss: plt_ms median 1.23 s over 5 run(s) (min …, max …)".
-fn summary_line(workload: &aerolink_lab::workload::Workload, link: &str, v: &mut [f64]) -> String {
+fn summary_line(workload: &aerolink_experiments::workload::Workload, link: &str, v: &mut [f64]) -> String {
     v.sort_by(f64::total_cmp);
     let headline = workload.headline();
     // "web h2", "bulk tcp", but "browser h3" (its protocol names it).
@@ -364,8 +364,8 @@ fn summary_line(workload: &aerolink_lab::workload::Workload, link: &str, v: &mut
 }
 
 /// With several repetitions, each browser load writes its own files.
-fn per_seed(w: &aerolink_lab::workload::Workload, seed: u64, repeat: u32) -> aerolink_lab::workload::Workload {
-    use aerolink_lab::workload::Workload;
+fn per_seed(w: &aerolink_experiments::workload::Workload, seed: u64, repeat: u32) -> aerolink_experiments::workload::Workload {
+    use aerolink_experiments::workload::Workload;
     let tag = |p: &Option<std::path::PathBuf>| {
         p.as_ref().map(|p| {
             let stem = p.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_default();
@@ -374,8 +374,8 @@ fn per_seed(w: &aerolink_lab::workload::Workload, seed: u64, repeat: u32) -> aer
         })
     };
     match w {
-        Workload::Browser(aerolink_lab::workload::Browser { protocol, page, warm, har, screenshot, net_log }) if repeat > 1 => {
-            Workload::Browser(aerolink_lab::workload::Browser { protocol: *protocol, page: page.clone(), warm: *warm, har: tag(har), screenshot: tag(screenshot), net_log: tag(net_log) })
+        Workload::Browser(aerolink_experiments::workload::Browser { protocol, page, warm, har, screenshot, net_log }) if repeat > 1 => {
+            Workload::Browser(aerolink_experiments::workload::Browser { protocol: *protocol, page: page.clone(), warm: *warm, har: tag(har), screenshot: tag(screenshot), net_log: tag(net_log) })
         }
         other => other.clone(),
     }

@@ -39,7 +39,7 @@ pub fn run(a: OrchestrationArgs) -> anyhow::Result<i32> {
         .map(|x| x.trim().parse::<usize>().ok().filter(|n| (1..=64).contains(n)))
         .collect::<Option<_>>()
         .ok_or_else(|| user(format!("--parallel {}: expected numbers like 1,2,4", a.parallel)))?;
-    let e = Arc::new(aerolink_lab::experiment::Experiment::load(&a.experiment)?);
+    let e = Arc::new(aerolink_experiments::experiment::Experiment::load(&a.experiment)?);
     aerolink_net::sys::check_preconditions()?;
     let plan: Vec<_> = e.plan().into_iter().take(a.runs as usize).collect();
     let stop = aerolink_net::stop::on_signals().flag().clone();
@@ -50,15 +50,15 @@ pub fn run(a: OrchestrationArgs) -> anyhow::Result<i32> {
     for &p in &levels {
         eprintln!("{} runs of {} at --parallel {p}…", plan.len(), e.name);
         let t0 = std::time::Instant::now();
-        let (rx, workers) = aerolink_lab::pool::start(e.clone(), plan.clone(), p, exe.clone(), run_id(), Default::default(), stop.clone());
+        let (rx, workers) = aerolink_experiments::pool::start(e.clone(), plan.clone(), p, exe.clone(), run_id(), Default::default(), stop.clone());
         let mut finished: Vec<_> = rx.into_iter().collect();
         finished.sort_by(|a, b| a.planned.key.cmp(&b.planned.key));
-        let outs: Vec<aerolink_lab::runner::RunOutcome> = finished.into_iter().map(|f| f.outcome).collect();
+        let outs: Vec<aerolink_experiments::runner::RunOutcome> = finished.into_iter().map(|f| f.outcome).collect();
         for w in workers {
             let _ = w.join();
         }
         let wall = t0.elapsed().as_secs_f64();
-        let med = |f: &dyn Fn(&aerolink_lab::runner::RunOutcome) -> f64| {
+        let med = |f: &dyn Fn(&aerolink_experiments::runner::RunOutcome) -> f64| {
             let mut v: Vec<f64> = outs.iter().filter(|o| o.ok).map(f).collect();
             v.sort_by(f64::total_cmp);
             v.get(v.len() / 2).copied().unwrap_or(f64::NAN)

@@ -10,7 +10,7 @@ use clap::Args;
 use serde::Serialize;
 
 use super::*;
-use aerolink_lab::workload::WorkloadResult;
+use aerolink_experiments::workload::WorkloadResult;
 use aerolink_net::run_id;
 use aerolink_work::web::Protocol;
 
@@ -57,8 +57,8 @@ pub struct PltRow {
 
 /// Page loads through each PEP mode, side by side.
 fn pep_plt(a: &PepBenchArgs, stop: &std::sync::atomic::AtomicBool) -> anyhow::Result<(f64, Vec<PltRow>)> {
-    use aerolink_lab::workload::{Knobs, Workload};
-    let space = aerolink_lab::linkargs::load_profile(&a.space, &[])?;
+    use aerolink_experiments::workload::{Knobs, Workload};
+    let space = aerolink_experiments::linkargs::load_profile(&a.space, &[])?;
     let page = aerolink_work::page::Page::parse("10x100KB", 1).map_err(anyhow::Error::msg)?;
     let floor_ms = 3.0 * space.base_rtt().as_millis_f64() + page.total_bytes() as f64 * 8.0 / (space.down.capacity_bps().unwrap_or(f64::INFINITY) * (1.0 - space.down.mean_loss())) * 1e3;
     let exe = std::env::current_exe()?;
@@ -69,20 +69,20 @@ fn pep_plt(a: &PepBenchArgs, stop: &std::sync::atomic::AtomicBool) -> anyhow::Re
             let mut failed = 0;
             for rep in 0..a.repeat {
                 eprintln!("page load {protocol} via {mode}, {}/{} …", rep + 1, a.repeat);
-                let req = aerolink_lab::runner::RunRequest {
+                let req = aerolink_experiments::runner::RunRequest {
                     exe: exe.clone(),
                     run_name: run_id(),
                     profile: space.clone(),
-                    chain: aerolink_lab::experiment::Chain::Ifc,
+                    chain: aerolink_experiments::experiment::Chain::Ifc,
                     seed: 1 + rep as u64,
-                    workload: Workload::Web(aerolink_lab::workload::Web { protocol, page: "10x100KB".into(), depth: 1 }),
-                    knobs: Knobs { pep: Some(aerolink_lab::gateways::PepSpec { mode, ..Default::default() }), ..Knobs::default() },
+                    workload: Workload::Web(aerolink_experiments::workload::Web { protocol, page: "10x100KB".into(), depth: 1 }),
+                    knobs: Knobs { pep: Some(aerolink_experiments::gateways::PepSpec { mode, ..Default::default() }), ..Knobs::default() },
                     timeout: std::time::Duration::from_secs(300),
                     pcap: None,
                     traces: None,
                     live: None,
                 };
-                let o = aerolink_lab::runner::run_once(&req, stop);
+                let o = aerolink_experiments::runner::run_once(&req, stop);
                 match &o.result {
                     Some(WorkloadResult::Web(r)) if o.ok => v.push(r.plt_ms),
                     _ => {
@@ -119,7 +119,7 @@ pub fn run(a: PepBenchArgs) -> anyhow::Result<i32> {
     for (i, (mode, space)) in cases.into_iter().enumerate() {
         let space_mtu = space.up.mtu();
         eprintln!("bench {}/{}: TCP download through the gateway chain, every hop unlimited, space hop MTU {space_mtu}, pep {mode} ({} s)…", i + 1, cases.len(), a.seconds);
-        let hosts = aerolink_lab::topology::IFC_HOSTS.iter().map(|s| s.to_string()).collect();
+        let hosts = aerolink_experiments::topology::IFC_HOSTS.iter().map(|s| s.to_string()).collect();
         let spec = LabSpec {
             run: run_id(),
             hosts,
@@ -132,10 +132,10 @@ pub fn run(a: PepBenchArgs) -> anyhow::Result<i32> {
             live: None,
         };
         let lab = Lab::build(&spec, None)?;
-        let pep = aerolink_lab::gateways::PepSpec { mode, ..Default::default() };
+        let pep = aerolink_experiments::gateways::PepSpec { mode, ..Default::default() };
         let dir = lab.tmp_dir().join("pep");
         let r = (|| -> anyhow::Result<PepBenchRow> {
-            let gw = aerolink_lab::gateways::Gateways::start(&lab, &exe, &pep, &dir, true)?;
+            let gw = aerolink_experiments::gateways::Gateways::start(&lab, &exe, &pep, &dir, true)?;
             let pids: Vec<u32> = gw.processes().into_iter().map(|(_, p)| p).collect();
             let before: f64 = pids.iter().map(|p| cpu_seconds(*p)).sum();
             let (c, s) = (lab.hosts[0].netns.clone(), lab.hosts[3].netns.clone());

@@ -129,8 +129,8 @@ pub fn run(a: QueueArgs) -> anyhow::Result<i32> {
         // Run r of both queues met the same losses (seed r): the ratio is
         // taken run by run, and its median and interval over the runs.
         let ratios: Vec<f64> = d.iter().zip(&u).map(|(d, u)| if *u > 0.0 { d / u } else { 0.0 }).collect();
-        let (value, low, high) = aerolink_lab::stats::bootstrap(&ratios, &[], |r, _| r, i as u64);
-        let median = |v: &[f64]| aerolink_lab::stats::summarize(v).map_or(f64::NAN, |s| s.median);
+        let (value, low, high) = aerolink_experiments::stats::bootstrap(&ratios, &[], |r, _| r, i as u64);
+        let median = |v: &[f64]| aerolink_experiments::stats::summarize(v).map_or(f64::NAN, |s| s.median);
         let c = QueueCase {
             case,
             queue,
@@ -181,7 +181,7 @@ fn cases(a: &QueueArgs) -> anyhow::Result<Vec<(String, Profile, Profile)>> {
     let mut cases: Vec<(String, Profile, Profile)> = Vec::new();
     let names: Vec<String> = if a.profiles.is_empty() { aerolink_link::builtin::names().map(str::to_string).collect() } else { a.profiles.clone() };
     for n in &names {
-        cases.push((n.clone(), aerolink_lab::linkargs::load_profile(n, &[])?, aerolink_lab::linkargs::load_profile(n, &unlimited)?));
+        cases.push((n.clone(), aerolink_experiments::linkargs::load_profile(n, &[])?, aerolink_experiments::linkargs::load_profile(n, &unlimited)?));
     }
     let load = &mut |_: &str| Err::<String, String>("no files".into());
     for r in &a.rates {

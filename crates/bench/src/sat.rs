@@ -6,10 +6,10 @@
 
 use std::path::PathBuf;
 
-use aerolink_lab::experiment::Chain;
-use aerolink_lab::gateways::{PepSpec, TunnelRate};
-use aerolink_lab::topology::Topology;
-use aerolink_lab::workload::{Knobs, Workload, WorkloadResult};
+use aerolink_experiments::experiment::Chain;
+use aerolink_experiments::gateways::{PepSpec, TunnelRate};
+use aerolink_experiments::topology::Topology;
+use aerolink_experiments::workload::{Knobs, Workload, WorkloadResult};
 use aerolink_link::Profile;
 use aerolink_pep::quic_tunnel::TunnelCc;
 use aerolink_work::bulk::Direction;
@@ -143,13 +143,13 @@ pub struct Cell {
 /// satellite link, and the cabin Wi-Fi profile's 50 Mbit/s would).
 fn tunnel_chain(link: SatLink) -> anyhow::Result<Topology> {
     let mut t = Topology::ifc(link.profile(RTT_MS)?);
-    t.hops[0] = aerolink_lab::linkargs::load_profile("cabin-wifi", &flags(&[("rate", "1 Gbit/s")]))?;
+    t.hops[0] = aerolink_experiments::linkargs::load_profile("cabin-wifi", &flags(&[("rate", "1 Gbit/s")]))?;
     let others: f64 = [0, 2].iter().map(|&i| t.hops[i].base_rtt().as_millis_f64()).sum();
     t.hops[1] = link.profile(RTT_MS - others)?;
     Ok(t)
 }
 
-fn request(link: SatLink, stack: Stack, bytes: u64, seed: u64, timeout: std::time::Duration) -> anyhow::Result<aerolink_lab::runner::RunRequest> {
+fn request(link: SatLink, stack: Stack, bytes: u64, seed: u64, timeout: std::time::Duration) -> anyhow::Result<aerolink_experiments::runner::RunRequest> {
     let (down, _) = link.rates();
     let mut knobs = Knobs::default();
     let mut transport = Transport::Quic;
@@ -172,13 +172,13 @@ fn request(link: SatLink, stack: Stack, bytes: u64, seed: u64, timeout: std::tim
         Chain::File(t) => t.hops[1].clone(),
         _ => link.profile(RTT_MS)?,
     };
-    Ok(aerolink_lab::runner::RunRequest {
+    Ok(aerolink_experiments::runner::RunRequest {
         exe: std::env::current_exe()?,
         run_name: run_id(),
         profile,
         chain,
         seed,
-        workload: Workload::Bulk(aerolink_lab::workload::Bulk { transport, direction: Direction::Down, bytes }),
+        workload: Workload::Bulk(aerolink_experiments::workload::Bulk { transport, direction: Direction::Down, bytes }),
         knobs,
         timeout,
         pcap: None,
@@ -213,7 +213,7 @@ pub fn run(a: SatTargetsArgs) -> anyhow::Result<i32> {
                     done += 1;
                     eprintln!("[{done}/{total}] {link} {} MB over {stack} (target {target} s) …", bytes / 1_000_000);
                     let req = request(link, stack, bytes, 1 + rep as u64, limit)?;
-                    let o = aerolink_lab::runner::run_once(&req, &stop);
+                    let o = aerolink_experiments::runner::run_once(&req, &stop);
                     match &o.result {
                         Some(WorkloadResult::Bulk(r)) if o.ok => {
                             cell.times_s.push(r.completion_ms / 1e3);

@@ -1,12 +1,12 @@
 //! `aerolink experiment check`: the catalogue's entries judged by stored
-//! runs (aerolink_lab::judge), as a table, JSON or the Markdown page
+//! runs (aerolink_experiments::judge), as a table, JSON or the Markdown page
 //! docs/reproductions.md.
 
 use std::path::PathBuf;
 
-use aerolink_lab::catalogue::{self, Verdict};
-use aerolink_lab::judge::{self, Judged, Source};
-use aerolink_lab::store::{RunRow, Store};
+use aerolink_experiments::catalogue::{self, Verdict};
+use aerolink_experiments::judge::{self, Judged, Source};
+use aerolink_experiments::store::{RunRow, Store};
 use clap::Args;
 
 use crate::error::user;
@@ -70,10 +70,10 @@ pub fn check(a: CheckArgs) -> anyhow::Result<i32> {
     let mut exps = Vec::new();
     let mut files = Vec::new();
     if let Some(f) = &a.file {
-        exps.push(aerolink_lab::experiment::Experiment::load(f)?);
+        exps.push(aerolink_experiments::experiment::Experiment::load(f)?);
         files.push(f.clone());
     }
-    let validate = |e: &aerolink_lab::experiment::Experiment, f: &str| -> anyhow::Result<()> {
+    let validate = |e: &aerolink_experiments::experiment::Experiment, f: &str| -> anyhow::Result<()> {
         for (i, m) in e.judges.iter().enumerate() {
             let Some(entry) = entries.iter().find(|x| x.id == m.id) else {
                 return Err(user(format!("{f}: judge[{}].id: {:?} is not an entry of the catalogue ({})", i + 1, m.id, cat_name.display())));
@@ -96,7 +96,7 @@ pub fn check(a: CheckArgs) -> anyhow::Result<i32> {
     }
     if a.file.is_none() {
         for f in experiment_files(&a.experiments)? {
-            let e = aerolink_lab::experiment::Experiment::load(&f)?;
+            let e = aerolink_experiments::experiment::Experiment::load(&f)?;
             validate(&e, &f)?;
             exps.push(e);
             files.push(f);
@@ -123,8 +123,8 @@ pub fn check(a: CheckArgs) -> anyhow::Result<i32> {
     let explanations = judge::judge_explanations(&entries, &sources);
     if let Some(md) = &a.markdown {
         let cmd = format!("aerolink {}", std::env::args().skip(1).collect::<Vec<_>>().join(" "));
-        let date = aerolink_lab::record::rfc3339(std::time::SystemTime::now());
-        std::fs::write(md, aerolink_lab::reproductions::markdown(&judged, &explanations, &cmd, &date[..10], &commit())).map_err(|e| user(format!("--markdown {}: {e}", md.display())))?;
+        let date = aerolink_experiments::record::rfc3339(std::time::SystemTime::now());
+        std::fs::write(md, aerolink_experiments::reproductions::markdown(&judged, &explanations, &cmd, &date[..10], &commit())).map_err(|e| user(format!("--markdown {}: {e}", md.display())))?;
         eprintln!("wrote {}", md.display());
     }
     if a.json {
@@ -133,10 +133,10 @@ pub fn check(a: CheckArgs) -> anyhow::Result<i32> {
     } else {
         let n: usize = runs.iter().map(|r| r.len()).sum();
         println!("{} catalogue entries judged by {n} runs in {} store(s)", judged.len(), dbs.len());
-        print!("{}", aerolink_lab::reproductions::table_text(&judged));
+        print!("{}", aerolink_experiments::reproductions::table_text(&judged));
         if !explanations.is_empty() {
             println!("explanations tested ({}; not verdicts: each tests a hypothesis about why ours and the study's differ):", explanations.len());
-            print!("{}", aerolink_lab::reproductions::table_text(&explanations));
+            print!("{}", aerolink_experiments::reproductions::table_text(&explanations));
         }
     }
     let broken = judged.iter().any(|j| j.verdict == Verdict::DoesNotHold);

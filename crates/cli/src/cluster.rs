@@ -1,13 +1,13 @@
 //! `aerolink experiment slurm | k8s`: one experiment sharded over a
 //! cluster's own scheduler — the scripts and manifests are built by
-//! `aerolink_lab::cluster`; here they are written, and submitted (Slurm)
+//! `aerolink_experiments::cluster`; here they are written, and submitted (Slurm)
 //! or their kubectl commands printed.
 
 use std::path::{Path, PathBuf};
 
-use aerolink_lab::cluster::k8s::{companion_files, RESULTS_DIR};
-pub use aerolink_lab::cluster::k8s::{k8s_manifests, K8sArgs};
-pub use aerolink_lab::cluster::slurm::{slurm_scripts, SlurmArgs};
+use aerolink_experiments::cluster::k8s::{companion_files, RESULTS_DIR};
+pub use aerolink_experiments::cluster::k8s::{k8s_manifests, K8sArgs};
+pub use aerolink_experiments::cluster::slurm::{slurm_scripts, SlurmArgs};
 
 use crate::error::user;
 
@@ -33,7 +33,7 @@ fn absolute(p: &Path) -> anyhow::Result<PathBuf> {
 
 pub fn slurm(a: SlurmArgs) -> anyhow::Result<i32> {
     check_shards(a.shards)?;
-    let e = aerolink_lab::experiment::Experiment::load(&a.file)?;
+    let e = aerolink_experiments::experiment::Experiment::load(&a.file)?;
     let file = absolute(Path::new(&a.file))?;
     let dir = a.dir.clone().unwrap_or_else(|| PathBuf::from(format!("slurm-{}", e.name)));
     std::fs::create_dir_all(&dir).map_err(|err| user(format!("--dir {}: {err}", dir.display())))?;
@@ -79,7 +79,7 @@ pub fn slurm(a: SlurmArgs) -> anyhow::Result<i32> {
 
 pub fn k8s(a: K8sArgs) -> anyhow::Result<i32> {
     check_shards(a.shards)?;
-    let e = aerolink_lab::experiment::Experiment::load(&a.file)?;
+    let e = aerolink_experiments::experiment::Experiment::load(&a.file)?;
     let path = Path::new(&a.file);
     let text = std::fs::read_to_string(path).map_err(|err| user(format!("{}: {err}", a.file)))?;
     let companions = companion_files(path, &text).map_err(user)?;
@@ -103,7 +103,7 @@ pub fn k8s(a: K8sArgs) -> anyhow::Result<i32> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aerolink_lab::session::{RunArgs, Shard, ShardIndex};
+    use aerolink_experiments::session::{RunArgs, Shard, ShardIndex};
     use clap::Parser;
     use k8s_openapi::api::batch::v1::Job;
     use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim};

@@ -5,8 +5,8 @@
 use std::io::IsTerminal;
 use std::time::{Duration, Instant, SystemTime};
 
-use aerolink_lab::experiment::Experiment;
-use aerolink_lab::session;
+use aerolink_experiments::experiment::Experiment;
+use aerolink_experiments::session;
 use clap::Subcommand;
 
 use crate::error::user;
@@ -49,10 +49,10 @@ pub enum ExperimentCmd {
     Check(crate::check::CheckArgs),
 }
 
-pub use aerolink_lab::session::RunArgs;
+pub use aerolink_experiments::session::RunArgs;
 
 pub fn now_rfc3339() -> String {
-    aerolink_lab::record::rfc3339(SystemTime::now())
+    aerolink_experiments::record::rfc3339(SystemTime::now())
 }
 
 /// Parses an experiment file (profiles and topologies relative to it).

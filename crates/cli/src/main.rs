@@ -150,7 +150,7 @@ enum ProfilesCmd {
         /// link flags).
         name: Option<String>,
         #[command(flatten)]
-        link: aerolink_lab::linkargs::LinkArgs,
+        link: aerolink_experiments::linkargs::LinkArgs,
         #[arg(long)]
         json: bool,
     },

@@ -3,7 +3,7 @@
 use aerolink_link::{builtin, Profile};
 use serde_json::json;
 
-use aerolink_lab::linkargs::load_profile;
+use aerolink_experiments::linkargs::load_profile;
 
 pub fn list(json_out: bool) -> anyhow::Result<i32> {
     let mut rows = Vec::new();
@@ -31,7 +31,7 @@ pub fn list(json_out: bool) -> anyhow::Result<i32> {
     Ok(0)
 }
 
-pub fn show(name: Option<String>, mut link: aerolink_lab::linkargs::LinkArgs, json_out: bool) -> anyhow::Result<i32> {
+pub fn show(name: Option<String>, mut link: aerolink_experiments::linkargs::LinkArgs, json_out: bool) -> anyhow::Result<i32> {
     if name.is_some() && link.profile.is_some() {
         return Err(crate::error::user("profiles show: give the profile as NAME or --profile, not both"));
     }

@@ -1,10 +1,10 @@
 //! `aerolink results export` and `aerolink report`.
 
-pub use aerolink_lab::commands::{MergeArgs, ReportArgs};
-use aerolink_lab::export;
+pub use aerolink_experiments::commands::{MergeArgs, ReportArgs};
+use aerolink_experiments::export;
 use std::path::{Path, PathBuf};
 
-use aerolink_lab::store::Store;
+use aerolink_experiments::store::Store;
 use clap::Args;
 
 use crate::error::user;
@@ -90,7 +90,7 @@ pub fn report(a: ReportArgs) -> anyhow::Result<i32> {
             against: None,
         });
     }
-    let html = aerolink_lab::report::render(&exps, &runs, &a.db.display().to_string(), &crate::experiment::now_rfc3339());
+    let html = aerolink_experiments::report::render(&exps, &runs, &a.db.display().to_string(), &crate::experiment::now_rfc3339());
     std::fs::write(&a.output, html).map_err(|e| user(format!("{}: {e}", a.output.display())))?;
     println!("{}", std::fs::canonicalize(&a.output).unwrap_or(a.output.clone()).display());
     Ok(0)
@@ -107,10 +107,10 @@ fn compare(a: &ReportArgs, da: &Path, db: &Path) -> anyhow::Result<i32> {
     }
     let exps = sa.experiments()?;
     let out = if a.output.as_os_str() == "report.html" { PathBuf::from("compare.html") } else { a.output.clone() };
-    let html = aerolink_lab::compare::render(&da.display().to_string(), &db.display().to_string(), &ra, &rb, &exps, &crate::experiment::now_rfc3339());
+    let html = aerolink_experiments::compare::render(&da.display().to_string(), &db.display().to_string(), &ra, &rb, &exps, &crate::experiment::now_rfc3339());
     std::fs::write(&out, html).map_err(|e| user(format!("{}: {e}", out.display())))?;
     if a.json {
-        println!("{}", serde_json::to_string_pretty(&aerolink_lab::compare::compare(&ra, &rb))?);
+        println!("{}", serde_json::to_string_pretty(&aerolink_experiments::compare::compare(&ra, &rb))?);
     } else {
         println!("{}", std::fs::canonicalize(&out).unwrap_or(out.clone()).display());
     }

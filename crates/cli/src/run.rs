@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::{Child, ExitStatus};
 use std::time::Duration;
 
-use aerolink_lab::gateways::PepSpec;
+use aerolink_experiments::gateways::PepSpec;
 use aerolink_link::Profile;
 use aerolink_net::{Lab, LabReport, LabSpec};
 use aerolink_pep::cli::PepMode;
@@ -16,8 +16,8 @@ use anyhow::Context;
 use clap::Args;
 
 use crate::error::user;
-use aerolink_lab::linkargs::LinkArgs;
-use aerolink_lab::topology::Topology;
+use aerolink_experiments::linkargs::LinkArgs;
+use aerolink_experiments::topology::Topology;
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
@@ -151,7 +151,7 @@ pub type Signals = aerolink_net::stop::Stop;
 
 pub use aerolink_net::run_id;
 
-pub use aerolink_lab::topology::IFC_PRESET;
+pub use aerolink_experiments::topology::IFC_PRESET;
 
 /// The lab a set of link flags asks for.
 pub fn lab_spec(link: &LinkArgs, run: String) -> anyhow::Result<(LabSpec, String)> {
@@ -160,7 +160,7 @@ pub fn lab_spec(link: &LinkArgs, run: String) -> anyhow::Result<(LabSpec, String
     }
     let (hosts, hops, label) = match &link.topology {
         Some(preset) if preset == IFC_PRESET && !std::path::Path::new(preset).exists() => {
-            let space = aerolink_lab::linkargs::load_profile(link.space.as_deref().unwrap_or("mss"), &link.overrides()?)?;
+            let space = aerolink_experiments::linkargs::load_profile(link.space.as_deref().unwrap_or("mss"), &link.overrides()?)?;
             let t = Topology::ifc(space);
             (t.hosts.clone(), t.hops.clone(), t.label())
         }
@@ -287,7 +287,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     // Inside the lab's own directory, which goes with the lab — also when
     // a later aerolink removes the leftovers of one killed with SIGKILL.
     let pep_dir = lab.tmp_dir().join("pep");
-    let mut gateways = aerolink_lab::gateways::Gateways::start(&lab, &std::env::current_exe()?, &pep, &pep_dir, false)?;
+    let mut gateways = aerolink_experiments::gateways::Gateways::start(&lab, &std::env::current_exe()?, &pep, &pep_dir, false)?;
     let env = gateways.env(&lab);
     let server_host = spec.hosts.last().expect("two hosts").clone();
     let mut server = match &args.server {

@@ -20,7 +20,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::user;
 use crate::run::{lab_spec, print_report};
-use aerolink_lab::linkargs::LinkArgs;
+use aerolink_experiments::linkargs::LinkArgs;
 
 const STATE_DIR: &str = "/run/aerolink";
 

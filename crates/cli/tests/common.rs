@@ -68,7 +68,7 @@ pub fn text(o: &Output) -> (String, String) {
     (String::from_utf8_lossy(&o.stdout).to_string(), String::from_utf8_lossy(&o.stderr).to_string())
 }
 
-#[path = "../../lab/tests/common/scratch.rs"]
+#[path = "../../experiments/tests/common/scratch.rs"]
 mod scratch;
 pub use scratch::Scratch;
 

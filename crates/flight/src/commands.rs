@@ -1,7 +1,7 @@
 //! The flight tool's commands, flags and what they do, for the binary to
 //! dispatch: `aerolink probe run` ([`agent`]), `aerolink analyze`
 //! ([`analyze`]) and `aerolink fit` ([`fit`]). A mistake of the user's is an
-//! [`aerolink_lab::UserError`] in the error's chain (exit status 2).
+//! [`aerolink_experiments::UserError`] in the error's chain (exit status 2).
 
 use std::path::{Path, PathBuf};
 
@@ -12,7 +12,7 @@ use crate::probe::agent::{AgentArgs, Networks};
 use crate::probe::record::{self, Record, Writer};
 
 fn user(msg: impl Into<String>) -> anyhow::Error {
-    anyhow::Error::new(aerolink_lab::UserError(msg.into()))
+    anyhow::Error::new(aerolink_experiments::UserError(msg.into()))
 }
 
 #[derive(Args, Debug)]
@@ -116,7 +116,7 @@ pub async fn agent(a: RunArgs) -> anyhow::Result<i32> {
     };
     let mut writer = Writer::open(&ag.out, ag.rotate_size).map_err(|e| user(format!("--out {}: {e}", ag.out.display())))?;
     if let Some(db) = &a.db {
-        let store = aerolink_lab::store::Store::open(db).map_err(|e| user(e.to_string()))?;
+        let store = aerolink_experiments::store::Store::open(db).map_err(|e| user(e.to_string()))?;
         let log = std::fs::canonicalize(&ag.out).unwrap_or(ag.out.clone()).display().to_string();
         let mut warned = false;
         writer.sink = Some(Box::new(move |r: &Record| {
@@ -150,7 +150,7 @@ fn load(log: Option<&Path>, db: Option<&Path>) -> anyhow::Result<(Vec<Record>, u
         if !db.exists() {
             return Err(user(format!("--db {}: no such file", db.display())));
         }
-        let store = aerolink_lab::store::Store::open(db).map_err(|e| user(e.to_string()))?;
+        let store = aerolink_experiments::store::Store::open(db).map_err(|e| user(e.to_string()))?;
         let logs = store.probe_logs()?;
         let Some(name) = logs.first() else { return Err(user(format!("--db {}: holds no probe log (write one with `aerolink probe run --db`)", db.display()))) };
         let (mut out, mut bad) = (Vec::new(), 0);
@@ -256,7 +256,7 @@ pub fn fit(a: FitArgs) -> anyhow::Result<i32> {
     }
     std::fs::write(&a.output, &fitted.toml).map_err(|e| user(format!("{}: {e}", a.output.display())))?;
     // The profile must load as any other: check it now, not at replay.
-    aerolink_lab::profiles::load_profile(&a.output.display().to_string(), &[]).map_err(|e| anyhow::anyhow!("the fitted profile does not load (a bug): {e}"))?;
+    aerolink_experiments::profiles::load_profile(&a.output.display().to_string(), &[]).map_err(|e| anyhow::anyhow!("the fitted profile does not load (a bug): {e}"))?;
     if a.json {
         // Through a Value: its keys in name order, as before the summary was typed.
         println!("{}", serde_json::to_string_pretty(&serde_json::to_value(&fitted.summary)?)?);

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use aerolink_lab::svg::{self, esc};
+use aerolink_experiments::svg::{self, esc};
 
 use super::{Flight, PhaseAnalysis};
 use crate::probe::record::{Measurement, Record};
@@ -40,7 +40,7 @@ fn cdf(values: &[f64]) -> Vec<(f64, f64)> {
 /// The flight as one self-contained HTML page.
 pub fn render(f: &Flight, records: &[Record]) -> String {
     let mut h = String::new();
-    let _ = write!(h, "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>aerolink flight analysis</title><style>{}</style></head><body>", aerolink_lab::report::CSS);
+    let _ = write!(h, "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>aerolink flight analysis</title><style>{}</style></head><body>", aerolink_experiments::report::CSS);
     let _ = write!(
         h,
         "<h1>Flight analysis</h1><p class=\"note\">{} · started {} · {:.1} min · {} records{} · agent started {}×</p>",

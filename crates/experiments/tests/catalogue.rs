@@ -8,10 +8,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use aerolink_lab::catalogue::{self, Entry, Kind, Paper, Verdict};
-use aerolink_lab::experiment::Experiment;
-use aerolink_lab::judge::{self, Source};
-use aerolink_lab::store::RunRow;
+use aerolink_experiments::catalogue::{self, Entry, Kind, Paper, Verdict};
+use aerolink_experiments::experiment::Experiment;
+use aerolink_experiments::judge::{self, Source};
+use aerolink_experiments::store::RunRow;
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -69,8 +69,15 @@ fn entry(id: &str, kind: Kind, paper: f64) -> Entry {
 fn runs(profile: &str, n: usize, f: impl Fn(usize) -> f64) -> Vec<RunRow> {
     (0..n)
         .map(|i| {
-            RunRow { profile: profile.into(), protocol: "h1".into(), params: "p".into(), ok: true, metrics: BTreeMap::from([(aerolink_lab::metric::Metric::PltMs, f(i))]), ..Default::default() }
-                .with_series()
+            RunRow {
+                profile: profile.into(),
+                protocol: "h1".into(),
+                params: "p".into(),
+                ok: true,
+                metrics: BTreeMap::from([(aerolink_experiments::metric::Metric::PltMs, f(i))]),
+                ..Default::default()
+            }
+            .with_series()
         })
         .collect()
 }
@@ -173,7 +180,7 @@ fn the_whole_catalogue_gets_a_verdict_each_and_a_score() {
     assert_eq!(s4.holds, 1);
     assert_eq!(s4.scored, entries.iter().filter(|e| e.seed == "004" && e.scored()).count());
     assert!(s4.study.contains("Torgerson"));
-    let page = aerolink_lab::reproductions::markdown(&judged, &[], "aerolink experiment check", "2026-11-26", "abc1234");
+    let page = aerolink_experiments::reproductions::markdown(&judged, &[], "aerolink experiment check", "2026-11-26", "abc1234");
     assert!(page.contains("| `iridium-ping-ir-pots-mean` |") && page.contains("**holds**") && page.contains("abc1234"));
 }
 
@@ -230,7 +237,7 @@ fn an_explanation_judges_its_entry_only_when_its_file_is_checked() {
     // The page lists it apart, with its hypothesis.
     let why = judge::judge_explanations(&entries, &sources);
     assert_eq!(why.iter().map(|j| (j.entry.id.as_str(), j.verdict)).collect::<Vec<_>>(), vec![("c", Verdict::Holds)]);
-    let page = aerolink_lab::reproductions::markdown(&judge::judge_catalogue(&entries, &sources, false), &why, "aerolink experiment check", "2026-11-27", "abc1234");
+    let page = aerolink_experiments::reproductions::markdown(&judge::judge_catalogue(&entries, &sources, false), &why, "aerolink experiment check", "2026-11-27", "abc1234");
     let tail = &page[page.find("## Explanations tested").expect("the explanations' section")..];
     assert!(tail.contains("| `c` |") && tail.contains("**holds**") && tail.contains("the seed's delay is per pass"), "{tail}");
 }

@@ -1,4 +1,4 @@
-//! aerolink-lab: experiments over the emulated links.
+//! aerolink-experiments: experiments over the emulated links.
 //!
 //! It owns what a run is ([`workload`]) and the figures it yields, a closed
 //! set with units ([`metric`]), how one is executed in its own

@@ -2,16 +2,16 @@
 //! file from fabricated outcomes (the report's input, not a run), read back,
 //! and rendered into one self-contained HTML page whose content is checked.
 
-use aerolink_lab::metric::Metric;
+use aerolink_experiments::metric::Metric;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, SystemTime};
 
-use aerolink_lab::experiment::Experiment;
-use aerolink_lab::pool::Finished;
-use aerolink_lab::record::record;
-use aerolink_lab::runner::RunOutcome;
-use aerolink_lab::store::Store;
+use aerolink_experiments::experiment::Experiment;
+use aerolink_experiments::pool::Finished;
+use aerolink_experiments::record::record;
+use aerolink_experiments::runner::RunOutcome;
+use aerolink_experiments::store::Store;
 
 const SPEC: &str = "name = \"fixture\"\ndescription = \"a report fixture\"\nseed = 5\nrepetitions = 3\nbaseline = \"h1\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\nprotocols = [\"h1\", \"h2\"]\npages = [\"10x100KB\"]\n[[judge]]\nid = \"ifc-h2-worse-than-h1-mss\"\nmetric = \"plt_ms\"\nof = { series = \"h2\" }\nvs = { series = \"h1\" }\n[[judge]]\nid = \"ifc-plt-median-mss\"\nmetric = \"plt_ms\"\nof = { series = \"h1\" }\nstatistic = \"median\"\nscale = 0.001\nsetup = \"a fixture\"\n";
 
@@ -20,7 +20,7 @@ fn outcome(plt_ms: f64, ok: bool) -> RunOutcome {
         ok,
         error: (!ok).then(|| "the client timed out".to_string()),
         result: ok.then(|| {
-            let w = aerolink_lab::workload::Workload::Web(aerolink_lab::workload::Web { protocol: aerolink_work::web::Protocol::H1, page: "10x100KB".into(), depth: 1 });
+            let w = aerolink_experiments::workload::Workload::Web(aerolink_experiments::workload::Web { protocol: aerolink_work::web::Protocol::H1, page: "10x100KB".into(), depth: 1 });
             w.decode(&serde_json::json!({ "protocol": "h1", "alpn": "http/1.1", "page": "10x100KB", "depth": 1, "plt_ms": plt_ms, "ttfb_ms": 800.0, "connections": 6, "requests": 11, "body_bytes": 1_000_000, "client_retransmits": 3,
             "objects": [{ "path": "/page", "bytes": 2000, "start_ms": 0.0, "first_byte_ms": 700.0, "end_ms": 900.0, "conn": 0 }, { "path": "/obj/0", "bytes": 100000, "start_ms": 950.0, "first_byte_ms": 1500.0, "end_ms": plt_ms, "conn": 1 }] }).to_string())
             .unwrap()
@@ -104,7 +104,7 @@ fn the_report_is_one_self_contained_page_with_the_figures() {
     let path = db("report");
     fixture(&path);
     let store = Store::open(&path).unwrap();
-    let html = aerolink_lab::report::render(&store.experiments().unwrap(), &store.runs(None).unwrap(), "fixture.db", "2026-11-22T00:00:00Z");
+    let html = aerolink_experiments::report::render(&store.experiments().unwrap(), &store.runs(None).unwrap(), "fixture.db", "2026-11-22T00:00:00Z");
     assert!(html.starts_with("<!doctype html>"));
     assert!(html.contains("fixture") && html.contains("a report fixture"));
     assert!(html.contains("6 runs (1 failed)"), "summary line");
@@ -141,7 +141,7 @@ fn the_report_is_one_self_contained_page_with_the_figures() {
 fn runs_whose_frames_the_emulator_lost_are_named_in_the_report() {
     let path = db("faults");
     let e = fixture(&path);
-    let html = |store: &Store| aerolink_lab::report::render(&store.experiments().unwrap(), &store.runs(None).unwrap(), "fixture.db", "2026-11-22T00:00:00Z");
+    let html = |store: &Store| aerolink_experiments::report::render(&store.experiments().unwrap(), &store.runs(None).unwrap(), "fixture.db", "2026-11-22T00:00:00Z");
     let mut store = Store::open(&path).unwrap();
     assert!(!html(&store).contains("frames the emulator lost"), "no run lost any");
     let p = e.plan().into_iter().find(|p| e.cases[p.case].workload.protocol() == "h1").unwrap();
@@ -185,7 +185,7 @@ fn bulk_runs_get_a_throughput_against_delay_chart() {
         let f = Finished { planned: p, outcome: o, started: SystemTime::UNIX_EPOCH, seconds: 5.0 };
         store.insert_run(&record(&e, &f, "testhost")).unwrap();
     }
-    let html = aerolink_lab::report::render(&store.experiments().unwrap(), &store.runs(None).unwrap(), "bulk.db", "now");
+    let html = aerolink_experiments::report::render(&store.experiments().unwrap(), &store.runs(None).unwrap(), "bulk.db", "now");
     assert!(html.contains("goodput against delay on mss"), "the scatter");
     // One point per run, as dots.
     let chart = &html[html.find("goodput against delay on mss").unwrap()..];

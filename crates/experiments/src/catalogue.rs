@@ -152,7 +152,7 @@ pub fn builtin() -> Vec<Entry> {
         ("seed-003.toml", include_str!("../../../findings/seed-003.toml")),
         ("seed-004.toml", include_str!("../../../findings/seed-004.toml")),
     ];
-    FILES.iter().flat_map(|(n, t)| parse(t, n).expect("the built-in catalogue parses (crates/lab/tests/catalogue.rs)")).collect()
+    FILES.iter().flat_map(|(n, t)| parse(t, n).expect("the built-in catalogue parses (crates/experiments/tests/catalogue.rs)")).collect()
 }
 
 /// The catalogue shipped with aerolink: `findings/` beside `experiments/`.

@@ -5,7 +5,7 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use aerolink_lab::experiment::{Chain, Experiment};
+use aerolink_experiments::experiment::{Chain, Experiment};
 use aerolink_pep::cli::PepMode;
 
 fn root() -> PathBuf {
@@ -31,7 +31,7 @@ fn every_shipped_experiment_plans_with_the_run_keys_stores_hold() {
         // Keys are what lets `experiment run` resume a store; they must not
         // change when the code does (fixtures written by the version that
         // made today's stores).
-        let fixture = root().join(format!("crates/lab/tests/run_keys/{}.keys", f.file_stem().unwrap().to_string_lossy()));
+        let fixture = root().join(format!("crates/experiments/tests/run_keys/{}.keys", f.file_stem().unwrap().to_string_lossy()));
         // A change that means to start over (a profile corrected) writes
         // them anew with AEROLINK_BLESS=1 and says so in its message.
         if std::env::var("AEROLINK_BLESS").is_ok_and(|v| v == "1") {

@@ -7,16 +7,16 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::SystemTime;
 
-use aerolink_lab::experiment::Experiment;
-use aerolink_lab::pool::Finished;
-use aerolink_lab::record::record;
-use aerolink_lab::runner::RunOutcome;
-use aerolink_lab::store::{Merged, Mismatch, Store};
+use aerolink_experiments::experiment::Experiment;
+use aerolink_experiments::pool::Finished;
+use aerolink_experiments::record::record;
+use aerolink_experiments::runner::RunOutcome;
+use aerolink_experiments::store::{Merged, Mismatch, Store};
 
 const SPEC: &str = "name = \"shardfix\"\nrepetitions = 3\nprofiles = [\"mss\", \"geo-600\", \"satcom-100\"]\n[[workload]]\ntype = \"web\"\nprotocols = [\"h1\", \"h2\", \"h3\"]\npages = [\"4x10KB\", \"10x100KB\"]\n[[workload]]\ntype = \"bulk\"\nsizes = [\"1MB\"]\n";
 
 /// A run of `w` that went (`ok`) or failed.
-fn outcome(w: &aerolink_lab::workload::Workload, ok: bool) -> RunOutcome {
+fn outcome(w: &aerolink_experiments::workload::Workload, ok: bool) -> RunOutcome {
     let mut o: RunOutcome = serde_json::from_value(serde_json::json!({
         "ok": ok, "error": if ok { None } else { Some("timed out") }, "result": null,
         "wire_bytes_down": 1, "wire_bytes_up": 1, "link_drops_loss": 0, "link_drops_queue": 0, "setup_ms": 1.0, "teardown_ms": 1.0, "client_ms": 1.0
@@ -32,7 +32,7 @@ fn db(name: &str) -> common::Scratch {
     common::db("shards", name)
 }
 
-fn store_of(e: &Experiment, path: &Path, runs: &[aerolink_lab::experiment::PlannedRun], host: &str, ok: bool) {
+fn store_of(e: &Experiment, path: &Path, runs: &[aerolink_experiments::experiment::PlannedRun], host: &str, ok: bool) {
     let mut s = Store::open(path).unwrap();
     s.record_experiment(&e.name, &e.file, &e.description, e.baseline.as_deref(), &e.source, "2026-11-22T00:00:00Z").unwrap();
     for p in runs {
@@ -101,7 +101,7 @@ fn merging_shards_gives_the_unsharded_set_once_and_is_idempotent() {
     // Each run says what machine it ran on; the report warns that the
     // merged runs come from several.
     assert!(runs.iter().all(|r| r.machine.contains(" cores, Linux ")), "{:?}", runs[0].machine);
-    let html = aerolink_lab::report::render(&out.experiments().unwrap(), &runs, "all.db", "now");
+    let html = aerolink_experiments::report::render(&out.experiments().unwrap(), &runs, "all.db", "now");
     assert!(html.contains("These runs come from 3 different machines"), "the report flags merged machines");
     // Again: nothing added, nothing duplicated.
     for p in &paths {

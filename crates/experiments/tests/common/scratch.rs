@@ -1,6 +1,6 @@
 //! A test's scratch file or directory, removed when the test passes,
 //! kept (and named on stderr) when it fails, to look at what it left.
-//! Shared by the tests of aerolink-lab and of the `aerolink` binary
+//! Shared by the tests of aerolink-experiments and of the `aerolink` binary
 //! (crates/cli/tests/common.rs includes this file).
 
 use std::path::{Path, PathBuf};
