@@ -116,6 +116,33 @@ fn inject(kind: usize, rng: &mut impl Rng) -> Option<String> {
     what
 }
 
+/// Flat: per process lifetime, the last quarter of the samples against the
+/// second (the first is warm-up): memory, descriptors and threads.
+fn flat(samples: &[serde_json::Value], lifetime: i32) -> Vec<serde_json::Value> {
+    let mut verdicts = Vec::new();
+    for p in 0..=lifetime {
+        let v: Vec<&serde_json::Value> = samples.iter().filter(|s| s["process"] == p).collect();
+        if v.len() < 8 {
+            continue;
+        }
+        let q = v.len() / 4;
+        let med = |xs: &[&serde_json::Value], k: &str| {
+            let mut a: Vec<u64> = xs.iter().map(|s| s[k].as_u64().unwrap()).collect();
+            a.sort();
+            a[a.len() / 2]
+        };
+        let max = |xs: &[&serde_json::Value], k: &str| xs.iter().map(|s| s[k].as_u64().unwrap()).max().unwrap();
+        let (early, late) = (&v[q..2 * q], &v[v.len() - q..]);
+        verdicts.push(json!({
+            "process": p, "samples": v.len(),
+            "rss_kb_early_median": med(early, "rss_kb"), "rss_kb_late_median": med(late, "rss_kb"),
+            "fds_early_max": max(early, "fds"), "fds_late_max": max(late, "fds"),
+            "threads_early_max": max(early, "threads"), "threads_late_max": max(late, "threads"),
+        }));
+    }
+    verdicts
+}
+
 #[test]
 #[ignore]
 fn soak() {
@@ -178,29 +205,7 @@ fn soak() {
     let integrity: String = rusqlite::Connection::open(&db).unwrap().query_row("PRAGMA integrity_check", [], |r| r.get(0)).unwrap();
     let (ns_left, dirs_left) = (aerolink_namespaces(), lab_dirs());
 
-    // Flat: per process lifetime, the last quarter of the samples against
-    // the second (the first is warm-up).
-    let mut verdicts = Vec::new();
-    for p in 0..=lifetime {
-        let v: Vec<&serde_json::Value> = samples.iter().filter(|s| s["process"] == p).collect();
-        if v.len() < 8 {
-            continue;
-        }
-        let q = v.len() / 4;
-        let med = |xs: &[&serde_json::Value], k: &str| {
-            let mut a: Vec<u64> = xs.iter().map(|s| s[k].as_u64().unwrap()).collect();
-            a.sort();
-            a[a.len() / 2]
-        };
-        let max = |xs: &[&serde_json::Value], k: &str| xs.iter().map(|s| s[k].as_u64().unwrap()).max().unwrap();
-        let (early, late) = (&v[q..2 * q], &v[v.len() - q..]);
-        verdicts.push(json!({
-            "process": p, "samples": v.len(),
-            "rss_kb_early_median": med(early, "rss_kb"), "rss_kb_late_median": med(late, "rss_kb"),
-            "fds_early_max": max(early, "fds"), "fds_late_max": max(late, "fds"),
-            "threads_early_max": max(early, "threads"), "threads_late_max": max(late, "threads"),
-        }));
-    }
+    let verdicts = flat(&samples, lifetime);
     let summary = json!({
         "seconds": seconds, "runs": n, "distinct_runs": distinct, "failed_runs": failed, "faults": faults, "integrity": integrity,
         "exit_code": st.code(), "namespaces_left": ns_left, "lab_dirs_left": dirs_left, "flat": verdicts, "samples": samples,

@@ -14,7 +14,6 @@
 //! every process left in its namespaces and deletes them.
 
 use std::io::Write;
-use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -26,6 +25,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::log::Dir;
 use crate::pump::{Clock, PollTimer, Pump, PumpReport, Side};
+use crate::stale::OWNER_FILE;
+pub use crate::stale::{leftover_files, leftover_namespaces, live_runs, namespace_pids, orphan_namespaces, remove_namespace, remove_stale, run_tmp_dir, stale_labs, Owner, StaleLab};
 use crate::sys::{self, in_netns, ip};
 use crate::tun::{Tun, VNET_HDR_LEN};
 use crate::NetError;
@@ -130,124 +131,6 @@ impl std::fmt::Display for Fault {
     }
 }
 
-/// The file in a lab's temporary directory naming the process that owns it.
-const OWNER_FILE: &str = ".aerolink-owner";
-
-/// A process, by PID and start time (so a reused PID is not taken for it).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Owner {
-    pub pid: i32,
-    pub start: u64,
-}
-
-impl Owner {
-    pub fn me() -> Owner {
-        let pid = std::process::id() as i32;
-        Owner { pid, start: process_start(pid).unwrap_or(0) }
-    }
-
-    fn parse(s: &str) -> Option<Owner> {
-        let (pid, start) = s.trim().split_once(' ')?;
-        Some(Owner { pid: pid.parse().ok()?, start: start.parse().ok()? })
-    }
-
-    /// Whether the process still runs (the same one, not a reused PID).
-    pub fn alive(&self) -> bool {
-        process_start(self.pid).is_some_and(|s| s == self.start)
-    }
-}
-
-impl std::fmt::Display for Owner {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}", self.pid, self.start)
-    }
-}
-
-/// A process's start time in clock ticks since boot (`/proc/PID/stat`,
-/// field 22), or `None` if there is no such process.
-fn process_start(pid: i32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name (field 2) is in parentheses and may hold spaces.
-    stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
-}
-
-/// A lab whose owner is gone: killed with SIGKILL (or the machine lost
-/// power) before it could remove what it built.
-#[derive(Clone, Debug, Serialize)]
-pub struct StaleLab {
-    pub run: String,
-    pub pid: i32,
-    pub namespaces: Vec<String>,
-}
-
-/// Every lab whose owning aerolink no longer runs. Labs of live processes
-/// (another experiment, a lab from `aerolink up`) and labs without an
-/// owner file (from an older aerolink: `aerolink down --all` removes them)
-/// are not touched.
-pub fn stale_labs() -> Vec<StaleLab> {
-    let Ok(dir) = std::fs::read_dir(std::env::temp_dir()) else { return Vec::new() };
-    let namespaces = leftover_namespaces(None);
-    let mut out: Vec<StaleLab> = dir
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().to_string();
-            let run = name.strip_prefix("aerolink-")?.strip_suffix("-tmp")?.to_string();
-            // An ordinary user (in a user namespace of its own or not)
-            // removes only its own labs' leftovers; root removes anyone's.
-            // SAFETY: geteuid has no preconditions.
-            let euid = unsafe { libc::geteuid() };
-            if (euid != 0 || crate::sys::rootless()) && e.metadata().ok()?.uid() != euid {
-                return None;
-            }
-            let owner = Owner::parse(&std::fs::read_to_string(e.path().join(OWNER_FILE)).ok()?)?;
-            if owner.alive() {
-                return None;
-            }
-            let ns = namespaces.iter().filter(|n| n.starts_with(&format!("{NS_PREFIX}{run}-"))).cloned().collect();
-            Some(StaleLab { run, pid: owner.pid, namespaces: ns })
-        })
-        .collect();
-    out.sort_by(|a, b| a.run.cmp(&b.run));
-    out
-}
-
-/// Runs whose lab belongs to a process that still runs: an experiment
-/// under way, an `aerolink run` in another terminal. Nothing of theirs is
-/// a leftover, whatever `down --all` is asked.
-pub fn live_runs() -> Vec<String> {
-    let Ok(dir) = std::fs::read_dir(std::env::temp_dir()) else { return Vec::new() };
-    dir.filter_map(|e| e.ok())
-        .filter_map(|e| {
-            let run = e.file_name().to_string_lossy().strip_prefix("aerolink-")?.strip_suffix("-tmp")?.to_string();
-            let owner = Owner::parse(&std::fs::read_to_string(e.path().join(OWNER_FILE)).ok()?)?;
-            owner.alive().then_some(run)
-        })
-        .collect()
-}
-
-/// Namespaces aerolink created that no running aerolink owns.
-pub fn orphan_namespaces() -> Vec<String> {
-    let live = live_runs();
-    leftover_namespaces(None).into_iter().filter(|n| !live.iter().any(|r| n.starts_with(&format!("{NS_PREFIX}{r}-")))).collect()
-}
-
-/// Removes a stale lab: kills what still runs in its namespaces, deletes
-/// them, its monitor files and its temporary directory.
-pub fn remove_stale(lab: &StaleLab) {
-    for ns in &lab.namespaces {
-        remove_namespace(ns);
-    }
-    if let Ok(dir) = std::fs::read_dir(std::env::temp_dir()) {
-        let prefix = format!("aerolink-{}-link", lab.run);
-        for e in dir.filter_map(|e| e.ok()) {
-            if e.file_name().to_string_lossy().starts_with(&prefix) {
-                let _ = std::fs::remove_file(e.path());
-            }
-        }
-    }
-    let _ = std::fs::remove_dir_all(run_tmp_dir(&lab.run));
-}
-
 fn v4(hop: usize, side: u8) -> String {
     std::net::Ipv4Addr::new(198, 18, hop as u8, side).to_string()
 }
@@ -263,6 +146,75 @@ pub fn check_host_name(h: &str) -> Result<(), String> {
     } else {
         Err(format!("host name {h:?}: use 1–12 lower-case letters and digits, starting with a letter"))
     }
+}
+
+/// A hop whose capacity changes (bonded channels) gets a link monitor
+/// file, named in the programs' environment: written before any program
+/// starts, so a reader always finds it; the pump rewrites it when a channel
+/// changes.
+fn hop_monitor(run: &str, i: usize, up: &Pipeline<crate::pump::Frame>, down: &Pipeline<crate::pump::Frame>) -> Result<Option<std::path::PathBuf>, NetError> {
+    if up.capacity_bps().is_none() && down.capacity_bps().is_none() {
+        return Ok(None);
+    }
+    let m = crate::monitor::path(run, i);
+    let cap = |p: &Pipeline<crate::pump::Frame>| p.capacity_bps().unwrap_or(f64::INFINITY);
+    crate::monitor::write(&m, cap(up), cap(down)).map_err(|e| NetError::Io(format!("write {}", m.display()), e))?;
+    Ok(Some(m))
+}
+
+/// A TUN device named `name` in the namespace `ns`.
+fn tun_in(ns: &str, name: &str, gso: bool) -> Result<Arc<Tun>, NetError> {
+    let name = name.to_string();
+    Ok(Arc::new(in_netns(ns, move || Tun::create(&name, gso))?))
+}
+
+/// A TUN device of hop `i` in `ns`, facing `side`: its addresses, MTU, no
+/// DAD, no multicast, up.
+fn configure_device(ns: &str, dev: &str, i: usize, side: u8, mtu: u32) -> Result<(), NetError> {
+    ip(&["-n", ns, "link", "set", "dev", dev, "addrgenmode", "none"])?;
+    // No multicast: no MLD reports or other chatter of our own on the
+    // link, only the programs' packets.
+    ip(&["-n", ns, "link", "set", "dev", dev, "multicast", "off"])?;
+    ip(&["-n", ns, "addr", "add", &format!("{}/24", v4(i, side)), "dev", dev])?;
+    ip(&["-n", ns, "-6", "addr", "add", &format!("{}/64", v6(i, side)), "dev", dev, "nodad"])?;
+    if mtu != aerolink_link::profile::DEFAULT_MTU {
+        ip(&["-n", ns, "link", "set", "dev", dev, "mtu", &mtu.to_string()])?;
+    }
+    ip(&["-n", ns, "link", "set", "dev", dev, "up"])
+}
+
+/// Routes: each host reaches the subnets beyond its neighbours through the
+/// device facing them; hosts between others forward. Only the
+/// benchmarking ranges are routed.
+fn add_routes(namespaces: &[String], hosts: &[String]) -> Result<(), NetError> {
+    let n = namespaces.len();
+    for k in 0..n {
+        let ns = &namespaces[k];
+        if k == 0 || k == n - 1 {
+            let dev = if k == 0 { format!("to-{}", hosts[1]) } else { format!("to-{}", hosts[n - 2]) };
+            ip(&["-n", ns, "route", "add", "198.18.0.0/15", "dev", &dev])?;
+            ip(&["-n", ns, "-6", "route", "add", "2001:2::/48", "dev", &dev])?;
+            continue;
+        }
+        let left = format!("to-{}", hosts[k - 1]);
+        let right = format!("to-{}", hosts[k + 1]);
+        for hop in 0..n - 1 {
+            let dev = if hop + 1 < k {
+                &left
+            } else if hop > k {
+                &right
+            } else {
+                continue;
+            };
+            ip(&["-n", ns, "route", "add", &format!("198.18.{hop}.0/24"), "dev", dev])?;
+            ip(&["-n", ns, "-6", "route", "add", &format!("2001:2:0:{hop:x}::/64"), "dev", dev])?;
+        }
+        in_netns(ns, || {
+            sys::write_sysctl("net.ipv4.ip_forward", "1")?;
+            sys::write_sysctl("net.ipv6.conf.all.forwarding", "1")
+        })?;
+    }
+    Ok(())
 }
 
 impl Lab {
@@ -284,7 +236,6 @@ impl Lab {
         if stop_fd < 0 {
             return Err(NetError::Io("eventfd".into(), std::io::Error::last_os_error()));
         }
-        let n = spec.hosts.len();
         let mut lab = Lab {
             hosts: Vec::new(),
             seed: spec.seed,
@@ -328,40 +279,18 @@ impl Lab {
             let up: Pipeline<crate::pump::Frame> = Pipeline::new(&prof.up, rtt, spec.seed, (i * 2) as u64);
             let down: Pipeline<crate::pump::Frame> = Pipeline::new(&prof.down, rtt, spec.seed, (i * 2 + 1) as u64);
             let gso = !spec.packet_by_packet && spec.pcap.is_none() && !crate::gso::packet_by_packet_from_env();
-            // A hop whose capacity changes (bonded channels) gets a link
-            // monitor file, named in the programs' environment.
-            let monitor = (up.capacity_bps().is_some() || down.capacity_bps().is_some()).then(|| crate::monitor::path(&spec.run, i));
+            let monitor = hop_monitor(&spec.run, i, &up, &down)?;
             if let Some(m) = &monitor {
-                // Written before any program starts, so a reader always
-                // finds it; the pump rewrites it when a channel changes.
-                let cap = |p: &Pipeline<crate::pump::Frame>| p.capacity_bps().unwrap_or(f64::INFINITY);
-                crate::monitor::write(m, cap(&up), cap(&down)).map_err(|e| NetError::Io(format!("write {}", m.display()), e))?;
                 lab.monitors.push((i, m.clone()));
             }
             let (l, r) = (&lab.namespaces[i], &lab.namespaces[i + 1]);
             let (lname, rname) = (format!("to-{}", spec.hosts[i + 1]), format!("to-{}", spec.hosts[i]));
-            let tl = {
-                let name = lname.clone();
-                Arc::new(in_netns(l, move || Tun::create(&name, gso))?)
-            };
-            let tr = {
-                let name = rname.clone();
-                Arc::new(in_netns(r, move || Tun::create(&name, gso))?)
-            };
+            let (tl, tr) = (tun_in(l, &lname, gso)?, tun_in(r, &rname, gso)?);
             // Each direction's MTU is its sending device's: the host's
             // stack fragments or discovers the path MTU as over a real link,
             // and a router forwarding onto it answers "too big".
             for (ns, dev, side, mtu) in [(l, &lname, 1u8, prof.up.mtu()), (r, &rname, 2u8, prof.down.mtu())] {
-                ip(&["-n", ns, "link", "set", "dev", dev, "addrgenmode", "none"])?;
-                // No multicast: no MLD reports or other chatter of our own
-                // on the link, only the programs' packets.
-                ip(&["-n", ns, "link", "set", "dev", dev, "multicast", "off"])?;
-                ip(&["-n", ns, "addr", "add", &format!("{}/24", v4(i, side)), "dev", dev])?;
-                ip(&["-n", ns, "-6", "addr", "add", &format!("{}/64", v6(i, side)), "dev", dev, "nodad"])?;
-                if mtu != aerolink_link::profile::DEFAULT_MTU {
-                    ip(&["-n", ns, "link", "set", "dev", dev, "mtu", &mtu.to_string()])?;
-                }
-                ip(&["-n", ns, "link", "set", "dev", dev, "up"])?;
+                configure_device(ns, dev, i, side, mtu)?;
             }
             let largest = prof.up.mtu().max(prof.down.mtu()) as usize;
             let buf_len = if gso { 65_536 + VNET_HDR_LEN } else { largest + 100 + VNET_HDR_LEN };
@@ -381,34 +310,7 @@ impl Lab {
             lab.pumps.push(handle);
         }
         drop(log_tx);
-        // Routes: each host reaches the subnets beyond its neighbours through
-        // the device facing them. Only the benchmarking ranges are routed.
-        for k in 0..n {
-            let ns = &lab.namespaces[k];
-            if k == 0 || k == n - 1 {
-                let dev = if k == 0 { format!("to-{}", spec.hosts[1]) } else { format!("to-{}", spec.hosts[n - 2]) };
-                ip(&["-n", ns, "route", "add", "198.18.0.0/15", "dev", &dev])?;
-                ip(&["-n", ns, "-6", "route", "add", "2001:2::/48", "dev", &dev])?;
-            } else {
-                let left = format!("to-{}", spec.hosts[k - 1]);
-                let right = format!("to-{}", spec.hosts[k + 1]);
-                for hop in 0..n - 1 {
-                    let dev = if hop + 1 < k {
-                        &left
-                    } else if hop > k {
-                        &right
-                    } else {
-                        continue;
-                    };
-                    ip(&["-n", ns, "route", "add", &format!("198.18.{hop}.0/24"), "dev", dev])?;
-                    ip(&["-n", ns, "-6", "route", "add", &format!("2001:2:0:{hop:x}::/64"), "dev", dev])?;
-                }
-                in_netns(ns, || {
-                    sys::write_sysctl("net.ipv4.ip_forward", "1")?;
-                    sys::write_sysctl("net.ipv6.conf.all.forwarding", "1")
-                })?;
-            }
-        }
+        add_routes(&lab.namespaces, &spec.hosts)?;
         lab.check_isolated(spec)?;
         Ok(lab)
     }
@@ -547,66 +449,6 @@ pub fn netns_command(netns: &str, argv: &[&str], env: &[(String, String)]) -> Co
         });
     }
     c
-}
-
-/// PIDs of every process in a namespace.
-pub fn namespace_pids(ns: &str) -> Vec<i32> {
-    Command::new("ip").args(["netns", "pids", ns]).output().map(|o| String::from_utf8_lossy(&o.stdout).split_whitespace().filter_map(|p| p.parse().ok()).collect()).unwrap_or_default()
-}
-
-/// Kills everything in `ns` and deletes it. Best effort: used on every exit
-/// path, including after a crash.
-pub fn remove_namespace(ns: &str) {
-    for _ in 0..50 {
-        let pids = namespace_pids(ns);
-        if pids.is_empty() {
-            break;
-        }
-        for p in pids {
-            // SAFETY: kill with a pid and a signal.
-            unsafe {
-                libc::kill(p, libc::SIGKILL);
-            }
-        }
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    let _ = ip(&["netns", "del", ns]);
-}
-
-/// The temporary directory of run `run` (its programs' `TMPDIR`).
-pub fn run_tmp_dir(run: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("aerolink-{run}-tmp"))
-}
-
-/// Temporary directories and link monitor files of runs that have no
-/// namespace any more (left by an aerolink killed with SIGKILL).
-pub fn leftover_files() -> Vec<std::path::PathBuf> {
-    let live: Vec<String> = leftover_namespaces(None);
-    let owned = live_runs();
-    let Ok(dir) = std::fs::read_dir(std::env::temp_dir()) else { return Vec::new() };
-    let mut out: Vec<std::path::PathBuf> = dir
-        .filter_map(|e| e.ok())
-        .filter(|e| {
-            let name = e.file_name().to_string_lossy().to_string();
-            let run = name.strip_prefix("aerolink-").and_then(|r| r.strip_suffix("-tmp").or_else(|| r.strip_suffix(".monitor").and_then(|m| m.rsplit_once("-link").map(|(run, _)| run))));
-            run.is_some_and(|run| !owned.iter().any(|r| r == run) && !live.iter().any(|ns| ns.starts_with(&format!("{NS_PREFIX}{run}-"))))
-        })
-        .map(|e| e.path())
-        .collect();
-    out.sort();
-    out
-}
-
-/// Every namespace aerolink created that still exists (optionally for one
-/// run name only).
-pub fn leftover_namespaces(run: Option<&str>) -> Vec<String> {
-    let mut out: Vec<String> = std::fs::read_dir("/run/netns").map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().to_string()).collect()).unwrap_or_default();
-    out.retain(|n| match run {
-        Some(r) => n.starts_with(&format!("{NS_PREFIX}{r}-")),
-        None => n.starts_with(NS_PREFIX),
-    });
-    out.sort();
-    out
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ pub mod pcap;
 pub mod procs;
 pub mod pump;
 pub mod sink;
+pub mod stale;
 pub mod stop;
 pub mod sys;
 pub mod tun;

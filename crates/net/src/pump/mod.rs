@@ -15,6 +15,7 @@
 //! and drop accounting are checked exactly, without root.
 
 pub mod real;
+mod send;
 pub mod sim;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -28,6 +29,7 @@ use serde::Serialize;
 use crate::gso::Burst;
 use crate::log::{Dir, Event, EventKind};
 use crate::tun::VNET_HDR_LEN;
+use send::{finish_reports, send_due, Out};
 
 pub use real::{thread_cpu_seconds, Clock, PollTimer};
 
@@ -312,46 +314,6 @@ impl Buffers {
     }
 }
 
-/// Writes one frame to `dst`; a far side that is gone stops the pump.
-fn send<D: Device>(dst: &D, frame: &[u8], rep: &mut PumpReport, stop: &AtomicBool) {
-    if let Err(e) = dst.write(frame) {
-        // The far side is gone (teardown), or the kernel refused this one
-        // frame: count it and go on.
-        if e.raw_os_error() == Some(libc::EBADFD) {
-            rep.error = Some(format!("the TUN device {} was removed under the link", dst.name()));
-            stop.store(true, Ordering::Relaxed);
-        } else if e.raw_os_error() == Some(libc::EBADF) {
-            rep.error = Some(format!("write {}: {e}", dst.name()));
-            stop.store(true, Ordering::Relaxed);
-        } else {
-            rep.refused += 1;
-            if rep.refused_why.is_none() {
-                rep.refused_why = Some(format!("write {} ({} bytes): {e}", dst.name(), frame.len()));
-            }
-        }
-    }
-}
-
-/// Writes consecutive segments of one burst, all due by `handed`, as one
-/// frame: the burst as read when it is all of it, else rewritten
-/// ([`Burst::write_run`]). Each segment's lateness is recorded.
-fn send_run<D: Device>(dst: &D, handed: Instant, stop: &AtomicBool, rep: &mut PumpReport, late: &mut Histogram<u64>, run: Run, bufs: &mut Buffers) {
-    for due in bufs.dues.drain(..) {
-        late.saturating_record(handed.0.saturating_sub(due.0).max(1));
-    }
-    let c = &*run.cut;
-    if run.first == 0 && run.end as usize == c.burst.count() {
-        send(dst, &c.buf[..c.len], rep, stop);
-    } else {
-        c.burst.write_run(&c.buf[..c.len], run.first as usize, run.end as usize, &mut bufs.out);
-        send(dst, &bufs.out, rep, stop);
-    }
-    // The last run of a burst gives its buffer back.
-    if let Ok(c) = Arc::try_unwrap(run.cut) {
-        bufs.keep(c.buf);
-    }
-}
-
 impl<D: Device, T: Timer> Pump<D, T> {
     /// 1. Takes in what is waiting on each side (bounded, so departures
     ///    are not starved by a flood); a source the last wait saw empty is
@@ -453,74 +415,8 @@ impl<D: Device, T: Timer> Pump<D, T> {
         while !self.stop.load(Ordering::Relaxed) {
             self.take_in(&mut reps, readable, whole, &mut bufs, &mut events, &mut snaps);
             for ((side, rep), late) in self.sides.iter_mut().zip(reps.iter_mut()).zip(late.iter_mut()) {
-                // 2. Send what is due. Consecutive segments of one burst
-                //    due by now leave as one frame.
-                let now = self.timer.now();
-                let mut run: Option<Run> = None;
-                while let Some(p) = side.pipeline.dequeue(now) {
-                    rep.packets_out += 1;
-                    rep.bytes_out += p.meta.len as u64;
-                    if logging {
-                        events.push(Event {
-                            t: p.meta.due,
-                            hop,
-                            dir: side.dir,
-                            id: p.meta.id,
-                            bytes: p.meta.len,
-                            kind: EventKind::Depart { queue_ns: (p.meta.tx_start - p.meta.arrived).0, delay_ns: (p.meta.due - p.meta.arrived).0 },
-                        });
-                    }
-                    match p.payload {
-                        Frame::Segment { cut, seg } => {
-                            match &mut run {
-                                Some(r) if Arc::ptr_eq(&r.cut, &cut) && r.end == seg => r.end += 1,
-                                _ => {
-                                    if let Some(r) = run.take() {
-                                        send_run(&*side.dst, self.timer.now(), &self.stop, rep, late, r, &mut bufs);
-                                    }
-                                    run = Some(Run { cut, first: seg, end: seg + 1 });
-                                }
-                            }
-                            bufs.dues.push(p.meta.due);
-                        }
-                        Frame::Whole { buf, len } => {
-                            if let Some(r) = run.take() {
-                                send_run(&*side.dst, self.timer.now(), &self.stop, rep, late, r, &mut bufs);
-                            }
-                            // The departure is the moment the packet is
-                            // handed to the kernel; what the receiving stack
-                            // then does inside write() is the receiver's
-                            // time, not the link's.
-                            let handed = self.timer.now();
-                            late.saturating_record(handed.0.saturating_sub(p.meta.due.0).max(1));
-                            send(&*side.dst, &buf[..len], rep, &self.stop);
-                            bufs.keep(buf);
-                        }
-                    }
-                }
-                if let Some(r) = run.take() {
-                    send_run(&*side.dst, self.timer.now(), &self.stop, rep, late, r, &mut bufs);
-                }
-                for d in side.pipeline.take_drops() {
-                    match d.reason {
-                        aerolink_link::DropReason::Queue => rep.dropped_queue += 1,
-                        aerolink_link::DropReason::Loss => rep.dropped_loss += 1,
-                        aerolink_link::DropReason::Outage => rep.dropped_outage += 1,
-                        aerolink_link::DropReason::Arq => rep.dropped_arq += 1,
-                    }
-                    if logging {
-                        events.push(Event { t: d.at, hop, dir: side.dir, id: d.meta.id, bytes: d.meta.len, kind: EventKind::Drop(d.reason) });
-                    }
-                }
-                // What the link's mechanisms did (super-frames, channel
-                // drops, retransmissions): taken every round, kept if logged.
-                side.pipeline.take_events(&mut notes);
-                for n in notes.drain(..) {
-                    capacity_changed |= rep.note(n.note, n.at);
-                    if logging {
-                        events.push(Event::note(n.at, hop, side.dir, n.note));
-                    }
-                }
+                let out = Out { rep, late, bufs: &mut bufs, events: &mut events, notes: &mut notes, logging, hop };
+                capacity_changed |= send_due(side, &self.timer, &self.stop, out);
             }
             if let (Some(path), true) = (&self.monitor, std::mem::take(&mut capacity_changed)) {
                 let cap = |i: usize| self.sides[i].pipeline.capacity_bps().unwrap_or(f64::INFINITY);
@@ -560,20 +456,7 @@ impl<D: Device, T: Timer> Pump<D, T> {
                 }
             }
         }
-        for (rep, late) in reps.iter_mut().zip(late.iter()) {
-            if !late.is_empty() {
-                rep.lateness_us_p50 = late.value_at_quantile(0.5) as f64 / 1e3;
-                rep.lateness_us_p99 = late.value_at_quantile(0.99) as f64 / 1e3;
-                rep.lateness_us_max = late.max() as f64 / 1e3;
-            }
-        }
-        // One thread serves both directions; split its CPU time by packets.
-        let cpu = self.timer.cpu_seconds();
-        // An idle hop's time (no packet out) is split evenly, not lost.
-        let total = reps[0].packets_out + reps[1].packets_out;
-        for rep in reps.iter_mut() {
-            rep.cpu_s = if total == 0 { cpu / 2.0 } else { cpu * rep.packets_out as f64 / total as f64 };
-        }
+        finish_reports(&mut reps, &late, self.timer.cpu_seconds());
         reps
     }
 }
