@@ -10,21 +10,9 @@ use std::time::SystemTime;
 use aerolink_experiments::experiment::Experiment;
 use aerolink_experiments::pool::Finished;
 use aerolink_experiments::record::record;
-use aerolink_experiments::runner::RunOutcome;
 use aerolink_experiments::store::{Merged, Mismatch, Store};
 
 const SPEC: &str = "name = \"shardfix\"\nrepetitions = 3\nprofiles = [\"mss\", \"geo-600\", \"satcom-100\"]\n[[workload]]\ntype = \"web\"\nprotocols = [\"h1\", \"h2\", \"h3\"]\npages = [\"4x10KB\", \"10x100KB\"]\n[[workload]]\ntype = \"bulk\"\nsizes = [\"1MB\"]\n";
-
-/// A run of `w` that went (`ok`) or failed.
-fn outcome(w: &aerolink_experiments::workload::Workload, ok: bool) -> RunOutcome {
-    let mut o: RunOutcome = serde_json::from_value(serde_json::json!({
-        "ok": ok, "error": if ok { None } else { Some("timed out") }, "result": null,
-        "wire_bytes_down": 1, "wire_bytes_up": 1, "link_drops_loss": 0, "link_drops_queue": 0, "setup_ms": 1.0, "teardown_ms": 1.0, "client_ms": 1.0
-    }))
-    .unwrap();
-    o.result = ok.then(|| common::result_of(w, 1000.0));
-    o
-}
 
 mod common;
 
@@ -36,7 +24,7 @@ fn store_of(e: &Experiment, path: &Path, runs: &[aerolink_experiments::experimen
     let mut s = Store::open(path).unwrap();
     s.record_experiment(&e.name, &e.file, &e.description, e.baseline.as_deref(), &e.source, "2026-11-22T00:00:00Z").unwrap();
     for p in runs {
-        let f = Finished { planned: p.clone(), outcome: outcome(&e.cases[p.case].workload, ok), started: SystemTime::UNIX_EPOCH, seconds: 1.0 };
+        let f = Finished { planned: p.clone(), outcome: common::outcome(&e.cases[p.case].workload, ok), started: SystemTime::UNIX_EPOCH, seconds: 1.0 };
         s.insert_run(&record(e, &f, host)).unwrap();
     }
 }

@@ -21,23 +21,11 @@ use std::time::{Duration, Instant, SystemTime};
 use aerolink_experiments::experiment::Experiment;
 use aerolink_experiments::pool::Finished;
 use aerolink_experiments::record::record;
-use aerolink_experiments::runner::RunOutcome;
 use aerolink_experiments::store::{RunRecord, Store};
 use rand::{Rng, SeedableRng};
 
 const SPEC: &str = "name = \"stress\"\nrepetitions = 150\nprofiles = [\"mss\", \"geo-600\", \"satcom-100\"]\n[[workload]]\ntype = \"web\"\nprotocols = [\"h1\", \"h2\", \"h3\"]\npages = [\"4x10KB\", \"10x100KB\"]\n[[workload]]\ntype = \"bulk\"\nsizes = [\"1MB\"]\n";
 const WRITERS: usize = 4;
-
-/// A run of `w` that went (`ok`) or failed.
-fn outcome(w: &aerolink_experiments::workload::Workload, ok: bool) -> RunOutcome {
-    let mut o: RunOutcome = serde_json::from_value(serde_json::json!({
-        "ok": ok, "error": if ok { None } else { Some("timed out") }, "result": null,
-        "wire_bytes_down": 1, "wire_bytes_up": 1, "link_drops_loss": 0, "link_drops_queue": 0, "setup_ms": 1.0, "teardown_ms": 1.0, "client_ms": 1.0
-    }))
-    .unwrap();
-    o.result = ok.then(|| common::result_of(w, 1000.0));
-    o
-}
 
 fn experiment() -> Experiment {
     Experiment::parse(SPEC, "stress.toml").unwrap()
@@ -46,7 +34,7 @@ fn experiment() -> Experiment {
 /// Writer `w`'s share of the plan, as records: (failed attempt, success).
 fn share(e: &Experiment, w: usize) -> Vec<(RunRecord, RunRecord)> {
     let rec = |p: &aerolink_experiments::experiment::PlannedRun, ok| {
-        record(e, &Finished { planned: p.clone(), outcome: outcome(&e.cases[p.case].workload, ok), started: SystemTime::UNIX_EPOCH, seconds: 1.0 }, "stress-host")
+        record(e, &Finished { planned: p.clone(), outcome: common::outcome(&e.cases[p.case].workload, ok), started: SystemTime::UNIX_EPOCH, seconds: 1.0 }, "stress-host")
     };
     e.plan().iter().enumerate().filter(|(i, _)| i % WRITERS == w).map(|(_, p)| (rec(p, false), rec(p, true))).collect()
 }

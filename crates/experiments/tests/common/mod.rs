@@ -38,3 +38,14 @@ pub fn result_of(w: &aerolink_experiments::workload::Workload, ms: f64) -> aerol
     };
     w.decode(&text.to_string()).expect("a fixture result of its workload")
 }
+
+/// A fixture run of `w` that went (`ok`, taking 1 s) or failed (timed out).
+pub fn outcome(w: &aerolink_experiments::workload::Workload, ok: bool) -> aerolink_experiments::runner::RunOutcome {
+    let mut o: aerolink_experiments::runner::RunOutcome = serde_json::from_value(serde_json::json!({
+        "ok": ok, "error": if ok { None } else { Some("timed out") }, "result": null,
+        "wire_bytes_down": 1, "wire_bytes_up": 1, "link_drops_loss": 0, "link_drops_queue": 0, "setup_ms": 1.0, "teardown_ms": 1.0, "client_ms": 1.0
+    }))
+    .unwrap();
+    o.result = ok.then(|| result_of(w, 1000.0));
+    o
+}
