@@ -457,12 +457,15 @@ mod tests {
         }
         let sent = stamps(Stamp::Send, slow).await;
         assert!(sent.len() >= 5, "{} messages", sent.len());
-        // Each stamp is taken once the previous message found room: at
-        // least a read's pace (less the timer's slack) after it.
-        for k in 2..sent.len() {
-            let gap = sent[k] - sent[k - 1];
-            assert!(gap >= 30_000_000, "message {k} stamped {} ms after the one before", gap as f64 / 1e6);
-        }
+        // Each stamp is taken once the previous message found room, so
+        // stamps follow the reader's 40 ms pace, not the 10 ms offer. A busy
+        // machine can hold the writer's thread back now and then and bring
+        // one stamp closer to the next, so judge the median gap (the
+        // schedule's are all 10 ms).
+        let mut gaps: Vec<u64> = sent.windows(2).skip(1).map(|w| w[1] - w[0]).collect();
+        gaps.sort_unstable();
+        let median = gaps[gaps.len() / 2];
+        assert!(median >= 30_000_000, "median gap {} ms between send stamps: {gaps:?}", median as f64 / 1e6);
     }
 
     /// Both ways at once with the ground's own offer: each side sends its
