@@ -7,8 +7,8 @@
 use aerolink_work::quic::{Preset, QuicCc, QuicKnobs};
 use aerolink_work::sock::TcpCc;
 
-use super::{values, KeyErr};
 use crate::gateways::PepSpec;
+use crate::workload::table::KeyErr;
 use crate::workload::{Cross, Knobs, Reordering};
 
 /// One knob: its key in a `[[workload]]` table, whether it is a PEP
@@ -150,6 +150,14 @@ fn boolean(v: &toml::Value) -> Result<bool, String> {
 /// A whole number of `what` from `lo` to `hi`; the error says so.
 fn whole<T: TryFrom<i64>>(v: &toml::Value, lo: i64, hi: i64, what: &str) -> Result<T, String> {
     v.as_integer().filter(|i| (lo..=hi).contains(i)).and_then(|i| T::try_from(i).ok()).ok_or_else(|| format!("expected {what} from {lo} to {hi}"))
+}
+
+/// A value, or each value of a list.
+fn values(v: &toml::Value) -> Vec<toml::Value> {
+    match v {
+        toml::Value::Array(a) => a.clone(),
+        other => vec![other.clone()],
+    }
 }
 
 /// Every combination of the knobs `t` sweeps, starting from `base`.

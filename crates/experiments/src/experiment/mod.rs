@@ -36,7 +36,7 @@ use aerolink_link::profile::Override;
 use aerolink_link::Profile;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
 mod knobs;
@@ -49,6 +49,7 @@ pub use workloads::{WorkloadKind, KINDS};
 use crate::gateways::PepSpec;
 use crate::profiles::load_profile_near;
 use crate::topology::{Topology, IFC_PRESET};
+use crate::workload::table::{de, Dur, KeyErr, Many, Text, Whole};
 use crate::workload::{Knobs, Workload};
 
 /// An experiment file that cannot be used: where, which key, what is allowed.
@@ -176,7 +177,29 @@ pub struct PlannedRun {
     pub seed: u64,
 }
 
-const TOP: &[&str] = &["name", "description", "seed", "repetitions", "timeout", "baseline", "profiles", "topology", "variant", "workload", "finding", "judge"];
+/// An experiment file as written: its keys, typed; the `[[workload]]`
+/// tables are read by their `type`'s own table ([`cases`]), the
+/// `[[judge]]` entries by [`crate::judge::parse`].
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct File {
+    name: Text,
+    description: Option<Text>,
+    seed: Option<Whole<0, { i64::MAX }>>,
+    repetitions: Option<Whole<1, 10_000>>,
+    timeout: Option<Dur>,
+    baseline: Option<Text>,
+    profiles: Option<Many<Text>>,
+    topology: Option<Text>,
+    #[serde(default)]
+    variant: Vec<variant::VariantTable>,
+    #[serde(default)]
+    workload: Vec<toml::Table>,
+    /// Gone: refused with a pointer to the catalogue.
+    finding: Option<toml::Value>,
+    judge: Option<Vec<toml::Table>>,
+}
+
 pub fn run_key(exp: &str, chain: &Chain, profile: &Profile, case: &Case, rep: u32) -> String {
     let mut v = serde_json::json!({
         "experiment": exp, "profile": profile.name, "link": profile.canonical(),
@@ -233,56 +256,37 @@ impl Experiment {
             let (at, msg) = aerolink_link::units::toml_syntax(text, &e);
             err(&at, msg)
         })?;
-        for k in t.keys() {
-            if !TOP.contains(&k.as_str()) {
-                return Err(err(k, format!("unknown key; allowed: {}", TOP.join(", "))));
-            }
-        }
-        let name = t.get("name").and_then(|v| v.as_str()).ok_or_else(|| err("name", "expected a name in quotes".into()))?.to_string();
+        let f: File = de(t).map_err(|(k, m)| err(&k, m))?;
+        let name = f.name.0;
         if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
             return Err(err("name", "use letters, digits, - and _".into()));
         }
-        let description = t.get("description").and_then(|v| v.as_str()).unwrap_or("").to_string();
-        let int = |k: &str, d: i64, lo: i64, hi: i64| -> Result<i64, SpecError> {
-            match t.get(k) {
-                None => Ok(d),
-                Some(toml::Value::Integer(i)) if (lo..=hi).contains(i) => Ok(*i),
-                Some(_) => Err(err(k, format!("expected a whole number from {lo} to {hi}"))),
-            }
-        };
-        let seed = int("seed", 1, 0, i64::MAX)? as u64;
-        let repetitions = int("repetitions", 3, 1, 10_000)? as u32;
-        let timeout = match t.get("timeout") {
-            None => Duration::from_secs(300),
-            Some(v) => {
-                let s = v.as_str().ok_or_else(|| err("timeout", "expected a duration like \"300s\"".into()))?;
-                Duration::from_nanos(aerolink_link::units::parse_duration(s).map_err(|m| err("timeout", format!("expected {m}")))?.0)
-            }
-        };
-        let baseline = t.get("baseline").and_then(|v| v.as_str()).map(str::to_string);
-        if t.contains_key("finding") {
+        let description = f.description.map(|d| d.0).unwrap_or_default();
+        let seed = f.seed.map_or(1, |s| s.get());
+        let repetitions = f.repetitions.map_or(3, |r| r.get());
+        let timeout = f.timeout.map_or(Duration::from_secs(300), |d| Duration::from_nanos(d.0 .0));
+        let baseline = f.baseline.map(|b| b.0);
+        if f.finding.is_some() {
             return Err(SpecError { file: file.to_string(), key: "finding".into(), message: "[[finding]] with a number and a rule of its own is gone: the studies' results are the catalogue's (findings/); map an entry to these runs with [[judge]] id = \"…\", metric, of, vs (docs/guide.md, \"Findings\")".into() });
         }
-        let judges = crate::judge::parse(&t).map_err(|e| SpecError { file: file.to_string(), key: format!("judge[{}].{}", e.index, e.key), message: e.message })?;
-        let chain = match t.get("topology") {
+        let judges = crate::judge::entries(f.judge.unwrap_or_default()).map_err(|e| SpecError { file: file.to_string(), key: format!("judge[{}].{}", e.index, e.key), message: e.message })?;
+        let chain = match f.topology.map(|t| t.0) {
             None => Chain::Direct,
-            Some(toml::Value::String(s)) if s == IFC_PRESET && !dir.join(s).exists() => Chain::Ifc,
-            Some(toml::Value::String(s)) => {
+            Some(s) if s == IFC_PRESET && !dir.join(&s).exists() => Chain::Ifc,
+            Some(s) => {
                 let path = dir.join(s);
                 let t = Topology::load(&path.to_string_lossy()).map_err(|e| err("topology", e.to_string()))?;
                 Chain::File(t)
             }
-            Some(_) => return Err(err("topology", "expected \"ifc\" (client ↔ airgw ↔ groundgw ↔ server; each profile is the space hop) or a topology file".into())),
         };
         let gateways = chain.has_gateways();
         // Variants first: `profiles` may name them.
-        let variants = variant::parse(&t, &resolve).map_err(|(k, m)| err(&k, m))?;
-        let names = match (t.get("profiles"), &chain) {
-            (Some(v), Chain::File(topo)) if topo.space.is_none() => {
-                let _ = v;
+        let variants = variant::parse(f.variant, &resolve).map_err(|(k, m)| err(&k, m))?;
+        let names: Vec<String> = match (f.profiles, &chain) {
+            (Some(_), Chain::File(topo)) if topo.space.is_none() => {
                 return Err(err("profiles", format!("{} marks no space hop to put them on: add space = true to one [[hop]], or leave profiles out to run the topology as it is", topo.file)));
             }
-            (Some(v), _) => strings(v).ok_or_else(|| err("profiles", "expected a list of profile names or files".into()))?,
+            (Some(v), _) => v.0.into_iter().map(|t| t.0).collect(),
             (None, Chain::File(_)) => Vec::new(),
             (None, _) => return Err(err("profiles", "expected a list of profile names or files".into())),
         };
@@ -300,7 +304,7 @@ impl Experiment {
                 None => profiles.push(resolve(n, &[]).map_err(|m| err("profiles", m))?),
             }
         }
-        let cases = cases(&t, gateways).map_err(|(k, m)| err(&k, m))?;
+        let cases = cases(f.workload, gateways).map_err(|(k, m)| err(&k, m))?;
         if cases.is_empty() {
             return Err(err("workload", "no runs: give at least one workload".into()));
         }
@@ -323,27 +327,24 @@ impl Experiment {
     }
 }
 
-/// A key of a table and what is wrong with its value.
-use crate::workload::table::{strings, values, KeyErr};
-
 /// Every case of the `[[workload]]` tables: each workload a table sweeps
 /// with each combination of the knobs it sweeps.
-fn cases(t: &toml::Table, gateways: bool) -> Result<Vec<Case>, KeyErr> {
-    let wl = t.get("workload").and_then(|v| v.as_array()).ok_or_else(|| ("workload".to_string(), "expected [[workload]] tables".to_string()))?;
+fn cases(tables: Vec<toml::Table>, gateways: bool) -> Result<Vec<Case>, KeyErr> {
     let mut cases = Vec::new();
-    for (i, w) in wl.iter().enumerate() {
+    for (i, wt) in tables.into_iter().enumerate() {
         let key = format!("workload[{}]", i + 1);
-        let wt = w.as_table().ok_or_else(|| (key.clone(), "expected a table".to_string()))?;
         let at = |(k, m): KeyErr| (format!("{key}.{k}"), m);
-        let kind = workloads::kind_of(wt).map_err(at)?;
-        let ws = kind.expand(wt).map_err(at)?;
+        let kind = workloads::kind_of(&wt).map_err(at)?;
         if !gateways {
             if let Some(k) = knobs::KNOBS.iter().find(|k| k.pep && wt.contains_key(k.key)) {
                 return Err((format!("{key}.{}", k.key), "PEP settings need the gateway chain: add topology = \"ifc\" at the top, or a topology file with hosts airgw and groundgw".into()));
             }
         }
         let base = Knobs { pep: gateways.then(PepSpec::default), ..(kind.base_knobs)() };
-        let ks = knobs::expand(wt, base).map_err(at)?;
+        let ks = knobs::expand(&wt, base).map_err(at)?;
+        // The workload's own keys: not its type, not the knobs.
+        let own: toml::Table = wt.into_iter().filter(|(k, _)| k != "type" && !knobs::is_knob(k)).collect();
+        let ws = kind.expand(own).map_err(at)?;
         for w in &ws {
             w.validate().map_err(|e| (key.clone(), e.to_string()))?;
             for k in &ks {

@@ -6,41 +6,42 @@ use std::collections::BTreeMap;
 use aerolink_link::profile::{LossSpec, Override, RateSpec};
 use aerolink_link::{BaseDelay, Profile};
 
-use super::KeyErr;
+use serde::Deserialize;
+
+use crate::workload::table::{KeyErr, Text};
 
 /// Loads a profile by name or file (near the experiment file) with overrides.
 pub(super) type Resolve<'a> = &'a dyn Fn(&str, &[Override]) -> Result<Profile, String>;
 
+/// A `[[variant]]` table as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct VariantTable {
+    name: Text,
+    base: Text,
+    rate: Option<Text>,
+    rtt: Option<Text>,
+    loss: Option<Text>,
+}
+
 /// The variants of an experiment file by name.
-pub(super) fn parse(t: &toml::Table, resolve: Resolve) -> Result<BTreeMap<String, Profile>, KeyErr> {
-    let err = |k: &str, m: String| (k.to_string(), m);
+pub(super) fn parse(tables: Vec<VariantTable>, resolve: Resolve) -> Result<BTreeMap<String, Profile>, KeyErr> {
     let mut variants: BTreeMap<String, Profile> = BTreeMap::new();
-    let Some(v) = t.get("variant") else { return Ok(variants) };
-    {
-        let arr = v.as_array().ok_or_else(|| err("variant", "expected [[variant]] tables".into()))?;
-        for (i, v) in arr.iter().enumerate() {
-            let key = format!("variant[{}]", i + 1);
-            let vt = v.as_table().ok_or_else(|| err(&key, "expected a table".into()))?;
-            for k in vt.keys() {
-                if !["name", "base", "rate", "rtt", "loss"].contains(&k.as_str()) {
-                    return Err(err(&format!("{key}.{k}"), "unknown key; allowed: name, base, rate, rtt, loss".into()));
-                }
+    for (i, vt) in tables.into_iter().enumerate() {
+        let key = format!("variant[{}]", i + 1);
+        let at = |k: &str, m: String| (format!("{key}.{k}"), m);
+        let base_name = vt.base.0.as_str();
+        let base = resolve(base_name, &[]).map_err(|m| at("base", m))?;
+        let mut ov = Vec::new();
+        for (field, value) in [("rate", &vt.rate), ("rtt", &vt.rtt), ("loss", &vt.loss)] {
+            if let Some(Text(s)) = value {
+                ov.extend(variant_overrides(&base, field, s).map_err(|m| at(field, m))?);
             }
-            let vname = vt.get("name").and_then(|x| x.as_str()).ok_or_else(|| err(&format!("{key}.name"), "expected a name".into()))?;
-            let base_name = vt.get("base").and_then(|x| x.as_str()).ok_or_else(|| err(&format!("{key}.base"), "expected a profile name or file".into()))?;
-            let base = resolve(base_name, &[]).map_err(|m| err(&format!("{key}.base"), m))?;
-            let mut ov = Vec::new();
-            for field in ["rate", "rtt", "loss"] {
-                if let Some(x) = vt.get(field) {
-                    let s = x.as_str().ok_or_else(|| err(&format!("{key}.{field}"), "expected \"x<factor>\" or a value in quotes".into()))?;
-                    ov.extend(variant_overrides(&base, field, s).map_err(|m| err(&format!("{key}.{field}"), m))?);
-                }
-            }
-            let mut p = resolve(base_name, &ov).map_err(|m| err(&key, m))?;
-            p.name = vname.to_string();
-            p.description = format!("{} — variant of {base_name}", p.description);
-            variants.insert(vname.to_string(), p);
         }
+        let mut p = resolve(base_name, &ov).map_err(|m| (key.clone(), m))?;
+        p.name = vt.name.0.clone();
+        p.description = format!("{} — variant of {base_name}", p.description);
+        variants.insert(vt.name.0, p);
     }
     Ok(variants)
 }

@@ -4,7 +4,7 @@
 //! names a wrong `type` or key. A key given a list sweeps it, in every
 //! combination.
 
-use super::KeyErr;
+use crate::workload::table::KeyErr;
 pub use crate::workload::{WorkloadKind, KINDS};
 
 /// "web, bulk, … or browser".
@@ -18,8 +18,8 @@ pub fn kind_of(t: &toml::Table) -> Result<&'static WorkloadKind, KeyErr> {
     let ty = t.get("type").and_then(|v| v.as_str()).ok_or_else(|| ("type".to_string(), format!("expected {}", names())))?;
     let kind = KINDS.iter().find(|k| k.name == ty).ok_or_else(|| ("type".to_string(), format!("{ty:?}: expected {}", names())))?;
     for k in t.keys() {
-        if k != "type" && !kind.keys.contains(&k.as_str()) && !super::knobs::is_knob(k) {
-            return Err((k.clone(), format!("unknown key for a {ty} workload; allowed: {}, {}", kind.keys.join(", "), super::knobs::keys())));
+        if k != "type" && !(kind.keys)().contains(&k.as_str()) && !super::knobs::is_knob(k) {
+            return Err((k.clone(), format!("unknown key for a {ty} workload; allowed: {}, {}", (kind.keys)().join(", "), super::knobs::keys())));
         }
     }
     Ok(kind)

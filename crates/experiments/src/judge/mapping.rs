@@ -3,17 +3,19 @@
 //! over repetitions, the quantity formed, and the checks that an entry's
 //! kind can be judged by it ([`Mapping::fits`]).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::catalogue::Kind;
-use crate::metric::{Metric, UnknownMetric};
+use crate::metric::Metric;
 use crate::store::RunRow;
+use crate::workload::table::{de, Choice, Text};
 
 /// Which runs a side of a mapping takes: by `profile` (its name), `series`
 /// (the report's series: protocol and knobs, e.g. `"h2"`, `"tcp reno"`,
 /// `"tcp quic-tunnel/rate"`) and `params` (the setting as the report names
 /// it, e.g. `"20x10KB"`); keys left out match every run.
-#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Select {
     pub profile: Option<String>,
     pub series: Option<String>,
@@ -21,21 +23,6 @@ pub struct Select {
 }
 
 impl Select {
-    /// `{ profile = "mss", series = "h2", params = "20x10KB" }`; keys left
-    /// out match every run.
-    pub fn parse(v: &toml::Value) -> Result<Select, String> {
-        let s = v.as_table().ok_or("expected a table like { profile = \"mss\", series = \"h2\", params = \"20x10KB\" }")?;
-        if let Some(bad) = s.keys().find(|x| !["profile", "series", "params"].contains(&x.as_str())) {
-            return Err(format!("unknown key {bad:?}; allowed: profile, series, params"));
-        }
-        let get = |x: &str| -> Result<Option<String>, String> {
-            match s.get(x) {
-                None => Ok(None),
-                Some(v) => v.as_str().map(|s| Some(s.to_string())).ok_or_else(|| format!("{x}: expected text in quotes")),
-            }
-        };
-        Ok(Select { profile: get("profile")?, series: get("series")?, params: get("params")? })
-    }
     pub fn matches(&self, r: &RunRow) -> bool {
         self.profile.as_ref().is_none_or(|p| *p == r.profile) && self.series.as_ref().is_none_or(|s| *s == r.series.name) && self.params.as_ref().is_none_or(|p| *p == r.params)
     }
@@ -50,7 +37,7 @@ impl Select {
 }
 
 /// How a mapping forms its quantity.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Form {
     Value,
@@ -65,7 +52,7 @@ pub enum Form {
 }
 
 /// How several cases make one quantity.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Over {
     Mean,
@@ -74,7 +61,7 @@ pub enum Over {
 }
 
 /// The statistic over a side's repetitions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Statistic {
     Mean,
@@ -90,19 +77,6 @@ pub enum Statistic {
 }
 
 impl Statistic {
-    fn parse(s: &str) -> Option<Statistic> {
-        Some(match s {
-            "mean" => Statistic::Mean,
-            "p5" => Statistic::P5,
-            "median" => Statistic::Median,
-            "p80" => Statistic::P80,
-            "p95" => Statistic::P95,
-            "sd" => Statistic::Sd,
-            "max" => Statistic::Max,
-            "range" => Statistic::Range,
-            _ => return None,
-        })
-    }
     pub fn of(self, v: &[f64]) -> f64 {
         let n = v.len() as f64;
         let mean = v.iter().sum::<f64>() / n;
@@ -173,62 +147,79 @@ pub struct JudgeError {
     pub message: String,
 }
 
-const KEYS: &[&str] = &["id", "metric", "of", "vs", "cases", "over", "statistic", "quantity", "scale", "per", "setup", "explanation"];
+/// A `[[judge]]` table as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Entry {
+    id: Text,
+    metric: Choice<Metric>,
+    of: Option<Select>,
+    vs: Option<Select>,
+    cases: Option<Vec<CaseTable>>,
+    over: Option<Over>,
+    statistic: Option<Statistic>,
+    quantity: Option<Form>,
+    scale: Option<Above0>,
+    per: Option<Above0>,
+    setup: Option<Text>,
+    explanation: Option<Text>,
+}
+
+/// One of `cases = [{ of, vs, group }, …]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CaseTable {
+    of: Option<Select>,
+    vs: Option<Select>,
+    group: Option<Text>,
+}
+
+/// A number above 0 (`scale`, `per`).
+#[derive(Clone, Copy)]
+struct Above0(f64);
+
+impl<'de> Deserialize<'de> for Above0 {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = toml::Value::deserialize(d)?;
+        match aerolink_link::profile::keys::number(&v) {
+            Some(x) if x > 0.0 => Ok(Above0(x)),
+            _ => Err(serde::de::Error::custom("expected a number above 0")),
+        }
+    }
+}
 
 /// The `[[judge]]` entries of an experiment file (none if it has none).
 pub fn parse(doc: &toml::Table) -> Result<Vec<Mapping>, JudgeError> {
     let Some(v) = doc.get("judge") else { return Ok(Vec::new()) };
     let arr = v.as_array().ok_or_else(|| JudgeError { index: 1, key: "judge".into(), message: "expected [[judge]] tables".into() })?;
-    arr.iter().enumerate().map(|(i, v)| parse_one(i + 1, v)).collect()
+    let tables = arr.iter().enumerate().map(|(i, v)| v.as_table().cloned().ok_or_else(|| JudgeError { index: i + 1, key: "judge".into(), message: "expected a table".into() }));
+    tables.collect::<Result<Vec<_>, _>>().and_then(entries)
 }
 
-fn parse_one(index: usize, v: &toml::Value) -> Result<Mapping, JudgeError> {
+/// The `[[judge]]` tables, each an entry.
+pub fn entries(tables: Vec<toml::Table>) -> Result<Vec<Mapping>, JudgeError> {
+    tables.into_iter().enumerate().map(|(i, t)| parse_one(i + 1, t)).collect()
+}
+
+fn parse_one(index: usize, t: toml::Table) -> Result<Mapping, JudgeError> {
     let err = |key: &str, message: String| JudgeError { index, key: key.into(), message };
-    let t = v.as_table().ok_or_else(|| err("judge", "expected a table".into()))?;
-    if let Some(k) = t.keys().find(|k| !KEYS.contains(&k.as_str())) {
-        return Err(err(k, format!("unknown key; allowed: {} (the paper's number and the rule are the catalogue's)", KEYS.join(", "))));
-    }
-    let text = |k: &str| -> Result<String, JudgeError> { t.get(k).and_then(|v| v.as_str()).map(str::to_string).ok_or_else(|| err(k, "expected text in quotes".into())) };
-    let select = |k: &str, v: Option<&toml::Value>| -> Result<Option<Select>, JudgeError> { v.map(|v| Select::parse(v).map_err(|m| err(k, m))).transpose() };
-    let cases = match (t.get("cases"), t.get("of")) {
+    let e: Entry = de(t).map_err(|(k, m)| {
+        let hint = if m.starts_with("unknown key") && !k.contains('.') { " (the paper's number and the rule are the catalogue's)" } else { "" };
+        err(&k, format!("{m}{hint}"))
+    })?;
+    let cases = match (e.cases, e.of) {
         (Some(_), Some(_)) => return Err(err("cases", "give either of/vs or cases = [{ of, vs }, …], not both".into())),
-        (Some(toml::Value::Array(a)), None) if !a.is_empty() => a
-            .iter()
-            .map(|c| {
-                let ct = c.as_table().ok_or_else(|| err("cases", "expected tables { of = {…}, vs = {…} }".into()))?;
-                if let Some(k) = ct.keys().find(|k| !["of", "vs", "group"].contains(&k.as_str())) {
-                    return Err(err("cases", format!("unknown key {k:?}; allowed: of, vs, group")));
-                }
-                let group = ct.get("group").map(|g| g.as_str().map(str::to_string).ok_or_else(|| err("cases.group", "expected text in quotes".into()))).transpose()?;
-                Ok(Case { of: select("cases.of", ct.get("of"))?.ok_or_else(|| err("cases", "each case needs of = {…}".into()))?, vs: select("cases.vs", ct.get("vs"))?, group })
-            })
-            .collect::<Result<Vec<_>, _>>()?,
+        (Some(cs), None) if !cs.is_empty() => {
+            cs.into_iter().map(|c| Ok(Case { of: c.of.ok_or_else(|| err("cases", "each case needs of = {…}".into()))?, vs: c.vs, group: c.group.map(|g| g.0) })).collect::<Result<Vec<_>, _>>()?
+        }
         (Some(_), None) => return Err(err("cases", "expected a list of one or more { of, vs }".into())),
-        (None, Some(of)) => vec![Case { of: select("of", Some(of))?.unwrap_or_default(), vs: select("vs", t.get("vs"))?, group: None }],
+        (None, Some(of)) => vec![Case { of, vs: e.vs, group: None }],
         (None, None) => return Err(err("of", "expected the runs measured: of = { profile = …, series = …, params = … }".into())),
     };
     if cases.iter().any(|c| c.vs.is_some()) != cases.iter().all(|c| c.vs.is_some()) {
         return Err(err("cases", "either every case has vs or none has".into()));
     }
-    let over = match t.get("over").map(|v| v.as_str()) {
-        None => Over::Mean,
-        Some(Some("mean")) => Over::Mean,
-        Some(Some("most")) => Over::Most,
-        Some(Some("least")) => Over::Least,
-        Some(_) => return Err(err("over", "expected \"mean\" (averaged over cases), \"most\" (\"up to\") or \"least\" (\"in all\")".into())),
-    };
-    let statistic = match t.get("statistic") {
-        None => Statistic::Mean,
-        Some(v) => v.as_str().and_then(Statistic::parse).ok_or_else(|| err("statistic", "expected mean, p5, median, p80, p95, sd, max or range".into()))?,
-    };
-    let quantity = match t.get("quantity").map(|v| v.as_str()) {
-        None => None,
-        Some(Some("value")) => Some(Form::Value),
-        Some(Some("ratio")) => Some(Form::Ratio),
-        Some(Some("difference")) => Some(Form::Difference),
-        Some(Some("ratio-of-ratios")) => Some(Form::RatioOfRatios),
-        Some(_) => return Err(err("quantity", "expected \"value\", \"ratio\", \"difference\" or \"ratio-of-ratios\"".into())),
-    };
+    let (over, quantity) = (e.over.unwrap_or(Over::Mean), e.quantity);
     if quantity == Some(Form::RatioOfRatios) && (cases.len() % 2 != 0 || over != Over::Mean || cases.iter().any(|c| c.group.is_some())) {
         return Err(err("quantity", "a ratio of ratios takes its cases two at a time (an even number, each with vs; no group, over = \"mean\")".into()));
     }
@@ -236,26 +227,17 @@ fn parse_one(index: usize, v: &toml::Value) -> Result<Mapping, JudgeError> {
     if quantity.is_some_and(|q| (q == Form::Value) == has_vs) {
         return Err(err("quantity", if has_vs { "a value takes no vs".into() } else { "a ratio or difference needs vs = {…}".into() }));
     }
-    let num = |k: &str| -> Result<Option<f64>, JudgeError> {
-        match t.get(k) {
-            None => Ok(None),
-            Some(v) => match aerolink_link::profile::keys::number(v) {
-                Some(x) if x > 0.0 && x.is_finite() => Ok(Some(x)),
-                _ => Err(err(k, "expected a number above 0".into())),
-            },
-        }
-    };
     Ok(Mapping {
-        id: text("id")?,
-        metric: text("metric")?.parse().map_err(|e: UnknownMetric| err("metric", e.to_string()))?,
+        id: e.id.0,
+        metric: e.metric.0,
         cases,
         over,
-        statistic,
+        statistic: e.statistic.unwrap_or(Statistic::Mean),
         quantity,
-        scale: num("scale")?.unwrap_or(1.0),
-        per: num("per")?,
-        setup: t.get("setup").map(|_| text("setup")).transpose()?,
-        explanation: t.get("explanation").map(|_| text("explanation")).transpose()?,
+        scale: e.scale.map_or(1.0, |x| x.0),
+        per: e.per.map(|x| x.0),
+        setup: e.setup.map(|x| x.0),
+        explanation: e.explanation.map(|x| x.0),
     })
 }
 

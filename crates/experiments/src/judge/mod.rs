@@ -42,7 +42,7 @@ use crate::catalogue::{Entry, Kind, Verdict, MIN_REPS, RESAMPLES};
 use crate::store::RunRow;
 
 mod mapping;
-pub use mapping::{parse, Case, Form, JudgeError, Mapping, Over, Select, Statistic};
+pub use mapping::{entries, parse, Case, Form, JudgeError, Mapping, Over, Select, Statistic};
 
 /// An entry with what our runs say about it.
 #[derive(Clone, Debug, Serialize)]

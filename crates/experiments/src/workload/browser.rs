@@ -6,7 +6,7 @@ use aerolink_work::browser::{BrowserProtocol, BrowserResult};
 use aerolink_work::cli::{BrowserArgs, BrowserParams, WorkloadCmd};
 use serde::{Deserialize, Serialize};
 
-use super::table::{list_of, picks, KeyErr};
+use super::table::{de, fields, Choice, Flag, KeyErr, Many, Text};
 use super::{Kind, Knobs, Measured, Workload, WorkloadError, WorkloadKind};
 use crate::metric::Metric::{self, *};
 use crate::metric::Metrics;
@@ -28,17 +28,26 @@ pub struct Browser {
     pub net_log: Option<std::path::PathBuf>,
 }
 
-pub const KIND: WorkloadKind = WorkloadKind { name: "browser", keys: &["protocol", "protocols", "page", "pages", "warm"], expand, base_knobs: Knobs::default };
+pub const KIND: WorkloadKind = WorkloadKind { name: "browser", keys: fields::<Table>, expand, base_knobs: Knobs::default };
 
-fn expand(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
-    let warm = match t.get("warm") {
-        None => false,
-        Some(toml::Value::Boolean(b)) => *b,
-        Some(_) => return Err(("warm".into(), "expected true or false".into())),
-    };
+/// A `[[workload]]` table of type browser: protocols and pages one value
+/// or a list.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Table {
+    #[serde(alias = "protocol")]
+    protocols: Option<Many<Choice<BrowserProtocol>>>,
+    #[serde(alias = "page")]
+    pages: Many<Text>,
+    warm: Option<Flag>,
+}
+
+fn expand(t: toml::Table) -> Result<Vec<Workload>, KeyErr> {
+    let t: Table = de(t)?;
+    let warm = t.warm.is_some_and(|f| f.0);
     let mut out = Vec::new();
-    for protocol in picks(t, &["protocols", "protocol"], vec![BrowserProtocol::H2])? {
-        for page in list_of(t, &["pages", "page"])? {
+    for Choice(protocol) in Many::or(t.protocols, vec![Choice(BrowserProtocol::H2)]) {
+        for Text(page) in &t.pages.0 {
             out.push(Workload::Browser(Browser { protocol, page: page.clone(), warm, har: None, screenshot: None, net_log: None }));
         }
     }

@@ -6,7 +6,7 @@ use aerolink_work::quic::QuicArgs;
 use aerolink_work::Transport;
 use serde::{Deserialize, Serialize};
 
-use super::table::{list_of, picks, KeyErr};
+use super::table::{de, fields, Choice, KeyErr, Many, Size};
 use super::{human_bytes, Kind, Knobs, Measured, Workload, WorkloadError, WorkloadKind};
 use crate::metric::Metric::{self, *};
 use crate::metric::Metrics;
@@ -18,14 +18,26 @@ pub struct Bulk {
     pub bytes: u64,
 }
 
-pub const KIND: WorkloadKind = WorkloadKind { name: "bulk", keys: &["transport", "transports", "direction", "directions", "size", "sizes"], expand, base_knobs: Knobs::default };
+pub const KIND: WorkloadKind = WorkloadKind { name: "bulk", keys: fields::<Table>, expand, base_knobs: Knobs::default };
 
-fn expand(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
+/// A `[[workload]]` table of type bulk: each key one value or a list.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Table {
+    #[serde(alias = "transport")]
+    transports: Option<Many<Choice<Transport>>>,
+    #[serde(alias = "direction")]
+    directions: Option<Many<Choice<Direction>>>,
+    #[serde(alias = "size")]
+    sizes: Many<Size>,
+}
+
+fn expand(t: toml::Table) -> Result<Vec<Workload>, KeyErr> {
+    let t: Table = de(t)?;
     let mut out = Vec::new();
-    for transport in picks(t, &["transports", "transport"], vec![Transport::Tcp])? {
-        for direction in picks(t, &["directions", "direction"], vec![Direction::Down])? {
-            for size in list_of(t, &["sizes", "size"])? {
-                let bytes = aerolink_work::page::parse_bytes(&size).ok_or_else(|| ("sizes".to_string(), format!("{size:?}: expected a size like 1MB")))?;
+    for Choice(transport) in Many::or(t.transports, vec![Choice(Transport::Tcp)]) {
+        for &Choice(direction) in &Many::or(t.directions.clone(), vec![Choice(Direction::Down)]) {
+            for &Size(bytes) in &t.sizes.0 {
                 out.push(Workload::Bulk(Bulk { transport, direction, bytes }));
             }
         }

@@ -9,7 +9,7 @@ use aerolink_work::quic::QuicArgs;
 use aerolink_work::Transport;
 use serde::{Deserialize, Serialize};
 
-use super::table::{duration, ints, list_of, picks, rate_bps, u32_of, KeyErr};
+use super::table::{de, fields, Choice, Dur, KeyErr, Many, Rate as RateBps, Whole};
 use super::{mean, sorted, Kind, Knobs, Measured, Workload, WorkloadError, WorkloadKind};
 use crate::metric::Metric::{self, *};
 use crate::metric::Metrics;
@@ -32,29 +32,40 @@ fn tcp() -> Transport {
     Transport::Tcp
 }
 
-pub const KIND: WorkloadKind = WorkloadKind {
-    name: "messages",
-    keys: &["transport", "transports", "direction", "directions", "size", "sizes", "rate", "rates", "duration", "down_size", "down_rate"],
-    expand,
-    base_knobs: Knobs::default,
-};
+pub const KIND: WorkloadKind = WorkloadKind { name: "messages", keys: fields::<Table>, expand, base_knobs: Knobs::default };
 
-fn expand(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
-    let duration_s = duration(t, "duration", Duration::from_secs(60))?.as_secs_f64();
-    let down_size = match t.get("down_size") {
-        None => None,
-        Some(v) => Some(v.as_integer().and_then(|i| u32::try_from(i).ok()).ok_or_else(|| ("down_size".to_string(), "expected the ground's message size in bytes".to_string()))?),
-    };
-    let down_rate = match t.get("down_rate") {
-        None => None,
-        Some(v) => Some(rate_bps(v.as_str().ok_or_else(|| ("down_rate".to_string(), "expected the ground's offered rate, like \"1024 bit/s\"".to_string()))?, "down_rate")?),
-    };
+/// Message sizes, bytes.
+type Bytes = Whole<0, { u32::MAX as i64 }>;
+
+/// A `[[workload]]` table of type messages: transports, directions, sizes
+/// and rates one value or a list; `down_size` and `down_rate` the
+/// ground's own offer.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Table {
+    #[serde(alias = "transport")]
+    transports: Option<Many<Choice<Transport>>>,
+    #[serde(alias = "direction")]
+    directions: Option<Many<Choice<Direction>>>,
+    #[serde(alias = "size")]
+    sizes: Option<Many<Bytes>>,
+    #[serde(alias = "rate")]
+    rates: Many<RateBps>,
+    duration: Option<Dur>,
+    down_size: Option<Bytes>,
+    down_rate: Option<RateBps>,
+}
+
+fn expand(t: toml::Table) -> Result<Vec<Workload>, KeyErr> {
+    let t: Table = de(t)?;
+    let duration_s = t.duration.map_or(Duration::from_secs(60), |d| d.0).as_secs_f64();
+    let (down_size, down_rate) = (t.down_size.map(|s| s.get::<u32>()), t.down_rate.map(|r| r.0));
     let mut out = Vec::new();
-    for transport in picks(t, &["transports", "transport"], vec![Transport::Tcp])? {
-        for direction in picks(t, &["directions", "direction"], vec![Direction::Up])? {
-            for size in ints(t, &["sizes", "size"], 64)? {
-                for rate in list_of(t, &["rates", "rate"])? {
-                    let up = Offer { size: u32_of(size), rate_bps: rate_bps(&rate, "rates")? };
+    for Choice(transport) in Many::or(t.transports, vec![Choice(Transport::Tcp)]) {
+        for &Choice(direction) in &Many::or(t.directions.clone(), vec![Choice(Direction::Up)]) {
+            for size in Many::or(t.sizes.clone(), vec![Whole(64)]) {
+                for &RateBps(rate_bps) in &t.rates.0 {
+                    let up = Offer { size: size.get(), rate_bps };
                     let down = Offer::ground(up, down_size, down_rate);
                     out.push(Workload::Messages(Messages { transport, direction, size: up.size, rate_bps: up.rate_bps, duration_s, down }));
                 }

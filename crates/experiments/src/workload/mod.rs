@@ -94,16 +94,16 @@ pub trait Measured {
 pub struct WorkloadKind {
     /// Its `type`.
     pub name: &'static str,
-    /// Its keys, beside `type` and the knobs.
-    pub keys: &'static [&'static str],
-    expand: fn(&toml::Table) -> Result<Vec<Workload>, table::KeyErr>,
+    /// Its keys, beside `type` and the knobs: its table type's fields.
+    pub keys: fn() -> &'static [&'static str],
+    expand: fn(toml::Table) -> Result<Vec<Workload>, table::KeyErr>,
     /// The knobs its runs start from, before the table's own.
     pub base_knobs: fn() -> Knobs,
 }
 
 impl WorkloadKind {
     /// Every workload the table sweeps.
-    pub fn expand(&self, t: &toml::Table) -> Result<Vec<Workload>, table::KeyErr> {
+    pub fn expand(&self, t: toml::Table) -> Result<Vec<Workload>, table::KeyErr> {
         (self.expand)(t)
     }
 }

@@ -6,7 +6,7 @@ use aerolink_work::quic::QuicArgs;
 use aerolink_work::web::{ObjectsMode, ObjectsResult, Protocol};
 use serde::{Deserialize, Serialize};
 
-use super::table::{list_of, picks, KeyErr};
+use super::table::{de, fields, Choice, KeyErr, Many, Text};
 use super::{Kind, Knobs, Measured, Workload, WorkloadError, WorkloadKind};
 use crate::metric::Metric::{self, *};
 use crate::metric::Metrics;
@@ -18,13 +18,26 @@ pub struct Objects {
     pub parallel: bool,
 }
 
-pub const KIND: WorkloadKind = WorkloadKind { name: "objects", keys: &["protocol", "protocols", "set", "sets", "mode", "modes"], expand, base_knobs: Knobs::default };
+pub const KIND: WorkloadKind = WorkloadKind { name: "objects", keys: fields::<Table>, expand, base_knobs: Knobs::default };
 
-fn expand(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
+/// A `[[workload]]` table of type objects: each key one value or a list.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Table {
+    #[serde(alias = "protocol")]
+    protocols: Option<Many<Choice<Protocol>>>,
+    #[serde(alias = "set")]
+    sets: Many<Text>,
+    #[serde(alias = "mode")]
+    modes: Option<Many<Choice<ObjectsMode>>>,
+}
+
+fn expand(t: toml::Table) -> Result<Vec<Workload>, KeyErr> {
+    let t: Table = de(t)?;
     let mut out = Vec::new();
-    for protocol in picks(t, &["protocols", "protocol"], vec![Protocol::H3])? {
-        for set in list_of(t, &["sets", "set"])? {
-            for mode in picks(t, &["modes", "mode"], vec![ObjectsMode::Seq])? {
+    for Choice(protocol) in Many::or(t.protocols, vec![Choice(Protocol::H3)]) {
+        for Text(set) in &t.sets.0 {
+            for Choice(mode) in Many::or(t.modes.clone(), vec![Choice(ObjectsMode::Seq)]) {
                 out.push(Workload::Objects(Objects { protocol, set: set.clone(), parallel: mode == ObjectsMode::Par }));
             }
         }

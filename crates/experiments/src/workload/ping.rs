@@ -6,7 +6,7 @@ use aerolink_work::cli::{PingArgs, WorkloadCmd};
 use aerolink_work::ping::PingResult;
 use serde::{Deserialize, Serialize};
 
-use super::table::{duration, ints, positive, u32_of, KeyErr};
+use super::table::{de, fields, Dur, KeyErr, Many, Whole};
 use super::{mean, sorted, Kind, Knobs, Measured, Workload, WorkloadError, WorkloadKind};
 use crate::metric::Metric::{self, *};
 use crate::metric::Metrics;
@@ -18,12 +18,23 @@ pub struct Ping {
     pub size: u32,
 }
 
-pub const KIND: WorkloadKind = WorkloadKind { name: "ping", keys: &["count", "interval", "size", "sizes"], expand, base_knobs: Knobs::default };
+pub const KIND: WorkloadKind = WorkloadKind { name: "ping", keys: fields::<Table>, expand, base_knobs: Knobs::default };
 
-fn expand(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
-    let count = positive(t, "count", 100)?;
-    let interval_ms = duration(t, "interval", Duration::from_millis(1000))?.as_millis_f64().round() as u64;
-    ints(t, &["sizes", "size"], 56)?.into_iter().map(|size| Ok(Workload::Ping(Ping { count: u32_of(count), interval_ms, size: u32_of(size) }))).collect()
+/// A `[[workload]]` table of type ping: sizes one value or a list.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Table {
+    count: Option<Whole<1, { u32::MAX as i64 }>>,
+    interval: Option<Dur>,
+    #[serde(alias = "size")]
+    sizes: Option<Many<Whole<0, { u32::MAX as i64 }>>>,
+}
+
+fn expand(t: toml::Table) -> Result<Vec<Workload>, KeyErr> {
+    let t: Table = de(t)?;
+    let count = t.count.map_or(100, |c| c.get());
+    let interval_ms = t.interval.map_or(Duration::from_millis(1000), |d| d.0).as_millis_f64().round() as u64;
+    Ok(Many::or(t.sizes, vec![Whole(56)]).into_iter().map(|size| Workload::Ping(Ping { count, interval_ms, size: size.get() })).collect())
 }
 
 /// Seed 000 §4.2's loss windows: the share of pings lost in each whole

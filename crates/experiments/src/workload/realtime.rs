@@ -5,7 +5,7 @@ use aerolink_work::cli::{RealtimeArgs, RealtimeParams, WorkloadCmd};
 use aerolink_work::realtime::{Mechanism, RealtimeResult, Scenario};
 use serde::{Deserialize, Serialize};
 
-use super::table::{picks, positive, KeyErr};
+use super::table::{de, fields, Choice, KeyErr, Many, Positive};
 use super::{mean, sorted, Kind, Knobs, Measured, Workload, WorkloadError, WorkloadKind};
 use crate::metric::Metric::{self, *};
 use crate::metric::Metrics;
@@ -21,14 +21,29 @@ pub struct Realtime {
 
 // Real-time web keeps Nagle's algorithm on unless told otherwise, as in
 // seed 001's study.
-pub const KIND: WorkloadKind =
-    WorkloadKind { name: "realtime", keys: &["mechanism", "mechanisms", "scenario", "scenarios", "count", "interval_ms", "size"], expand, base_knobs: || Knobs { nagle: true, ..Knobs::default() } };
+pub const KIND: WorkloadKind = WorkloadKind { name: "realtime", keys: fields::<Table>, expand, base_knobs: || Knobs { nagle: true, ..Knobs::default() } };
 
-fn expand(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
-    let (count, interval_ms, size) = (positive(t, "count", 100)?, positive(t, "interval_ms", 200)?, positive(t, "size", 64)?);
+/// A `[[workload]]` table of type realtime: mechanisms and scenarios one
+/// value or a list.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Table {
+    count: Option<Positive>,
+    interval_ms: Option<Positive>,
+    size: Option<Positive>,
+    #[serde(alias = "mechanism")]
+    mechanisms: Option<Many<Choice<Mechanism>>>,
+    #[serde(alias = "scenario")]
+    scenarios: Option<Many<Choice<Scenario>>>,
+}
+
+fn expand(t: toml::Table) -> Result<Vec<Workload>, KeyErr> {
+    let t: Table = de(t)?;
+    let n = |v: Option<Positive>, d: i64| v.map_or(d, |p| p.0);
+    let (count, interval_ms, size) = (n(t.count, 100), n(t.interval_ms, 200), n(t.size, 64));
     let mut out = Vec::new();
-    for mechanism in picks(t, &["mechanisms", "mechanism"], Mechanism::ALL.to_vec())? {
-        for scenario in picks(t, &["scenarios", "scenario"], Scenario::ALL.to_vec())? {
+    for Choice(mechanism) in Many::or(t.mechanisms, Mechanism::ALL.iter().copied().map(Choice).collect()) {
+        for Choice(scenario) in Many::or(t.scenarios.clone(), Scenario::ALL.iter().copied().map(Choice).collect()) {
             out.push(Workload::Realtime(Realtime { mechanism, scenario, count: count as u32, interval_ms: interval_ms as u64, size: size as u32 }));
         }
     }

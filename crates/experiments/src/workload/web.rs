@@ -6,7 +6,7 @@ use aerolink_work::quic::QuicArgs;
 use aerolink_work::web::{Protocol, WebResult};
 use serde::{Deserialize, Serialize};
 
-use super::table::{ints, list_of, picks, KeyErr};
+use super::table::{de, fields, Choice, KeyErr, Many, Text};
 use super::{Kind, Knobs, Measured, Workload, WorkloadError, WorkloadKind};
 use crate::metric::Metric::{self, *};
 use crate::metric::Metrics;
@@ -18,13 +18,26 @@ pub struct Web {
     pub depth: u32,
 }
 
-pub const KIND: WorkloadKind = WorkloadKind { name: "web", keys: &["protocol", "protocols", "page", "pages", "depth", "depths"], expand, base_knobs: Knobs::default };
+pub const KIND: WorkloadKind = WorkloadKind { name: "web", keys: fields::<Table>, expand, base_knobs: Knobs::default };
 
-fn expand(t: &toml::Table) -> Result<Vec<Workload>, KeyErr> {
+/// A `[[workload]]` table of type web: each key one value or a list.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Table {
+    #[serde(alias = "protocol")]
+    protocols: Option<Many<Choice<Protocol>>>,
+    #[serde(alias = "page")]
+    pages: Many<Text>,
+    #[serde(alias = "depth")]
+    depths: Option<Many<i64>>,
+}
+
+fn expand(t: toml::Table) -> Result<Vec<Workload>, KeyErr> {
+    let t: Table = de(t)?;
     let mut out = Vec::new();
-    for protocol in picks(t, &["protocols", "protocol"], vec![Protocol::H2])? {
-        for page in list_of(t, &["pages", "page"])? {
-            for depth in ints(t, &["depths", "depth"], 1)? {
+    for Choice(protocol) in Many::or(t.protocols, vec![Choice(Protocol::H2)]) {
+        for Text(page) in &t.pages.0 {
+            for &depth in &Many::or(t.depths.clone(), vec![1]) {
                 out.push(Workload::Web(Web { protocol, page: page.clone(), depth: depth.clamp(0, 100) as u32 }));
             }
         }
