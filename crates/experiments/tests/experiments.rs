@@ -124,6 +124,13 @@ fn bad_files_name_the_file_the_key_and_what_is_allowed() {
             "name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\n[[judge]]\nid = \"000-x\"\nmetric = \"plt\"\nof = { profile = \"mss\" }\n",
             "judge[1].metric: no metric \"plt\": expected one of plt_ms, ttfb_ms,",
         ),
+        (
+            "name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\n[[judge]]\nid = \"000-x\"\nmetric = \"plt_ms\"\nof = { profil = \"mss\" }\n",
+            "judge[1].of.profil: unknown key; allowed: profile, series, params",
+        ),
+        ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\nprotocol = \"h1\"\nprotocols = [\"h2\"]\n", "workload[1].protocols: given twice"),
+        ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\n", "workload[1].pages: missing"),
+        ("name = \"x\"\nprofiles = [\"mss\"]\ncolour = \"blue\"\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\n", "colour: unknown key; allowed: name, description, seed,"),
     ];
     for (i, (text, want)) in cases.iter().enumerate() {
         let f = write(&d, &format!("bad{i}.toml"), text);
