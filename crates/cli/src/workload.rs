@@ -75,6 +75,11 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                 let ip = addr(&server)?.ip();
                 print(&aerolink_work::ping::run(ip, count, std::time::Duration::from_nanos(interval.0), size, std::time::Duration::from_nanos(wait.0)).await?)
             }
+            WorkloadCmd::Dns(d) => {
+                let r = with_port(addr(&d.resolver)?, 53);
+                let ns = |x: aerolink_link::Duration| std::time::Duration::from_nanos(x.0);
+                print(&aerolink_work::dns::run(r, d.count, d.rounds, ns(d.interval), ns(d.timeout)).await)
+            }
             WorkloadCmd::Messages(m) => {
                 let a = with_port(addr(&m.server)?, server::MESSAGES_PORT);
                 print(&messages::run(a, &m.spec(), &m.quic.knobs()).await?)

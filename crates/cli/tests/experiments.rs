@@ -245,3 +245,34 @@ fn cross_traffic_competes_for_the_link() {
     assert!(leftover_namespaces().is_empty());
     assert!(orphan_processes("^iperf3 -c 198.18").is_empty(), "the cross traffic's iperf3 is stopped with its run");
 }
+
+/// A resolver aboard (Debian's dnsmasq in the aircraft gateway) answers a
+/// name's second lookup from its cache, faster than any trip across the
+/// space link; asked directly, the ground's name server is a trip away
+/// every time. The resolver is stopped with its run.
+#[test]
+fn a_resolver_aboard_answers_second_lookups_from_its_cache() {
+    require_root();
+    let d = tempdir("dns");
+    let (spec, db) = (d.join("exp.toml"), d.join("r.db"));
+    std::fs::write(
+        &spec,
+        "name = \"dns\"\nseed = 3\nrepetitions = 1\ntopology = \"ifc\"\nprofiles = [\"geo\"]\n[[variant]]\nname = \"geo\"\nbase = \"satcom-100\"\nrtt = \"300ms\"\n[[workload]]\ntype = \"dns\"\nresolvers = [\"aboard\", \"ground\"]\nnames = 8\n",
+    )
+    .unwrap();
+    let o = aerolink(&["experiment", "run", spec.to_str().unwrap(), "--db", db.to_str().unwrap(), "--parallel", "2"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let runs = stored(&db);
+    let m = |via: &str| runs.iter().find(|r| r["params"].as_str().unwrap().ends_with(via)).map(|r| r["metrics"].clone()).unwrap_or_else(|| panic!("no run via {via}: {runs:?}"));
+    let (aboard, ground) = (m("aboard"), m("ground"));
+    let f = |v: &Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"));
+    // Aboard: every first lookup crosses the link (a cold cache), every
+    // second is a hit a cabin hop away.
+    assert_eq!((f(&aboard, "dns_first_cached_pct"), f(&aboard, "dns_second_cached_pct")), (0.0, 100.0), "{aboard}");
+    assert!(f(&aboard, "dns_miss_ms") >= 300.0 && f(&aboard, "dns_hit_ms") < 50.0, "{aboard}");
+    // Ground: no cache, both lookups a round trip.
+    assert_eq!(f(&ground, "dns_both_miss_pct"), 100.0, "{ground}");
+    assert!(f(&ground, "dns_first_ms_median") >= 300.0, "{ground}");
+    assert!(leftover_namespaces().is_empty());
+    assert!(orphan_processes("^dnsmasq .*--server=198.18").is_empty(), "the resolver aboard is stopped with its run");
+}

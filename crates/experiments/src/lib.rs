@@ -9,6 +9,7 @@
 //! ([`store`]), the studies' results as data and their verdicts ([`catalogue`], [`judge`], [`reproductions`]), and
 //! the self-contained HTML report ([`report`]).
 
+pub mod aboard;
 pub mod catalogue;
 
 /// A mistake in what the user asked for (a flag, a file), found by our own

@@ -150,6 +150,14 @@ metrics! {
     LossWindowMedianPct = "loss_window_median_pct", "median loss of a 100 s window", Number, Lower;
     LossWindowP90Pct = "loss_window_p90_pct", "90th-percentile loss of a 100 s window", Number, Lower;
     LossWindowMaxPct = "loss_window_max_pct", "largest loss of a 100 s window", Number, Lower;
+    // DNS lookups, each name twice back to back (seed 000 §5.1, §5.3).
+    DnsFirstMsMedian = "dns_first_ms_median", "median first lookup", Ms, Lower;
+    DnsHitMs = "dns_hit_ms", "lookup answered from a cache (lower mode)", Ms, Lower;
+    DnsMissMs = "dns_miss_ms", "first lookup that crossed the link (upper mode)", Ms, Lower;
+    DnsFirstCachedPct = "dns_first_cached_pct", "first lookups answered from a cache", Number, Higher;
+    DnsSecondCachedPct = "dns_second_cached_pct", "second lookups answered from a cache", Number, Higher;
+    DnsBothMissPct = "dns_both_miss_pct", "names whose both lookups missed", Number, Lower;
+    DnsFailedPct = "dns_failed_pct", "first lookups unanswered", Number, Lower;
     // What the emulator saw (every run).
     LinkDropsDown = "link_drops_down", "link drops ↓", Number, Neither;
     LinkDropsUp = "link_drops_up", "link drops ↑", Number, Neither;

@@ -311,7 +311,10 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
         Err(e) => return failed(format!("starting the server: {e}")),
     };
     let mut outcome = (|| {
-        let ports = [Port::Tcp(aerolink_work::server::HTTPS_PORT), Port::Tcp(aerolink_work::realtime::WS_PORT)];
+        let mut ports = vec![Port::Tcp(aerolink_work::server::HTTPS_PORT), Port::Tcp(aerolink_work::realtime::WS_PORT)];
+        if matches!(req.workload, Workload::Dns(_)) {
+            ports.push(Port::Udp(53));
+        }
         match wait_listening(&mut server, &ports, Duration::from_secs(15), || stop.load(Ordering::SeqCst) || lab.broken()) {
             Ok(()) => {}
             Err(WaitError::Exited(st)) => {
@@ -327,15 +330,7 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
             None => (lab.hosts.last().expect("hosts").ipv4.clone(), lab.hosts.last().expect("hosts").ipv6.clone()),
         };
         let addr = if req.knobs.ipv6 { format!("[{v6}]") } else { v4.clone() };
-        // Competing traffic first, so the workload meets a link in use.
-        let _cross = match req.knobs.cross.filter(|c| *c != crate::workload::Cross::None) {
-            Some(c) => match Cross::start(&lab, c, &v4, &env, &tmp, stop) {
-                Ok(x) => Some(x),
-                Err(e) => return failed(format!("starting the cross traffic: {e}")),
-            },
-            None => None,
-        };
-        let mut o = run_client(req, &lab, &env, &addr, &tmp, stop);
+        let mut o = client_beside(req, &lab, &env, (&v4, &addr), &tmp, stop);
         o.setup_ms = setup_ms;
         o
     })();
@@ -353,6 +348,29 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     }
     link_figures(&rep, measured_hop, req.profile.up.bonded.as_ref().map_or(0, |b| b.channels.len()), &mut outcome);
     outcome
+}
+
+/// The client, beside what the run asks for: competing traffic first (so
+/// the workload meets a link in use), a resolver aboard that the client
+/// asks in the server's stead. `server`: its IPv4 address and the address
+/// the client uses.
+fn client_beside(req: &RunRequest, lab: &Lab, env: &[(String, String)], server: (&str, &str), tmp: &Path, stop: &AtomicBool) -> RunOutcome {
+    let (v4, addr) = server;
+    let _cross = match req.knobs.cross.filter(|c| *c != crate::workload::Cross::None) {
+        Some(c) => match Cross::start(lab, c, v4, env, tmp, stop) {
+            Ok(x) => Some(x),
+            Err(e) => return failed(format!("starting the cross traffic: {e}")),
+        },
+        None => None,
+    };
+    let resolver = match req.workload.resolver_aboard() {
+        true => match crate::aboard::Resolver::start(lab, v4, env, stop) {
+            Ok(r) => Some(r),
+            Err(e) => return failed(format!("starting the resolver aboard: {e}")),
+        },
+        false => None,
+    };
+    run_client(req, lab, env, resolver.as_ref().map_or(addr, |r| r.addr.as_str()), tmp, stop)
 }
 
 /// The workload's client in the lab's first host, against `addr`: its

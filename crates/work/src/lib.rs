@@ -19,6 +19,7 @@ pub mod choice;
 pub mod cli;
 pub mod clock;
 pub mod corpus;
+pub mod dns;
 pub mod error;
 pub mod har;
 pub mod messages;

@@ -217,6 +217,10 @@ pub async fn serve(opts: ServerOpts) -> Result<()> {
     let quic = |alpn: &[u8]| crate::quic::server_config(&opts.quic, &[alpn]);
     let (h3_cfg, bulk_cfg, msg_cfg) = (quic(b"h3")?, quic(crate::bulk::ALPN)?, quic(crate::messages::ALPN)?);
     let any = |port| SocketAddr::from(([0u16; 8], port));
+    // The ground's name server for the `dns` workload, bound before anyone
+    // is told the server is up; a host whose port 53 is taken (a resolver
+    // of its own) serves everything else.
+    let dns_sock = std::net::UdpSocket::bind(any(53)).and_then(|s| s.set_nonblocking(true).and_then(|()| tokio::net::UdpSocket::from_std(s)));
     let https = tcp_listener(HTTPS_PORT, opts.tcp_cc)?;
     let h3 = quinn::Endpoint::server(h3_cfg, any(HTTPS_PORT))?;
     let bulk_tcp = tcp_listener(BULK_PORT, opts.tcp_cc)?;
@@ -226,8 +230,18 @@ pub async fn serve(opts: ServerOpts) -> Result<()> {
     let rt_http = tcp_listener(crate::realtime::HTTP_PORT, opts.tcp_cc)?;
     let rt_ws = tcp_listener(crate::realtime::WS_PORT, opts.tcp_cc)?;
     let plain = tcp_listener(HTTP_PORT, opts.tcp_cc)?;
+    let dns = async {
+        match dns_sock {
+            Ok(sock) => crate::dns::serve(sock, Some(crate::dns::WORKLOAD_ANSWER), None).await.map_err(Into::into),
+            Err(e) => {
+                eprintln!("workload serve: no DNS on port 53 ({e}); the other workloads are served");
+                Ok(())
+            }
+        }
+    };
     let cat = Arc::new(Catalog::default());
     tokio::try_join!(
+        dns,
         serve_https(https, tls, opts.clone(), cat.clone()),
         serve_h3(h3, cat.clone()),
         crate::replay::serve_plain(plain, cat),

@@ -17,7 +17,7 @@
 //! rate = "x2"            # x<factor> or an absolute value; also rtt, loss
 //!
 //! [[workload]]
-//! type = "web"           # web | bulk | objects | messages | realtime | ping | browser (crate::workload's KINDS)
+//! type = "web"           # web | bulk | objects | messages | realtime | ping | browser | dns (crate::workload's KINDS)
 //! protocols = ["h1", "h2", "h3"]
 //! pages = ["1x100KB", "10x100KB"]
 //! tcp_cc = "cubic"       # knobs (knobs.rs KNOBS): tcp_cc, initcwnd, quic_preset, quic_cc, quic_rate, quic_max_cwnd, quic_pacing_interval, nagle, push (HTTP/2 server push, % of objects), cross (competing traffic: none, tcp-down, tcp-up), mss, rcvbuf, quickack, tcp_reordering (adaptive, strict), message_stamp (schedule, send), ipv6 (true: the client reaches the server at its IPv6 address), tcp_timestamps (false: 20 B TCP headers), tcp_sack (false: no selective acknowledgements) (a value or a list to sweep)
@@ -347,6 +347,12 @@ fn cases(tables: Vec<toml::Table>, gateways: bool) -> Result<Vec<Case>, KeyErr> 
         let ws = kind.expand(own).map_err(at)?;
         for w in &ws {
             w.validate().map_err(|e| (key.clone(), e.to_string()))?;
+            if w.resolver_aboard() && !gateways {
+                return Err((
+                    format!("{key}.resolver"),
+                    "a resolver aboard runs in the aircraft gateway: add topology = \"ifc\" at the top (or a topology file with host airgw), or resolver = \"ground\"".into(),
+                ));
+            }
             for k in &ks {
                 cases.push(Case { workload: w.clone(), knobs: k.clone() });
             }

@@ -15,6 +15,7 @@ use aerolink_work::cli::WorkloadCmd;
 
 mod browser;
 mod bulk;
+mod dns;
 mod knobs;
 mod messages;
 mod objects;
@@ -25,6 +26,7 @@ mod web;
 
 pub use browser::Browser;
 pub use bulk::Bulk;
+pub use dns::{Dns, ResolverAt};
 pub use knobs::{Cross, Knobs, Reordering};
 pub use messages::Messages;
 pub use objects::Objects;
@@ -73,6 +75,11 @@ pub trait Kind {
     fn protocol(&self) -> String;
     /// A short label of the parameters (not the protocol), for grouping.
     fn params_label(&self) -> String;
+    /// Whether the client asks a resolver aboard (started in the aircraft
+    /// gateway; the client's `server` is then that resolver's address).
+    fn resolver_aboard(&self) -> bool {
+        false
+    }
     /// The client program against `server`.
     fn client_cmd(&self, server: String, knobs: &Knobs) -> WorkloadCmd;
     /// The metrics the report's table shows beside the headline.
@@ -172,6 +179,7 @@ workloads! {
     Realtime(realtime) = "realtime",
     Ping(ping) = "ping",
     Browser(browser) = "browser",
+    Dns(dns) = "dns",
 }
 
 pub(crate) fn with_prefix(cmd: WorkloadCmd) -> Vec<String> {
@@ -206,6 +214,12 @@ impl Workload {
     /// A short label of the parameters (not the protocol), for grouping.
     pub fn params_label(&self) -> String {
         self.kind().params_label()
+    }
+
+    /// Whether its client asks a caching resolver aboard (dnsmasq in
+    /// airgw), which the runner starts.
+    pub fn resolver_aboard(&self) -> bool {
+        self.kind().resolver_aboard()
     }
 
     /// The client program of this workload against `server`.
@@ -326,6 +340,6 @@ mod tests {
         assert_eq!(serde_json::to_string(&w).unwrap(), r#"{"workload":"web","protocol":"h2","page":"1x1KB","depth":1}"#);
         let back: Workload = serde_json::from_str(r#"{"workload":"messages","direction":"up","size":64,"rate_bps":1024.0,"duration_s":60.0}"#).unwrap();
         assert_eq!(back.name(), "messages");
-        assert_eq!(KINDS.iter().map(|k| k.name).collect::<Vec<_>>(), ["web", "bulk", "objects", "messages", "realtime", "ping", "browser"]);
+        assert_eq!(KINDS.iter().map(|k| k.name).collect::<Vec<_>>(), ["web", "bulk", "objects", "messages", "realtime", "ping", "browser", "dns"]);
     }
 }

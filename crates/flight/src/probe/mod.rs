@@ -4,14 +4,13 @@
 //! `aerolink probe serve` runs on the ground: it answers the agent's UDP
 //! probes ([`wire`]), serves pages over HTTP/1.1, HTTP/2 and HTTP/3 and bulk
 //! transfers (the workload server), and answers DNS questions for any name
-//! ([`dns`]). `aerolink probe run` runs aboard (a laptop, an aircraft
+//! ([`aerolink_work::dns`]). `aerolink probe run` runs aboard (a laptop, an aircraft
 //! server): on a schedule it probes, pings, traces, looks up, loads pages
 //! and transfers, and writes each measurement as one JSON line the moment
 //! it has it ([`record`]). Nothing here needs aerolink's namespaces or
 //! privileges beyond binding the reflector's ports.
 
 pub mod agent;
-pub mod dns;
 pub mod irtt;
 pub mod plain;
 pub mod record;
@@ -58,7 +57,7 @@ pub async fn serve(a: ReflectorArgs) -> aerolink_work::error::Result<()> {
     };
     let dns_task = async {
         match dns_sock {
-            Some(s) => dns::serve(s, Some(a.dns_answer), None).await,
+            Some(s) => aerolink_work::dns::serve(s, Some(a.dns_answer), None).await,
             None => std::future::pending().await,
         }
     };

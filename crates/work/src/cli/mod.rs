@@ -45,7 +45,7 @@ pub fn duration_text(d: Duration) -> String {
 #[derive(Subcommand, Debug, Clone, PartialEq)]
 pub enum WorkloadCmd {
     /// Serve every workload (HTTPS h1/h2 on 443/tcp, h3 on 443/udp, bulk on
-    /// 5201, messages on 5301) until killed.
+    /// 5201, messages on 5301, names on 53/udp) until killed.
     Serve(ServeArgs),
     /// Load a synthetic page like a browser.
     Web(WebArgs),
@@ -70,6 +70,31 @@ pub enum WorkloadCmd {
     /// Load a page in a real browser (headless Chromium over the DevTools
     /// protocol): paint and load timings, connections, protocols, HAR.
     Browser(BrowserArgs),
+    /// DNS lookups of COUNT names (site1.test …), each twice back to back,
+    /// at RESOLVER (the server, which answers every name, or a caching
+    /// resolver aboard), ROUNDS times every INTERVAL: seed 000 §5.1.
+    Dns(DnsArgs),
+}
+
+/// `workload dns`: where to ask and how many names, how often.
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct DnsArgs {
+    /// The resolver's IP address (port 53; `workload serve` answers every
+    /// name there).
+    #[arg(long)]
+    pub resolver: String,
+    /// Names to look up (site1.test, site2.test, …).
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub count: u32,
+    /// Rounds of lookups.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub rounds: u32,
+    /// From the start of one round to the next.
+    #[arg(long, default_value = "300s", value_parser = duration_arg)]
+    pub interval: Duration,
+    /// How long a lookup waits for its answer.
+    #[arg(long, default_value = "5s", value_parser = duration_arg)]
+    pub timeout: Duration,
 }
 
 /// The browser workload's parameters, shared by `workload browser` and
@@ -343,6 +368,37 @@ pub struct PingArgs {
     pub wait: Duration,
 }
 
+impl DnsArgs {
+    /// Its flags, for [`WorkloadCmd::to_args`].
+    fn push(&self, a: &mut Vec<String>) {
+        flag(a, "resolver", &self.resolver);
+        flag(a, "count", self.count);
+        flag(a, "rounds", self.rounds);
+        flag(a, "interval", duration_text(self.interval));
+        flag(a, "timeout", duration_text(self.timeout));
+    }
+}
+
+impl BrowserArgs {
+    /// Its flags, for [`WorkloadCmd::to_args`].
+    fn push(&self, a: &mut Vec<String>) {
+        flag(a, "server", &self.server);
+        flag(a, "protocol", self.params.protocol);
+        flag(a, "page", &self.params.page);
+        switch(a, "warm", self.params.warm);
+        if let Some(p) = &self.har {
+            flag(a, "har", p.display());
+        }
+        if let Some(p) = &self.screenshot {
+            flag(a, "screenshot", p.display());
+        }
+        if let Some(p) = &self.net_log {
+            flag(a, "net-log", p.display());
+        }
+        flag(a, "timeout", duration_text(self.timeout));
+    }
+}
+
 /// For parsing a workload command line on its own.
 #[derive(Parser, Debug)]
 #[command(name = "workload", no_binary_name = true)]
@@ -386,6 +442,7 @@ impl WorkloadCmd {
             WorkloadCmd::Realtime(_) => "realtime",
             WorkloadCmd::Messages(_) => "messages",
             WorkloadCmd::Ping(_) => "ping",
+            WorkloadCmd::Dns(_) => "dns",
             WorkloadCmd::Browser(_) => "browser",
         }
     }
@@ -472,22 +529,8 @@ impl WorkloadCmd {
                 flag(&mut a, "size", p.size);
                 flag(&mut a, "wait", duration_text(p.wait));
             }
-            WorkloadCmd::Browser(b) => {
-                flag(&mut a, "server", &b.server);
-                flag(&mut a, "protocol", b.params.protocol);
-                flag(&mut a, "page", &b.params.page);
-                switch(&mut a, "warm", b.params.warm);
-                if let Some(p) = &b.har {
-                    flag(&mut a, "har", p.display());
-                }
-                if let Some(p) = &b.screenshot {
-                    flag(&mut a, "screenshot", p.display());
-                }
-                if let Some(p) = &b.net_log {
-                    flag(&mut a, "net-log", p.display());
-                }
-                flag(&mut a, "timeout", duration_text(b.timeout));
-            }
+            WorkloadCmd::Dns(d) => d.push(&mut a),
+            WorkloadCmd::Browser(b) => b.push(&mut a),
         }
         a
     }

@@ -86,6 +86,7 @@ fn every_variant() -> Vec<WorkloadCmd> {
             timeout: Duration::from_secs(60),
         }));
     }
+    v.push(WorkloadCmd::Dns(DnsArgs { resolver: "198.18.0.2".into(), count: 100, rounds: 3, interval: Duration::from_secs(300), timeout: Duration::from_secs(10) }));
     v.push(WorkloadCmd::Conns(ConnsArgs { server, count: 500, bytes: 20_000, timeout: Duration::from_secs(90) }));
     v
 }

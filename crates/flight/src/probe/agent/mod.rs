@@ -82,7 +82,7 @@ pub async fn run(args: AgentArgs, target: SocketAddr, writer: Writer, networks: 
         Some(r) => r,
         None => {
             let text = std::fs::read_to_string("/etc/resolv.conf").unwrap_or_default();
-            SocketAddr::new(super::dns::system_resolver(&text).unwrap_or(target.ip()), 53)
+            SocketAddr::new(aerolink_work::dns::system_resolver(&text).unwrap_or(target.ip()), 53)
         }
     };
     let w: Log = Arc::new(Mutex::new(writer));
@@ -258,7 +258,7 @@ async fn dns(resolver: SocketAddr, a: Arc<AgentArgs>, w: Log) {
     for name in &a.dns_names {
         for attempt in 1..=2u8 {
             let t = epoch_s();
-            let l = super::dns::lookup(resolver, name, a.udp_timeout).await;
+            let l = aerolink_work::dns::lookup(resolver, name, a.udp_timeout).await;
             log(&w, t, Measurement::Dns { name: name.clone(), server: resolver.to_string(), attempt, ms: l.ms, answers: l.answers, rcode: l.rcode, error: l.error });
         }
     }

@@ -1,10 +1,14 @@
-//! DNS lookups timed by the agent (hickory-proto builds and reads the
-//! messages; the socket and the clock are ours), and the reflector's small
-//! authoritative server, which answers every A/AAAA question with its own
-//! address so that a lab has names to look up.
+//! DNS: timed lookups (hickory-proto builds and reads the messages; the
+//! socket and the clock are ours), the small authoritative server of the
+//! flight reflector and of `workload serve` (every A/AAAA question answered
+//! with one address, so a lab has names to look up), and the `dns`
+//! workload: every name looked up twice back to back, as seed 000 §5.1
+//! did with the Alexa top 100 through the aircraft's resolver.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
 
 use hickory_proto::op::{Message, MessageType, OpCode, Query, ResponseCode};
 use hickory_proto::rr::{Name, RData, Record, RecordType};
@@ -33,7 +37,7 @@ pub async fn lookup(server: SocketAddr, name: &str, timeout: Duration) -> Lookup
         Ok(b) => b,
         Err(e) => return fail(e.to_string()),
     };
-    let bind = super::local_any(server);
+    let bind = SocketAddr::new(if server.is_ipv6() { IpAddr::V6(Ipv6Addr::UNSPECIFIED) } else { IpAddr::V4(Ipv4Addr::UNSPECIFIED) }, 0);
     let sock = match tokio::net::UdpSocket::bind(bind).await {
         Ok(s) => s,
         Err(e) => return fail(e.to_string()),
@@ -67,9 +71,12 @@ pub async fn lookup(server: SocketAddr, name: &str, timeout: Duration) -> Lookup
     }
 }
 
-/// The answer of the reflector's authoritative server to `query`: every A
-/// (AAAA) name resolves to `v4` (`v6`) with a TTL of 300 s; anything else
-/// gets an empty answer. Nothing for what is not a query.
+/// How long a resolver may keep an answer of ours, s.
+pub const TTL_S: u32 = 300;
+
+/// The answer of the authoritative server to `query`: every A (AAAA) name
+/// resolves to `v4` (`v6`) with a TTL of [`TTL_S`]; anything else gets an
+/// empty answer. Nothing for what is not a query.
 pub fn answer(query: &[u8], v4: Option<std::net::Ipv4Addr>, v6: Option<std::net::Ipv6Addr>) -> Option<Vec<u8>> {
     let q = Message::from_vec(query).ok()?;
     if q.metadata.message_type != MessageType::Query || q.metadata.op_code != OpCode::Query {
@@ -87,7 +94,7 @@ pub fn answer(query: &[u8], v4: Option<std::net::Ipv4Addr>, v6: Option<std::net:
             _ => None,
         };
         if let Some(d) = data {
-            r.add_answer(Record::from_rdata(question.name().clone(), 300, d));
+            r.add_answer(Record::from_rdata(question.name().clone(), TTL_S, d));
         }
     }
     r.to_vec().ok()
@@ -102,6 +109,45 @@ pub async fn serve(socket: tokio::net::UdpSocket, v4: Option<std::net::Ipv4Addr>
             let _ = socket.try_send_to(&reply, from);
         }
     }
+}
+
+/// What `workload serve` answers for every name: an address in our range
+/// where nothing listens (the lookups are what is measured).
+pub const WORKLOAD_ANSWER: Ipv4Addr = Ipv4Addr::new(198, 18, 255, 254);
+
+/// The names the `dns` workload looks up: `count` distinct names under
+/// `.test`, like a list of popular sites.
+pub fn names(count: u32) -> Vec<String> {
+    (1..=count).map(|k| format!("site{k}.test")).collect()
+}
+
+/// What the `dns` workload measured: for each round and name, the first
+/// and the second (back-to-back) lookup, ms; `None` where no answer came
+/// within the timeout.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct DnsResult {
+    pub resolver: String,
+    pub names: u32,
+    pub rounds: u32,
+    pub first_ms: Vec<Option<f64>>,
+    pub second_ms: Vec<Option<f64>>,
+}
+
+/// The `dns` workload: `rounds` rounds `interval` apart; in each, every
+/// name of [`names`] looked up at `resolver` twice, one right after the
+/// other.
+pub async fn run(resolver: SocketAddr, count: u32, rounds: u32, interval: Duration, timeout: Duration) -> DnsResult {
+    let names = names(count);
+    let mut out = DnsResult { resolver: resolver.to_string(), names: count, rounds, ..DnsResult::default() };
+    let start = Instant::now();
+    for round in 0..rounds {
+        tokio::time::sleep_until((start + interval * round).into()).await;
+        for name in &names {
+            out.first_ms.push(lookup(resolver, name, timeout).await.ms);
+            out.second_ms.push(lookup(resolver, name, timeout).await.ms);
+        }
+    }
+    out
 }
 
 /// The first `nameserver` of resolv.conf text (the resolver DHCP gave).
