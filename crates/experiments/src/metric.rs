@@ -85,6 +85,7 @@ metrics! {
     FcpMs = "fcp_ms", "first contentful paint", Ms, Lower;
     LcpMs = "lcp_ms", "largest contentful paint", Ms, Lower;
     LastByteMs = "last_byte_ms", "last byte", Ms, Lower;
+    ObjectMsMedian = "object_ms_median", "median object fetch time (request sent to last byte)", Ms, Lower;
     Connections = "connections", "connections", Number, Neither;
     ConnsPerOrigin = "conns_per_origin", "connections per origin", Number, Neither;
     Origins = "origins", "origins", Number, Neither;

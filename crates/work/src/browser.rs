@@ -128,6 +128,10 @@ pub struct BrowserResult {
     pub conns_per_origin: f64,
     /// Requests by the protocol they went over (`http/1.1`, `h2`, `h3`).
     pub protocols: BTreeMap<String, usize>,
+    /// Each answered request's time from being sent to its last byte, ms,
+    /// in the order sent (a HAR entry's `time`; seed 000's Figure 9).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub object_ms: Vec<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub har: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -105,6 +105,9 @@ impl Measured for Browser {
             (ConnsPerOrigin, Some(r.conns_per_origin)),
         ];
         let mut m: Metrics = each.into_iter().filter_map(|(k, x)| Some((k, x?))).collect();
+        if !r.object_ms.is_empty() {
+            m.insert(ObjectMsMedian, crate::stats::quantile(&super::sorted(&r.object_ms), 0.5));
+        }
         // Which protocol the requests really went over.
         for (name, n) in &r.protocols {
             let key = match name.as_str() {

@@ -162,6 +162,7 @@ async fn drive(browser: &Browser, page_name: &str, url: &str, o: &LoadOpts) -> R
         r.bytes += x.encoded_bytes.max(0.0) as u64;
         if let Some(f) = x.finished {
             r.last_byte_ms = r.last_byte_ms.max((f - t0) * 1000.0);
+            r.object_ms.push((f - x.sent) * 1000.0);
         }
         *r.protocols.entry(x.protocol().unwrap_or_else(|| "unknown".into())).or_default() += 1;
         let set = conns.entry(x.host()).or_default();
