@@ -156,6 +156,25 @@ fn grouped_cases_are_averaged_within_a_group_before_the_least_favourable_group_i
     assert_eq!(j.verdict, Verdict::DoesNotHold);
 }
 
+/// "In a third of samples MSS falls below DA2GC's median": the share of
+/// one side's repetitions below the other side's statistic.
+#[test]
+fn a_share_below_counts_one_side_under_the_others_median() {
+    let m = mapping("[[judge]]\nid = \"s\"\nmetric = \"plt_ms\"\nof = { profile = \"a\" }\nvs = { profile = \"b\" }\nquantity = \"share-below\"\nstatistic = \"median\"\n");
+    // a: 10, 20, …, 300 against b's median 100: 9 of 30 below, 30 %.
+    let all: Vec<RunRow> = [runs("a", 30, |i| 10.0 * (i + 1) as f64), runs("b", 30, around(100.0))].concat();
+    let j = judge::judge(&entry("s", Kind::Value, 33.3), &m[0], "x", &all);
+    assert!((j.value.unwrap() - 30.0).abs() < 3.4, "{j:?}");
+    assert!(j.lo.unwrap() < 30.0 && j.hi.unwrap() > 30.0, "{j:?}");
+    // Everything above: none below, outside 33.3 ± 25 %.
+    let all: Vec<RunRow> = [runs("a", 30, |i| 200.0 + i as f64), runs("b", 30, around(100.0))].concat();
+    let j = judge::judge(&entry("s", Kind::Value, 33.3), &m[0], "x", &all);
+    assert_eq!((j.value, j.verdict), (Some(0.0), Verdict::DoesNotHold), "{j:?}");
+    // It needs the other side.
+    let e = judge::parse(&"[[judge]]\nid = \"s\"\nmetric = \"plt_ms\"\nof = { profile = \"a\" }\nquantity = \"share-below\"\n".parse().unwrap()).unwrap_err().to_string();
+    assert!(e.contains("needs vs"), "{e}");
+}
+
 #[test]
 fn round_trips_are_counted_per_repetition() {
     // Update times of 1.1–1.3 s at 600 ms RTT are 2 round trips each.

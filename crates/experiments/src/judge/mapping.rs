@@ -49,6 +49,11 @@ pub enum Form {
     /// geometric mean of their figures.
     #[serde(rename = "ratio-of-ratios")]
     RatioOfRatios,
+    /// The share (%) of the `of` runs whose value lies below the `vs`
+    /// runs' statistic ("in a third of samples MSS falls below DA2GC's
+    /// median").
+    #[serde(rename = "share-below")]
+    ShareBelow,
 }
 
 /// How several cases make one quantity.
@@ -256,9 +261,10 @@ impl Mapping {
     /// Whether this mapping can judge an entry of `kind`: one sentence if not.
     pub fn fits(&self, kind: Kind) -> Result<(), String> {
         match (kind, self.form(kind)) {
-            (Kind::Ratio | Kind::Equal, Form::Ratio | Form::RatioOfRatios) | (Kind::Difference, Form::Difference) | (Kind::Value | Kind::Count, Form::Value) | (Kind::AtLeast | Kind::AtMost, _) => {
-                Ok(())
-            }
+            (Kind::Ratio | Kind::Equal, Form::Ratio | Form::RatioOfRatios)
+            | (Kind::Difference, Form::Difference)
+            | (Kind::Value | Kind::Count, Form::Value | Form::ShareBelow)
+            | (Kind::AtLeast | Kind::AtMost, _) => Ok(()),
             // A metric that is itself a ratio (delivered over offered).
             (Kind::Ratio | Kind::Equal, Form::Value) if self.metric.is_ratio() => Ok(()),
             (Kind::Qualitative, _) => Err("a qualitative entry is not judged by number".into()),

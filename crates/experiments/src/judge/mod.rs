@@ -24,7 +24,8 @@
 //! default, `p5`, `median`, `p80`, `p95`, `sd`, `max`, `range`); `quantity`
 //! (`value`, `ratio`, `difference`; by default from the entry's kind and
 //! whether `vs` is given; or `ratio-of-ratios`: cases two at a time, the
-//! first's ratio over the second's, pairs averaged geometrically); `scale` (ours × scale is in the entry's unit, e.g.
+//! first's ratio over the second's, pairs averaged geometrically; or
+//! `share-below`: the % of `of`'s repetitions below `vs`'s statistic); `scale` (ours × scale is in the entry's unit, e.g.
 //! 0.001 for ms → s); `per` (a count of round trips: each repetition's
 //! value divided by `per` and rounded, rule "count"); `setup`;
 //! `explanation` (the hypothesis a mapping tests: judged by `experiment
@@ -113,7 +114,7 @@ pub fn judge(entry: &Entry, map: &Mapping, experiment: &str, runs: &[RunRow]) ->
         out.why = Some(format!("no successful run of {experiment} with {side} has {}", map.metric));
         return out;
     }
-    let point = |s: &(Vec<f64>, Vec<f64>)| combine(form, map.statistic.of(&s.0), if need_vs { map.statistic.of(&s.1) } else { 0.0 });
+    let point = |s: &(Vec<f64>, Vec<f64>)| figure(form, map.statistic, &s.0, &s.1);
     let paper = entry.paper.expect("a scored entry has the paper's number").centre();
     let points: Vec<f64> = sides.iter().map(point).collect();
     let chosen = chosen_groups(map, form, paper, &points);
@@ -148,13 +149,20 @@ pub fn judge(entry: &Entry, map: &Mapping, experiment: &str, runs: &[RunRow]) ->
     out
 }
 
-/// One case's figure: ours alone, or ours against the other side (a
-/// ratio of ratios: each case its own ratio).
-fn combine(form: Form, a: f64, b: f64) -> f64 {
+/// One case's figure from its two sides' repetitions (`vs` empty for a
+/// value): the statistic of ours alone, or against the other side's (a
+/// ratio of ratios: each case its own ratio), or the share of ours below
+/// the other side's statistic.
+fn figure(form: Form, stat: Statistic, of: &[f64], vs: &[f64]) -> f64 {
+    let theirs = || stat.of(vs);
     match form {
-        Form::Value => a,
-        Form::Ratio | Form::RatioOfRatios => a / b,
-        Form::Difference => a - b,
+        Form::Value => stat.of(of),
+        Form::Ratio | Form::RatioOfRatios => stat.of(of) / theirs(),
+        Form::Difference => stat.of(of) - theirs(),
+        Form::ShareBelow => {
+            let t = theirs();
+            100.0 * of.iter().filter(|x| **x < t).count() as f64 / of.len() as f64
+        }
     }
 }
 
@@ -199,7 +207,7 @@ fn chosen_cases(over: Over, form: Form, paper: f64, points: &[f64]) -> Vec<usize
     let up = match form {
         Form::Ratio | Form::RatioOfRatios => paper > 1.0,
         Form::Difference => paper > 0.0,
-        Form::Value => true,
+        Form::Value | Form::ShareBelow => true,
     };
     let best = (0..points.len()).max_by(|a, b| points[*a].total_cmp(&points[*b]).then(std::cmp::Ordering::Equal));
     let worst = (0..points.len()).min_by(|a, b| points[*a].total_cmp(&points[*b]));
@@ -215,18 +223,15 @@ fn chosen_cases(over: Over, form: Form, paper: f64, points: &[f64]) -> Vec<usize
 /// by the entry's id); `None` when no resample is finite.
 fn interval(id: &str, map: &Mapping, form: Form, need_vs: bool, sides: &[(Vec<f64>, Vec<f64>)], chosen: &[usize]) -> Option<(f64, f64)> {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed_of(id));
-    let draw = |v: &[f64], rng: &mut rand_chacha::ChaCha8Rng| -> f64 {
-        let s: Vec<f64> = (0..v.len()).map(|_| v[rng.random_range(0..v.len())]).collect();
-        map.statistic.of(&s)
-    };
+    let draw = |v: &[f64], rng: &mut rand_chacha::ChaCha8Rng| -> Vec<f64> { (0..v.len()).map(|_| v[rng.random_range(0..v.len())]).collect() };
     let mut boot: Vec<f64> = (0..RESAMPLES)
         .map(|_| {
             let per_case: Vec<f64> = chosen
                 .iter()
                 .map(|&i| {
                     let a = draw(&sides[i].0, &mut rng);
-                    let b = if need_vs { draw(&sides[i].1, &mut rng) } else { 0.0 };
-                    combine(form, a, b)
+                    let b = if need_vs { draw(&sides[i].1, &mut rng) } else { Vec::new() };
+                    figure(form, map.statistic, &a, &b)
                 })
                 .collect();
             across(form, &per_case)
