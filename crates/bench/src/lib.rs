@@ -232,6 +232,7 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
                     protocol: params.protocol,
                     page: params.page,
                     warm: params.warm,
+                    resolver: None,
                     har: abs(har),
                     screenshot: abs(screenshot),
                     net_log: abs(net_log),
@@ -374,8 +375,16 @@ fn per_seed(w: &aerolink_experiments::workload::Workload, seed: u64, repeat: u32
         })
     };
     match w {
-        Workload::Browser(aerolink_experiments::workload::Browser { protocol, page, warm, har, screenshot, net_log }) if repeat > 1 => {
-            Workload::Browser(aerolink_experiments::workload::Browser { protocol: *protocol, page: page.clone(), warm: *warm, har: tag(har), screenshot: tag(screenshot), net_log: tag(net_log) })
+        Workload::Browser(aerolink_experiments::workload::Browser { protocol, page, warm, resolver, har, screenshot, net_log }) if repeat > 1 => {
+            Workload::Browser(aerolink_experiments::workload::Browser {
+                protocol: *protocol,
+                page: page.clone(),
+                warm: *warm,
+                resolver: *resolver,
+                har: tag(har),
+                screenshot: tag(screenshot),
+                net_log: tag(net_log),
+            })
         }
         other => other.clone(),
     }

@@ -30,8 +30,8 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(async move {
         match cmd {
-            WorkloadCmd::Serve(ServeArgs { cc, initcwnd, nagle, push, quic }) => {
-                server::serve(server::ServerOpts { tcp_cc: cc, initcwnd, quic: quic.knobs(), nagle, push }).await?;
+            WorkloadCmd::Serve(ServeArgs { cc, initcwnd, nagle, push, quic, dns_answer }) => {
+                server::serve(server::ServerOpts { tcp_cc: cc, initcwnd, quic: quic.knobs(), nagle, push, dns_answer: Some(dns_answer.unwrap_or(aerolink_work::dns::WORKLOAD_ANSWER)) }).await?;
                 Ok(0)
             }
             WorkloadCmd::Web(WebArgs { server, params: WebParams { protocol, page, depth }, quic }) => {
@@ -63,12 +63,20 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                 let p = aerolink_work::realtime::Params { scenario, count, interval_ms, size: size as usize };
                 print(&aerolink_work::realtime::run(ip, mechanism, &p, !no_nagle).await?)
             }
-            WorkloadCmd::Browser(BrowserArgs { server, params: BrowserParams { protocol, page, warm }, har, screenshot, net_log, timeout }) => {
+            WorkloadCmd::Browser(BrowserArgs { server, resolver, params: BrowserParams { protocol, page, warm }, har, screenshot, net_log, timeout }) => {
                 let url = browser::page_url(&page).ok_or_else(|| {
                     user(format!("--page {page}: expected a corpus page ({}), a synthetic page like 10x100KB, or an http:// or https:// URL", aerolink_work::corpus::names().join(", ")))
                 })?;
                 let url = browser::url_for(protocol, &url);
-                let o = browser::LoadOpts { protocol, resolve_to: Some(addr(&server)?.ip()), timeout: std::time::Duration::from_nanos(timeout.0), har, screenshot, warm, bodies: false, net_log };
+                // By DNS at the resolver, or every name mapped to the server.
+                let resolve_to = match resolver {
+                    Some(r) => {
+                        aerolink_work::dns::use_resolver(addr(&r)?.ip()).map_err(|e| user(format!("--resolver {r}: {e}")))?;
+                        None
+                    }
+                    None => Some(addr(&server)?.ip()),
+                };
+                let o = browser::LoadOpts { protocol, resolve_to, timeout: std::time::Duration::from_nanos(timeout.0), har, screenshot, warm, bodies: false, net_log };
                 print(&browser::load(&page, &url, &o).await?.result)
             }
             WorkloadCmd::Ping(PingArgs { server, count, interval, size, wait }) => {

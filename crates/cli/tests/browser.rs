@@ -246,3 +246,34 @@ fn interrupting_a_load_leaves_no_browser_behind() {
     assert_eq!(browser_leftovers(), (0, vec![]), "Chromium processes or profiles left behind");
     assert!(leftover_namespaces().is_empty(), "left: {:?}", leftover_namespaces());
 }
+
+/// With `resolver = "aboard"` a page load resolves its names by DNS, each
+/// origin a lookup through dnsmasq in the aircraft gateway to the ground's
+/// name server (which answers with the server's address): the lookups
+/// cross the space link, and the load is slower than one whose names map
+/// to the server without DNS.
+#[test]
+fn a_page_load_resolves_its_names_through_the_resolver_aboard() {
+    chromium_installed();
+    let d = tempdir("browser-dns");
+    let (spec, db) = (d.join("exp.toml"), d.join("r.db"));
+    std::fs::write(
+        &spec,
+        "name = \"bdns\"\nseed = 2\nrepetitions = 1\ntopology = \"ifc\"\nprofiles = [\"geo\"]\n[[variant]]\nname = \"geo\"\nbase = \"satcom-100\"\nrtt = \"300ms\"\n[[workload]]\ntype = \"browser\"\nprotocols = [\"h2\"]\npages = [\"blog\"]\nresolvers = [\"aboard\"]\n[[workload]]\ntype = \"browser\"\nprotocols = [\"h2\"]\npages = [\"blog\"]\n",
+    )
+    .unwrap();
+    let o = aerolink(&["experiment", "run", spec.to_str().unwrap(), "--db", db.to_str().unwrap(), "--parallel", "1"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let o = aerolink(&["results", "export", "--json", "--db", db.to_str().unwrap()]);
+    let runs: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+    let m = |dns: bool| runs.iter().find(|r| r["params"].as_str().unwrap().contains("dns:") == dns).map(|r| r["metrics"].clone()).unwrap_or_else(|| panic!("{runs:?}"));
+    let (resolved, mapped) = (m(true), m(false));
+    // blog: four origins, each looked up once at least; a miss crosses
+    // the 300 ms link.
+    assert!(resolved["dns_lookups"].as_f64().unwrap() >= 4.0, "{resolved}");
+    assert!(resolved["dns_lookup_ms_mean"].as_f64().unwrap() >= 150.0, "{resolved}");
+    assert!(mapped.get("dns_lookups").is_none(), "{mapped}");
+    assert!(resolved["plt_ms"].as_f64().unwrap() > mapped["plt_ms"].as_f64().unwrap() + 250.0, "{resolved} vs {mapped}");
+    assert!(leftover_namespaces().is_empty());
+    assert!(orphan_processes("^dnsmasq .*--server=198.18").is_empty());
+}

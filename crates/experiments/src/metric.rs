@@ -85,6 +85,8 @@ metrics! {
     FcpMs = "fcp_ms", "first contentful paint", Ms, Lower;
     LcpMs = "lcp_ms", "largest contentful paint", Ms, Lower;
     LastByteMs = "last_byte_ms", "last byte", Ms, Lower;
+    DnsLookups = "dns_lookups", "DNS lookups a page load waited for", Number, Lower;
+    DnsLookupMsMean = "dns_lookup_ms_mean", "mean DNS lookup in a page load", Ms, Lower;
     ObjectMsMedian = "object_ms_median", "median object fetch time (request sent to last byte)", Ms, Lower;
     Connections = "connections", "connections", Number, Neither;
     ConnsPerOrigin = "conns_per_origin", "connections per origin", Number, Neither;

@@ -290,7 +290,6 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     let tmp = lab.tmp_dir().join("run");
     let _ = std::fs::create_dir_all(&tmp);
     let server_err = tmp.join("server.err");
-    let exe = req.exe.to_string_lossy().to_string();
     let gateways = match &req.knobs.pep {
         Some(p) => match crate::gateways::Gateways::start(&lab, &req.exe, p, &tmp, true) {
             Ok(g) => Some(g),
@@ -303,8 +302,7 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     };
     let env = with_traces(req, gateways.as_ref().map_or_else(|| lab.env(), |g| g.env(&lab)));
     let server_ns = lab.hosts.last().expect("hosts").netns.clone();
-    let mut argv: Vec<String> = vec![exe.clone()];
-    argv.extend(req.knobs.server_args());
+    let argv = server_argv(req, &lab, gateways.as_ref());
     let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
     let mut server = match netns_command(&server_ns, &refs, &env).stdout(Stdio::null()).stderr(std::fs::File::create(&server_err).map(Stdio::from).unwrap_or(Stdio::null())).spawn() {
         Ok(s) => s,
@@ -312,7 +310,7 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     };
     let mut outcome = (|| {
         let mut ports = vec![Port::Tcp(aerolink_work::server::HTTPS_PORT), Port::Tcp(aerolink_work::realtime::WS_PORT)];
-        if matches!(req.workload, Workload::Dns(_)) {
+        if req.workload.resolves_names() {
             ports.push(Port::Udp(53));
         }
         match wait_listening(&mut server, &ports, Duration::from_secs(15), || stop.load(Ordering::SeqCst) || lab.broken()) {
@@ -348,6 +346,19 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     }
     link_figures(&rep, measured_hop, req.profile.up.bonded.as_ref().map_or(0, |b| b.channels.len()), &mut outcome);
     outcome
+}
+
+/// The workload server's command line: the knobs' server, answering every
+/// name with its own address (the one the client reaches it at) when the
+/// client resolves names.
+fn server_argv(req: &RunRequest, lab: &Lab, gateways: Option<&crate::gateways::Gateways>) -> Vec<String> {
+    let mut argv: Vec<String> = vec![req.exe.to_string_lossy().to_string()];
+    argv.extend(req.knobs.server_args());
+    if req.workload.resolves_names() {
+        let v4 = gateways.and_then(|g| g.server_override.clone()).map_or_else(|| lab.hosts.last().expect("hosts").ipv4.clone(), |o| o.0);
+        argv.extend(["--dns-answer".to_string(), v4]);
+    }
+    argv
 }
 
 /// The client, beside what the run asks for: competing traffic first (so

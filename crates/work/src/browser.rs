@@ -132,6 +132,10 @@ pub struct BrowserResult {
     /// in the order sent (a HAR entry's `time`; seed 000's Figure 9).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub object_ms: Vec<f64>,
+    /// Each DNS lookup a request waited for (its timing's dnsStart to
+    /// dnsEnd), ms; none when names map to the server without DNS.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dns_ms: Vec<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub har: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -150,6 +150,45 @@ pub async fn run(resolver: SocketAddr, count: u32, rounds: u32, interval: Durati
     out
 }
 
+/// Points this process's `/etc/resolv.conf` (and so its children's: a
+/// browser's) at `resolver`, by a bind mount in this process's own mount
+/// namespace — the one `ip netns exec` gives a lab's programs. Refused in
+/// the host's mount namespace, where it would change every program's.
+pub fn use_resolver(resolver: IpAddr) -> std::io::Result<()> {
+    if std::fs::read_link("/proc/self/ns/mnt")? == outermost_mount_ns()? {
+        return Err(std::io::Error::other("this process shares the host's mount namespace: run it in a lab (aerolink run, exec or an experiment), which gives it its own /etc"));
+    }
+    let path = std::env::temp_dir().join(format!("aerolink-resolv-{}.conf", std::process::id()));
+    std::fs::write(&path, format!("# aerolink: this load's resolver\nnameserver {resolver}\noptions timeout:5 attempts:2\n"))?;
+    let c = |p: &std::path::Path| std::ffi::CString::new(p.as_os_str().as_encoded_bytes()).map_err(std::io::Error::other);
+    let (src, dst) = (c(&path)?, c(std::path::Path::new("/etc/resolv.conf"))?);
+    // SAFETY: two valid C strings; a bind mount takes no type or data.
+    let rc = unsafe { libc::mount(src.as_ptr(), dst.as_ptr(), std::ptr::null(), libc::MS_BIND, std::ptr::null()) };
+    if rc != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The mount namespace of this process's most distant ancestor whose
+/// namespace can be read (init's may not be, in a container): the host's,
+/// as far as this process can tell.
+fn outermost_mount_ns() -> std::io::Result<std::path::PathBuf> {
+    let mut ns = std::fs::read_link("/proc/self/ns/mnt")?;
+    let mut pid = std::process::id();
+    while pid > 1 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+        // The parent's pid follows the command's closing parenthesis and the state.
+        let ppid = stat.rsplit_once(')').and_then(|(_, rest)| rest.split_whitespace().nth(1)).and_then(|p| p.parse().ok()).unwrap_or(1);
+        match std::fs::read_link(format!("/proc/{ppid}/ns/mnt")) {
+            Ok(n) => ns = n,
+            Err(_) => break,
+        }
+        pid = ppid;
+    }
+    Ok(ns)
+}
+
 /// The first `nameserver` of resolv.conf text (the resolver DHCP gave).
 pub fn system_resolver(resolv_conf: &str) -> Option<IpAddr> {
     resolv_conf.lines().filter_map(|l| l.trim().strip_prefix("nameserver")).filter_map(|a| a.trim().split('%').next()?.parse().ok()).next()

@@ -51,6 +51,14 @@ impl Exchange {
     pub fn host(&self) -> String {
         crate::archive::split_url(&self.url).map(|(_, h, _)| h.to_string()).unwrap_or_default()
     }
+    /// The DNS lookup this request waited for, ms (its timing's dnsStart
+    /// to dnsEnd); `None` when it made none (a reused connection, or a
+    /// name mapped without DNS).
+    pub fn dns_ms(&self) -> Option<f64> {
+        let t = self.response.as_ref()?.get("timing")?;
+        let (a, b) = (t.get("dnsStart")?.as_f64()?, t.get("dnsEnd")?.as_f64()?);
+        (a >= 0.0 && b >= a).then_some(b - a)
+    }
 }
 
 /// Folds events into exchanges, in the order requests were sent. A

@@ -54,6 +54,10 @@ pub struct ServerOpts {
     /// its HTML ([`push_list`]); 0 = none.
     #[serde(default)]
     pub push: u8,
+    /// Answer every name on 53/udp with this address (`None`: no name
+    /// server, e.g. beside the flight reflector's own).
+    #[serde(default)]
+    pub dns_answer: Option<std::net::Ipv4Addr>,
 }
 
 pub fn tcp_listener(port: u16, cc: TcpCc) -> Result<TcpListener> {
@@ -220,7 +224,7 @@ pub async fn serve(opts: ServerOpts) -> Result<()> {
     // The ground's name server for the `dns` workload, bound before anyone
     // is told the server is up; a host whose port 53 is taken (a resolver
     // of its own) serves everything else.
-    let dns_sock = std::net::UdpSocket::bind(any(53)).and_then(|s| s.set_nonblocking(true).and_then(|()| tokio::net::UdpSocket::from_std(s)));
+    let dns_sock = opts.dns_answer.map(|a| (a, std::net::UdpSocket::bind(any(53)).and_then(|s| s.set_nonblocking(true).and_then(|()| tokio::net::UdpSocket::from_std(s)))));
     let https = tcp_listener(HTTPS_PORT, opts.tcp_cc)?;
     let h3 = quinn::Endpoint::server(h3_cfg, any(HTTPS_PORT))?;
     let bulk_tcp = tcp_listener(BULK_PORT, opts.tcp_cc)?;
@@ -232,11 +236,12 @@ pub async fn serve(opts: ServerOpts) -> Result<()> {
     let plain = tcp_listener(HTTP_PORT, opts.tcp_cc)?;
     let dns = async {
         match dns_sock {
-            Ok(sock) => crate::dns::serve(sock, Some(crate::dns::WORKLOAD_ANSWER), None).await.map_err(Into::into),
-            Err(e) => {
+            Some((answer, Ok(sock))) => crate::dns::serve(sock, Some(answer), None).await.map_err(Into::into),
+            Some((_, Err(e))) => {
                 eprintln!("workload serve: no DNS on port 53 ({e}); the other workloads are served");
                 Ok(())
             }
+            None => Ok(()),
         }
     };
     let cat = Arc::new(Catalog::default());
@@ -258,7 +263,7 @@ pub async fn serve(opts: ServerOpts) -> Result<()> {
 /// until killed.
 pub async fn serve_replay(args: &crate::replay::ReplayArgs, archives: Vec<crate::archive::Archive>) -> Result<()> {
     let cat = Arc::new(Catalog::new(archives, !args.no_corpus));
-    let knobs = ServerOpts { tcp_cc: crate::sock::TcpCc::Cubic, initcwnd: None, quic: QuicKnobs::default(), nagle: false, push: args.push };
+    let knobs = ServerOpts { tcp_cc: crate::sock::TcpCc::Cubic, initcwnd: None, quic: QuicKnobs::default(), nagle: false, push: args.push, dns_answer: None };
     let tls = tokio_rustls::TlsAcceptor::from(Arc::new(crate::tls::server_config(&[b"h2", b"http/1.1"])?));
     let h3 = quinn::Endpoint::server(crate::quic::server_config(&knobs.quic, &[b"h3"])?, SocketAddr::new(args.listen, args.https_port))?;
     let https = bind_any(args.listen, args.https_port)?;

@@ -1,5 +1,8 @@
 //! `browser`: Chromium loads a corpus page, a synthetic page or a URL:
 //! paint and load timings, connections, the protocol of every request.
+//! Names map to the server without DNS, unless `resolver` has the load
+//! resolve them, each origin a lookup, at a resolver aboard (dnsmasq in
+//! the aircraft gateway) or at the ground's name server.
 
 use aerolink_link::Duration;
 use aerolink_work::browser::{BrowserProtocol, BrowserResult};
@@ -7,6 +10,7 @@ use aerolink_work::cli::{BrowserArgs, BrowserParams, WorkloadCmd};
 use serde::{Deserialize, Serialize};
 
 use super::table::{de, fields, Choice, Flag, KeyErr, Many, Text};
+use super::ResolverAt;
 use super::{Kind, Knobs, Measured, Workload, WorkloadError, WorkloadKind};
 use crate::metric::Metric::{self, *};
 use crate::metric::Metrics;
@@ -17,6 +21,10 @@ pub struct Browser {
     pub page: String,
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub warm: bool,
+    /// Resolve names by DNS at this resolver; `None`: every name maps to
+    /// the server (no lookups).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resolver: Option<ResolverAt>,
     /// Where to write the HAR and the screenshot (`bench browser`); not
     /// part of what a run is.
     #[serde(skip)]
@@ -40,15 +48,20 @@ struct Table {
     #[serde(alias = "page")]
     pages: Many<Text>,
     warm: Option<Flag>,
+    #[serde(alias = "resolver")]
+    resolvers: Option<Many<Choice<ResolverAt>>>,
 }
 
 fn expand(t: toml::Table) -> Result<Vec<Workload>, KeyErr> {
     let t: Table = de(t)?;
     let warm = t.warm.is_some_and(|f| f.0);
     let mut out = Vec::new();
+    let resolvers: Vec<Option<ResolverAt>> = t.resolvers.map_or(vec![None], |m| m.0.into_iter().map(|c| Some(c.0)).collect());
     for Choice(protocol) in Many::or(t.protocols, vec![Choice(BrowserProtocol::H2)]) {
         for Text(page) in &t.pages.0 {
-            out.push(Workload::Browser(Browser { protocol, page: page.clone(), warm, har: None, screenshot: None, net_log: None }));
+            for &resolver in &resolvers {
+                out.push(Workload::Browser(Browser { protocol, page: page.clone(), warm, resolver, har: None, screenshot: None, net_log: None }));
+            }
         }
     }
     Ok(out)
@@ -68,15 +81,21 @@ impl Kind for Browser {
         format!("browser {}", self.protocol)
     }
     fn params_label(&self) -> String {
-        if self.warm {
-            format!("{} warm", self.page)
-        } else {
-            self.page.clone()
-        }
+        let warm = if self.warm { " warm" } else { "" };
+        let dns = self.resolver.map(|r| format!(" dns:{r}")).unwrap_or_default();
+        format!("{}{warm}{dns}", self.page)
+    }
+    fn resolver_aboard(&self) -> bool {
+        self.resolver == Some(ResolverAt::Aboard)
+    }
+    fn resolves_names(&self) -> bool {
+        self.resolver.is_some()
     }
     fn client_cmd(&self, server: String, _knobs: &Knobs) -> WorkloadCmd {
         let params = BrowserParams { protocol: self.protocol, page: self.page.clone(), warm: self.warm };
-        WorkloadCmd::Browser(BrowserArgs { server, params, har: self.har.clone(), screenshot: self.screenshot.clone(), net_log: self.net_log.clone(), timeout: Duration::from_secs(600) })
+        // `server` is the resolver's address when one is aboard.
+        let resolver = self.resolver.map(|_| server.clone());
+        WorkloadCmd::Browser(BrowserArgs { server, resolver, params, har: self.har.clone(), screenshot: self.screenshot.clone(), net_log: self.net_log.clone(), timeout: Duration::from_secs(600) })
     }
     fn table_metrics(&self) -> Vec<Metric> {
         vec![FcpMs, LcpMs, Connections, LinkDropsDown, LinkDropsUp]
@@ -105,6 +124,10 @@ impl Measured for Browser {
             (ConnsPerOrigin, Some(r.conns_per_origin)),
         ];
         let mut m: Metrics = each.into_iter().filter_map(|(k, x)| Some((k, x?))).collect();
+        if !r.dns_ms.is_empty() {
+            m.insert(DnsLookups, r.dns_ms.len() as f64);
+            m.insert(DnsLookupMsMean, super::mean(&r.dns_ms));
+        }
         if !r.object_ms.is_empty() {
             m.insert(ObjectMsMedian, crate::stats::quantile(&super::sorted(&r.object_ms), 0.5));
         }

@@ -78,6 +78,9 @@ impl Kind for Dns {
     fn resolver_aboard(&self) -> bool {
         self.resolver == ResolverAt::Aboard
     }
+    fn resolves_names(&self) -> bool {
+        true
+    }
     fn client_cmd(&self, server: String, _knobs: &Knobs) -> WorkloadCmd {
         WorkloadCmd::Dns(DnsArgs { resolver: server, count: self.names, rounds: self.rounds, interval: Duration::from_millis(self.interval_ms), timeout: LOOKUP_TIMEOUT })
     }

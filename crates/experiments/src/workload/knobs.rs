@@ -143,7 +143,7 @@ impl Default for Knobs {
 impl Knobs {
     /// The server program every workload of a run talks to.
     pub fn server_cmd(&self) -> WorkloadCmd {
-        WorkloadCmd::Serve(ServeArgs { cc: self.tcp_cc, initcwnd: self.initcwnd, nagle: self.nagle, push: self.push, quic: QuicArgs::from(&self.quic) })
+        WorkloadCmd::Serve(ServeArgs { cc: self.tcp_cc, initcwnd: self.initcwnd, nagle: self.nagle, push: self.push, quic: QuicArgs::from(&self.quic), dns_answer: None })
     }
 
     /// What sets this run apart from the defaults, for reports and

@@ -80,6 +80,11 @@ pub trait Kind {
     fn resolver_aboard(&self) -> bool {
         false
     }
+    /// Whether its client resolves names by DNS (the server then answers
+    /// every name with its own address).
+    fn resolves_names(&self) -> bool {
+        false
+    }
     /// The client program against `server`.
     fn client_cmd(&self, server: String, knobs: &Knobs) -> WorkloadCmd;
     /// The metrics the report's table shows beside the headline.
@@ -222,6 +227,12 @@ impl Workload {
         self.kind().resolver_aboard()
     }
 
+    /// Whether its client resolves names by DNS at the ground's name
+    /// server (directly or through a resolver aboard).
+    pub fn resolves_names(&self) -> bool {
+        self.kind().resolves_names()
+    }
+
     /// The client program of this workload against `server`.
     pub fn client_cmd(&self, server: &str, knobs: &Knobs) -> WorkloadCmd {
         self.kind().client_cmd(server.to_string(), knobs)
@@ -313,7 +324,7 @@ mod tests {
 
     #[test]
     fn traces_give_a_browser_run_its_net_log_and_leave_other_workloads_alone() {
-        let b = Workload::Browser(Browser { protocol: aerolink_work::browser::BrowserProtocol::H2, page: "10x100KB".into(), warm: false, har: None, screenshot: None, net_log: None });
+        let b = Workload::Browser(Browser { protocol: aerolink_work::browser::BrowserProtocol::H2, page: "10x100KB".into(), warm: false, resolver: None, har: None, screenshot: None, net_log: None });
         let args = b.with_net_log("/t/KEY/netlog.json".into()).client_args("198.18.0.2", &Knobs::default());
         let at = args.iter().position(|a| a == "--net-log").expect("a --net-log flag");
         assert_eq!(args[at + 1], "/t/KEY/netlog.json");

@@ -164,6 +164,11 @@ async fn drive(browser: &Browser, page_name: &str, url: &str, o: &LoadOpts) -> R
             r.last_byte_ms = r.last_byte_ms.max((f - t0) * 1000.0);
             r.object_ms.push((f - x.sent) * 1000.0);
         }
+        // Lookups only where names are resolved (a host-resolver rule
+        // "looks up" in no time).
+        if let Some(ms) = x.dns_ms().filter(|_| o.resolve_to.is_none()) {
+            r.dns_ms.push(ms);
+        }
         *r.protocols.entry(x.protocol().unwrap_or_else(|| "unknown".into())).or_default() += 1;
         let set = conns.entry(x.host()).or_default();
         if let Some(c) = x.connection() {

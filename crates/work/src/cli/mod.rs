@@ -119,9 +119,16 @@ pub struct BrowserParams {
 
 #[derive(Args, Debug, Clone, PartialEq)]
 pub struct BrowserArgs {
-    /// The server's address: every host name resolves to it.
+    /// The server's address: every host name resolves to it (unless
+    /// --resolver).
     #[arg(long)]
     pub server: String,
+    /// Resolve names by DNS at this resolver (its IP address, port 53)
+    /// instead: the load's own /etc/resolv.conf names it (in the lab's
+    /// mount namespace only), so every origin costs a lookup as on a real
+    /// device.
+    #[arg(long, value_name = "ADDR")]
+    pub resolver: Option<String>,
     #[command(flatten)]
     pub params: BrowserParams,
     /// Write the load's HAR 1.2 here.
@@ -159,6 +166,11 @@ pub struct ServeArgs {
     pub push: u8,
     #[command(flatten)]
     pub quic: QuicArgs,
+    /// Answer every name asked on 53/udp with this address (default
+    /// 198.18.255.254, where nothing listens: the `dns` workload only
+    /// times lookups); a browser resolving by DNS needs the server's own.
+    #[arg(long, value_name = "ADDR")]
+    pub dns_answer: Option<std::net::Ipv4Addr>,
 }
 
 /// The web workload's parameters, shared by `workload web` and `bench web`.
@@ -383,6 +395,9 @@ impl BrowserArgs {
     /// Its flags, for [`WorkloadCmd::to_args`].
     fn push(&self, a: &mut Vec<String>) {
         flag(a, "server", &self.server);
+        if let Some(r) = &self.resolver {
+            flag(a, "resolver", r);
+        }
         flag(a, "protocol", self.params.protocol);
         flag(a, "page", &self.params.page);
         switch(a, "warm", self.params.warm);
@@ -462,6 +477,9 @@ impl WorkloadCmd {
                     flag(&mut a, "push", s.push);
                 }
                 a.extend(s.quic.to_args());
+                if let Some(d) = s.dns_answer {
+                    flag(&mut a, "dns-answer", d);
+                }
             }
             WorkloadCmd::Web(w) => {
                 flag(&mut a, "server", &w.server);

@@ -41,7 +41,14 @@ fn every_variant() -> Vec<WorkloadCmd> {
     let mut v = Vec::new();
     for (i, quic) in quics().into_iter().enumerate() {
         let cc = TcpCc::ALL[i % TcpCc::ALL.len()];
-        v.push(WorkloadCmd::Serve(ServeArgs { cc, initcwnd: (i % 2 == 0).then_some(40), nagle: i % 2 == 1, push: [0, 50, 100][i % 3], quic: quic.clone() }));
+        v.push(WorkloadCmd::Serve(ServeArgs {
+            cc,
+            initcwnd: (i % 2 == 0).then_some(40),
+            nagle: i % 2 == 1,
+            push: [0, 50, 100][i % 3],
+            quic: quic.clone(),
+            dns_answer: (i % 2 == 0).then(|| std::net::Ipv4Addr::new(198, 18, 0, 2)),
+        }));
         for protocol in Protocol::ALL {
             v.push(WorkloadCmd::Web(WebArgs { server: server.clone(), params: WebParams { protocol: *protocol, page: "1x100KB+50x10KB".into(), depth: 3 }, quic: quic.clone() }));
             for mode in ObjectsMode::ALL {
@@ -79,6 +86,7 @@ fn every_variant() -> Vec<WorkloadCmd> {
         let params = BrowserParams { protocol: *protocol, page: if i == 0 { "news".into() } else { "https://www.a.test/x?y=1".into() }, warm: i == 1 };
         v.push(WorkloadCmd::Browser(BrowserArgs {
             server: server.clone(),
+            resolver: (i == 1).then(|| "198.18.0.2".into()),
             params,
             har: (i == 2).then(|| "/tmp/x.har".into()),
             screenshot: (i != 2).then(|| "s.png".into()),
