@@ -36,6 +36,11 @@ fn bad_profiles_and_flags_name_what_is_wrong() {
     let e = one_line_error(&["stats", "/etc/hostname"]);
     assert!(e.contains("not an aerolink packet log"), "{e}");
 
+    // Resolving a browser's names by DNS re-points /etc/resolv.conf: only
+    // in a lab's own mount namespace, never the host's.
+    let e = one_line_error(&["workload", "browser", "--server", "198.18.0.2", "--resolver", "198.18.0.2", "--page", "news"]);
+    assert!(e.contains("--resolver") && e.contains("lab's own namespaces"), "{e}");
+
     // A negative value reaches our parser, not clap's "unexpected argument".
     let e = one_line_error(&["run", "--rate", "-1Mbit/s", "--client", "true"]);
     assert!(e.contains("--rate") && !e.contains("unexpected argument"), "{e}");

@@ -155,8 +155,11 @@ pub async fn run(resolver: SocketAddr, count: u32, rounds: u32, interval: Durati
 /// namespace — the one `ip netns exec` gives a lab's programs. Refused in
 /// the host's mount namespace, where it would change every program's.
 pub fn use_resolver(resolver: IpAddr) -> std::io::Result<()> {
-    if std::fs::read_link("/proc/self/ns/mnt")? == outermost_mount_ns()? {
-        return Err(std::io::Error::other("this process shares the host's mount namespace: run it in a lab (aerolink run, exec or an experiment), which gives it its own /etc"));
+    // Only where `ip netns exec` put us: in a lab's network namespace (an
+    // aerolink `al-…` one) and in a mount namespace of our own.
+    let in_lab = named_netns().is_some_and(|n| n.starts_with("al-"));
+    if !in_lab || std::fs::read_link("/proc/self/ns/mnt")? == outermost_mount_ns()? {
+        return Err(std::io::Error::other("this process is not in a lab's own namespaces (it would change the host's /etc/resolv.conf): run it in a lab (aerolink run, exec or an experiment)"));
     }
     let path = std::env::temp_dir().join(format!("aerolink-resolv-{}.conf", std::process::id()));
     std::fs::write(&path, format!("# aerolink: this load's resolver\nnameserver {resolver}\noptions timeout:5 attempts:2\n"))?;
@@ -168,6 +171,17 @@ pub fn use_resolver(resolver: IpAddr) -> std::io::Result<()> {
         return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// The name of the network namespace this process is in, if it is a
+/// named one (`/run/netns/NAME`, as `ip netns identify` finds it).
+fn named_netns() -> Option<String> {
+    use std::os::unix::fs::MetadataExt;
+    let me = std::fs::metadata("/proc/self/ns/net").ok()?;
+    std::fs::read_dir("/run/netns").ok()?.flatten().find_map(|e| {
+        let m = std::fs::metadata(e.path()).ok()?;
+        (m.ino() == me.ino() && m.dev() == me.dev()).then(|| e.file_name().to_string_lossy().into_owned())
+    })
 }
 
 /// The mount namespace of this process's most distant ancestor whose
