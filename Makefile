@@ -8,12 +8,13 @@ CARGO ?= cargo
 # slurmctld, slurmd, slurm-client and munge: a one-node Slurm for the cluster test
 # (scripts/slurm-local.sh starts it). tshark, man-db and groff-base: the
 # capture, key-log and manual-page tests. irtt (the community's round-trip
-# tester, whose JSON `aerolink analyze` reads) and openvpn (`--pep openvpn`):
+# tester, whose JSON `aerolink analyze` reads), openvpn (`--pep openvpn`) and
+# squid (the HTTP cache aboard, `proxy = "aboard"`):
 # their packages would start services on the host, so they are installed
 # with service starts refused and their services left disabled; the tests
 # run them only inside labs.
 APT_PACKAGES := iproute2 iputils-ping iperf3 nftables util-linux procps chromium dnsmasq-base tinyproxy-bin slurmctld slurmd slurm-client munge jq curl sqlite3 tshark man-db groff-base
-QUIET_PACKAGES := irtt openvpn
+QUIET_PACKAGES := irtt openvpn squid
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 AEROLINK := ./target/release/aerolink
 

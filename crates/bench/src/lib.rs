@@ -233,6 +233,7 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
                     page: params.page,
                     warm: params.warm,
                     resolver: None,
+                    proxy: false,
                     har: abs(har),
                     screenshot: abs(screenshot),
                     net_log: abs(net_log),
@@ -375,12 +376,13 @@ fn per_seed(w: &aerolink_experiments::workload::Workload, seed: u64, repeat: u32
         })
     };
     match w {
-        Workload::Browser(aerolink_experiments::workload::Browser { protocol, page, warm, resolver, har, screenshot, net_log }) if repeat > 1 => {
+        Workload::Browser(aerolink_experiments::workload::Browser { protocol, page, warm, resolver, proxy, har, screenshot, net_log }) if repeat > 1 => {
             Workload::Browser(aerolink_experiments::workload::Browser {
                 protocol: *protocol,
                 page: page.clone(),
                 warm: *warm,
                 resolver: *resolver,
+                proxy: *proxy,
                 har: tag(har),
                 screenshot: tag(screenshot),
                 net_log: tag(net_log),

@@ -102,7 +102,17 @@ pub fn record(a: RecordArgs) -> anyhow::Result<i32> {
     if !(a.url.starts_with("http://") || a.url.starts_with("https://")) {
         return Err(user(format!("{}: expected an http:// or https:// URL", a.url)));
     }
-    let o = LoadOpts { protocol: a.protocol, resolve_to: a.resolve, timeout: std::time::Duration::from_nanos(a.timeout.0), har: None, screenshot: None, warm: false, bodies: true, net_log: None };
+    let o = LoadOpts {
+        protocol: a.protocol,
+        resolve_to: a.resolve,
+        timeout: std::time::Duration::from_nanos(a.timeout.0),
+        har: None,
+        screenshot: None,
+        warm: false,
+        bodies: true,
+        net_log: None,
+        proxy: None,
+    };
     let (archive, r) = runtime()?.block_on(browser::record(&a.url, &o))?;
     if archive.entries.is_empty() {
         anyhow::bail!("{}: the browser received no response to record", a.url);

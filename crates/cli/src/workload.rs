@@ -63,20 +63,22 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                 let p = aerolink_work::realtime::Params { scenario, count, interval_ms, size: size as usize };
                 print(&aerolink_work::realtime::run(ip, mechanism, &p, !no_nagle).await?)
             }
-            WorkloadCmd::Browser(BrowserArgs { server, resolver, params: BrowserParams { protocol, page, warm }, har, screenshot, net_log, timeout }) => {
+            WorkloadCmd::Browser(BrowserArgs { server, resolver, proxy, params: BrowserParams { protocol, page, warm }, har, screenshot, net_log, timeout }) => {
                 let url = browser::page_url(&page).ok_or_else(|| {
                     user(format!("--page {page}: expected a corpus page ({}), a synthetic page like 10x100KB, or an http:// or https:// URL", aerolink_work::corpus::names().join(", ")))
                 })?;
                 let url = browser::url_for(protocol, &url);
-                // By DNS at the resolver, or every name mapped to the server.
+                // By DNS at the resolver, by the proxy, or every name mapped
+                // to the server.
                 let resolve_to = match resolver {
+                    _ if proxy.is_some() => None,
                     Some(r) => {
                         aerolink_work::dns::use_resolver(addr(&r)?.ip()).map_err(|e| user(format!("--resolver {r}: {e}")))?;
                         None
                     }
                     None => Some(addr(&server)?.ip()),
                 };
-                let o = browser::LoadOpts { protocol, resolve_to, timeout: std::time::Duration::from_nanos(timeout.0), har, screenshot, warm, bodies: false, net_log };
+                let o = browser::LoadOpts { protocol, resolve_to, timeout: std::time::Duration::from_nanos(timeout.0), har, screenshot, warm, bodies: false, net_log, proxy };
                 print(&browser::load(&page, &url, &o).await?.result)
             }
             WorkloadCmd::Ping(PingArgs { server, count, interval, size, wait }) => {

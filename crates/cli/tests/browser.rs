@@ -277,3 +277,34 @@ fn a_page_load_resolves_its_names_through_the_resolver_aboard() {
     assert!(leftover_namespaces().is_empty());
     assert!(orphan_processes("^dnsmasq .*--server=198.18").is_empty());
 }
+
+/// With `proxy = "aboard"` every request goes through squid in the
+/// aircraft gateway: a cold load's objects are MISSes fetched across the
+/// space link; after another device loaded the page (`warm`: a browser of
+/// its own first) they are HITs answered across the cabin, far faster.
+/// The cache is stopped with its run.
+#[test]
+fn the_cache_aboard_answers_a_second_devices_load() {
+    chromium_installed();
+    let d = tempdir("browser-cache");
+    let (spec, db) = (d.join("exp.toml"), d.join("r.db"));
+    std::fs::write(
+        &spec,
+        "name = \"bcache\"\nseed = 2\nrepetitions = 1\ntopology = \"ifc\"\nprofiles = [\"geo\"]\n[[variant]]\nname = \"geo\"\nbase = \"satcom-100\"\nrtt = \"300ms\"\n[[workload]]\ntype = \"browser\"\nprotocols = [\"http1\"]\npages = [\"8x20KB\"]\nproxy = \"aboard\"\n[[workload]]\ntype = \"browser\"\nprotocols = [\"http1\"]\npages = [\"8x20KB\"]\nproxy = \"aboard\"\nwarm = true\n",
+    )
+    .unwrap();
+    let o = aerolink(&["experiment", "run", spec.to_str().unwrap(), "--db", db.to_str().unwrap(), "--parallel", "1"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let o = aerolink(&["results", "export", "--json", "--db", db.to_str().unwrap()]);
+    let runs: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+    let m = |warm: bool| runs.iter().find(|r| r["params"].as_str().unwrap().contains("warm") == warm).map(|r| r["metrics"].clone()).unwrap_or_else(|| panic!("{runs:?}"));
+    let (cold, warm) = (m(false), m(true));
+    let f = |v: &Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"));
+    // The page and its eight objects: every one a MISS cold, a HIT warm.
+    assert!(cold.get("cache_hits").is_none() && f(&cold, "cache_miss_ms_mean") >= 300.0, "{cold}");
+    assert_eq!(f(&warm, "cache_hits"), 9.0, "{warm}");
+    assert!(warm.get("cache_miss_ms_mean").is_none(), "{warm}");
+    assert!(f(&warm, "cache_object_ms_mean") * 3.0 < f(&cold, "cache_object_ms_mean"), "HITs {warm} MISSes {cold}");
+    assert!(leftover_namespaces().is_empty());
+    assert!(orphan_processes("^squid -N").is_empty(), "the cache aboard is stopped with its run");
+}

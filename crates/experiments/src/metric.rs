@@ -87,6 +87,12 @@ metrics! {
     LastByteMs = "last_byte_ms", "last byte", Ms, Lower;
     DnsLookups = "dns_lookups", "DNS lookups a page load waited for", Number, Lower;
     DnsLookupMsMean = "dns_lookup_ms_mean", "mean DNS lookup in a page load", Ms, Lower;
+    ObjectMsMean = "object_ms_mean", "mean object fetch time (request sent to last byte)", Ms, Lower;
+    CacheObjectMsMean = "cache_object_ms_mean", "mean fetch time of the objects a cache on the path handled (HIT or MISS)", Ms, Lower;
+    CacheHits = "cache_hits", "objects answered by a cache on the path (X-Cache: HIT)", Number, Higher;
+    CacheHitMsMean = "cache_hit_ms_mean", "mean fetch time of objects a cache answered", Ms, Lower;
+    CacheMissMsMean = "cache_miss_ms_mean", "mean fetch time of objects a cache fetched (X-Cache: MISS)", Ms, Lower;
+    CacheHitsOver100MsPct = "cache_hits_over_100ms_pct", "cache hits that took over 100 ms", Number, Lower;
     ObjectMsMedian = "object_ms_median", "median object fetch time (request sent to last byte)", Ms, Lower;
     Connections = "connections", "connections", Number, Neither;
     ConnsPerOrigin = "conns_per_origin", "connections per origin", Number, Neither;

@@ -374,22 +374,35 @@ fn client_beside(req: &RunRequest, lab: &Lab, env: &[(String, String)], server: 
         },
         None => None,
     };
-    let resolver = match req.workload.resolver_aboard() {
-        true => match crate::aboard::Resolver::start(lab, v4, env, stop) {
-            Ok(r) => Some(r),
+    let mut aboard = crate::aboard::Addrs::default();
+    let mut services = Vec::new();
+    if req.workload.resolver_aboard() {
+        match crate::aboard::resolver(lab, v4, env, stop) {
+            Ok((s, a)) => {
+                services.push(s);
+                aboard.resolver = Some(a);
+            }
             Err(e) => return failed(format!("starting the resolver aboard: {e}")),
-        },
-        false => None,
-    };
-    run_client(req, lab, env, resolver.as_ref().map_or(addr, |r| r.addr.as_str()), tmp, stop)
+        };
+    }
+    if req.workload.proxy_aboard() {
+        match crate::aboard::proxy(lab, v4, env, tmp, stop) {
+            Ok((s, a)) => {
+                services.push(s);
+                aboard.proxy = Some(a);
+            }
+            Err(e) => return failed(format!("starting the HTTP cache aboard: {e}")),
+        };
+    }
+    run_client(req, lab, env, addr, &aboard, tmp, stop)
 }
 
 /// The workload's client in the lab's first host, against `addr`: its
 /// result decoded as the workload's own, or why there is none.
-fn run_client(req: &RunRequest, lab: &Lab, env: &[(String, String)], addr: &str, tmp: &Path, stop: &AtomicBool) -> RunOutcome {
+fn run_client(req: &RunRequest, lab: &Lab, env: &[(String, String)], addr: &str, aboard: &crate::aboard::Addrs, tmp: &Path, stop: &AtomicBool) -> RunOutcome {
     let client_err = tmp.join("client.err");
     let mut argv: Vec<String> = vec![req.exe.to_string_lossy().to_string()];
-    argv.extend(req.workload.client_args(addr, &req.knobs));
+    argv.extend(req.workload.client_args_aboard(addr, &req.knobs, aboard));
     let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
     let out_path = tmp.join("client.json");
     let stdout = match std::fs::File::create(&out_path) {

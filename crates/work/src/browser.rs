@@ -96,6 +96,10 @@ pub struct LoadOpts {
     /// Chromium's net log (`--log-net-log`), written as the browser runs
     /// and closed when it exits.
     pub net_log: Option<PathBuf>,
+    /// An HTTP proxy (`ADDR:PORT`) every request goes through. With
+    /// `warm`, the first load is another device's (a browser of its own),
+    /// so the measured load finds the proxy's cache warm and its own cold.
+    pub proxy: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -132,6 +136,13 @@ pub struct BrowserResult {
     /// in the order sent (a HAR entry's `time`; seed 000's Figure 9).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub object_ms: Vec<f64>,
+    /// Each object the proxy answered from its cache (`X-Cache: HIT`):
+    /// its fetch time, ms.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cache_hit_ms: Vec<f64>,
+    /// Each object the proxy fetched (`X-Cache: MISS`): its fetch time, ms.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cache_miss_ms: Vec<f64>,
     /// Each DNS lookup a request waited for (its timing's dnsStart to
     /// dnsEnd), ms; none when names map to the server without DNS.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -169,6 +180,9 @@ pub fn flags(o: &LoadOpts) -> Vec<String> {
     if let Some(p) = &o.net_log {
         a.push(format!("--log-net-log={}", p.display()));
     }
+    if let Some(p) = &o.proxy {
+        a.push(format!("--proxy-server=http://{p}"));
+    }
     a
 }
 
@@ -187,6 +201,7 @@ mod tests {
             warm: false,
             bodies: false,
             net_log: None,
+            proxy: None,
         };
         let f = flags(&o);
         assert!(f.contains(&"--origin-to-force-quic-on=*".to_string()));

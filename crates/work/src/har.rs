@@ -51,6 +51,13 @@ impl Exchange {
     pub fn host(&self) -> String {
         crate::archive::split_url(&self.url).map(|(_, h, _)| h.to_string()).unwrap_or_default()
     }
+    /// Whether a cache on the path answered it (`X-Cache: HIT …`) or
+    /// fetched it (`MISS …`); `None` without the header.
+    pub fn cache_hit(&self) -> Option<bool> {
+        let headers = self.response.as_ref()?.get("headers")?.as_object()?;
+        let v = headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("x-cache"))?.1.as_str()?;
+        Some(v.trim_start().starts_with("HIT"))
+    }
     /// The DNS lookup this request waited for, ms (its timing's dnsStart
     /// to dnsEnd); `None` when it made none (a reused connection, or a
     /// name mapped without DNS).

@@ -347,7 +347,7 @@ fn cases(tables: Vec<toml::Table>, gateways: bool) -> Result<Vec<Case>, KeyErr> 
         let ws = kind.expand(own).map_err(at)?;
         for w in &ws {
             w.validate().map_err(|e| (key.clone(), e.to_string()))?;
-            if w.resolver_aboard() && !gateways {
+            if (w.resolver_aboard() || w.proxy_aboard()) && !gateways {
                 return Err((
                     format!("{key}.resolver"),
                     "a resolver aboard runs in the aircraft gateway: add topology = \"ifc\" at the top (or a topology file with host airgw), or resolver = \"ground\"".into(),

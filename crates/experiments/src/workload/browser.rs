@@ -11,6 +11,12 @@ use serde::{Deserialize, Serialize};
 
 use super::table::{de, fields, Choice, Flag, KeyErr, Many, Text};
 use super::ResolverAt;
+
+aerolink_work::choice! {
+    /// Whether the load goes through the HTTP cache aboard (squid in the
+    /// aircraft gateway; needs the gateway chain).
+    pub enum ProxyAt { None = "none", Aboard = "aboard" }
+}
 use super::{Kind, Knobs, Measured, Workload, WorkloadError, WorkloadKind};
 use crate::metric::Metric::{self, *};
 use crate::metric::Metrics;
@@ -25,6 +31,10 @@ pub struct Browser {
     /// the server (no lookups).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resolver: Option<ResolverAt>,
+    /// Every request through the HTTP cache aboard (the browser's own
+    /// cache off).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub proxy: bool,
     /// Where to write the HAR and the screenshot (`bench browser`); not
     /// part of what a run is.
     #[serde(skip)]
@@ -50,6 +60,7 @@ struct Table {
     warm: Option<Flag>,
     #[serde(alias = "resolver")]
     resolvers: Option<Many<Choice<ResolverAt>>>,
+    proxy: Option<Many<Choice<ProxyAt>>>,
 }
 
 fn expand(t: toml::Table) -> Result<Vec<Workload>, KeyErr> {
@@ -57,10 +68,13 @@ fn expand(t: toml::Table) -> Result<Vec<Workload>, KeyErr> {
     let warm = t.warm.is_some_and(|f| f.0);
     let mut out = Vec::new();
     let resolvers: Vec<Option<ResolverAt>> = t.resolvers.map_or(vec![None], |m| m.0.into_iter().map(|c| Some(c.0)).collect());
+    let proxies = Many::or(t.proxy, vec![Choice(ProxyAt::None)]);
     for Choice(protocol) in Many::or(t.protocols, vec![Choice(BrowserProtocol::H2)]) {
         for Text(page) in &t.pages.0 {
             for &resolver in &resolvers {
-                out.push(Workload::Browser(Browser { protocol, page: page.clone(), warm, resolver, har: None, screenshot: None, net_log: None }));
+                for &Choice(p) in &proxies {
+                    out.push(Workload::Browser(Browser { protocol, page: page.clone(), warm, resolver, proxy: p == ProxyAt::Aboard, har: None, screenshot: None, net_log: None }));
+                }
             }
         }
     }
@@ -83,19 +97,33 @@ impl Kind for Browser {
     fn params_label(&self) -> String {
         let warm = if self.warm { " warm" } else { "" };
         let dns = self.resolver.map(|r| format!(" dns:{r}")).unwrap_or_default();
-        format!("{}{warm}{dns}", self.page)
+        let proxy = if self.proxy { " cache:aboard" } else { "" };
+        format!("{}{warm}{dns}{proxy}", self.page)
     }
     fn resolver_aboard(&self) -> bool {
         self.resolver == Some(ResolverAt::Aboard)
     }
     fn resolves_names(&self) -> bool {
-        self.resolver.is_some()
+        // The cache aboard resolves at the ground's name server too.
+        self.resolver.is_some() || self.proxy
+    }
+    fn proxy_aboard(&self) -> bool {
+        self.proxy
     }
     fn client_cmd(&self, server: String, _knobs: &Knobs) -> WorkloadCmd {
         let params = BrowserParams { protocol: self.protocol, page: self.page.clone(), warm: self.warm };
         // `server` is the resolver's address when one is aboard.
         let resolver = self.resolver.map(|_| server.clone());
-        WorkloadCmd::Browser(BrowserArgs { server, resolver, params, har: self.har.clone(), screenshot: self.screenshot.clone(), net_log: self.net_log.clone(), timeout: Duration::from_secs(600) })
+        WorkloadCmd::Browser(BrowserArgs {
+            server,
+            resolver,
+            proxy: None,
+            params,
+            har: self.har.clone(),
+            screenshot: self.screenshot.clone(),
+            net_log: self.net_log.clone(),
+            timeout: Duration::from_secs(600),
+        })
     }
     fn table_metrics(&self) -> Vec<Metric> {
         vec![FcpMs, LcpMs, Connections, LinkDropsDown, LinkDropsUp]
@@ -128,7 +156,20 @@ impl Measured for Browser {
             m.insert(DnsLookups, r.dns_ms.len() as f64);
             m.insert(DnsLookupMsMean, super::mean(&r.dns_ms));
         }
+        if !r.cache_hit_ms.is_empty() {
+            m.insert(CacheHits, r.cache_hit_ms.len() as f64);
+            m.insert(CacheHitMsMean, super::mean(&r.cache_hit_ms));
+            m.insert(CacheHitsOver100MsPct, 100.0 * r.cache_hit_ms.iter().filter(|t| **t > 100.0).count() as f64 / r.cache_hit_ms.len() as f64);
+        }
+        if !r.cache_miss_ms.is_empty() {
+            m.insert(CacheMissMsMean, super::mean(&r.cache_miss_ms));
+        }
+        let handled: Vec<f64> = r.cache_hit_ms.iter().chain(&r.cache_miss_ms).copied().collect();
+        if !handled.is_empty() {
+            m.insert(CacheObjectMsMean, super::mean(&handled));
+        }
         if !r.object_ms.is_empty() {
+            m.insert(ObjectMsMean, super::mean(&r.object_ms));
             m.insert(ObjectMsMedian, crate::stats::quantile(&super::sorted(&r.object_ms), 0.5));
         }
         // Which protocol the requests really went over.

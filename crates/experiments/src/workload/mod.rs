@@ -85,6 +85,11 @@ pub trait Kind {
     fn resolves_names(&self) -> bool {
         false
     }
+    /// Whether its client goes through the HTTP cache aboard (squid in the
+    /// aircraft gateway, started by the runner).
+    fn proxy_aboard(&self) -> bool {
+        false
+    }
     /// The client program against `server`.
     fn client_cmd(&self, server: String, knobs: &Knobs) -> WorkloadCmd;
     /// The metrics the report's table shows beside the headline.
@@ -136,6 +141,8 @@ macro_rules! workloads {
         /// What the client of a run printed, typed: written as the
         /// workload's own JSON (the store's `result_json`, `run --json`'s
         /// `outcome.result`).
+        // One result per run, decoded once: its size does not matter.
+        #[allow(clippy::large_enum_variant)]
         #[derive(Clone, Debug, Serialize, Deserialize)]
         #[serde(untagged)]
         pub enum WorkloadResult {
@@ -253,6 +260,33 @@ impl Workload {
         with_prefix(self.client_cmd(server, knobs))
     }
 
+    /// Whether its client goes through the HTTP cache aboard.
+    pub fn proxy_aboard(&self) -> bool {
+        self.kind().proxy_aboard()
+    }
+
+    /// The client's command line after `aerolink`, asking the services
+    /// aboard that the run started (the resolver, the HTTP cache) where
+    /// the workload uses them.
+    pub fn client_args_aboard(&self, server: &str, knobs: &Knobs, aboard: &crate::aboard::Addrs) -> Vec<String> {
+        let mut cmd = self.client_cmd(server, knobs);
+        match &mut cmd {
+            WorkloadCmd::Browser(b) => {
+                if b.resolver.is_some() {
+                    b.resolver = aboard.resolver.clone().or(b.resolver.take());
+                }
+                b.proxy = aboard.proxy.clone();
+            }
+            WorkloadCmd::Dns(d) => {
+                if let Some(r) = &aboard.resolver {
+                    d.resolver = r.clone();
+                }
+            }
+            _ => {}
+        }
+        with_prefix(cmd)
+    }
+
     /// The metrics the report's table shows beside the headline.
     pub fn table_metrics(&self) -> Vec<Metric> {
         self.kind().table_metrics()
@@ -324,7 +358,16 @@ mod tests {
 
     #[test]
     fn traces_give_a_browser_run_its_net_log_and_leave_other_workloads_alone() {
-        let b = Workload::Browser(Browser { protocol: aerolink_work::browser::BrowserProtocol::H2, page: "10x100KB".into(), warm: false, resolver: None, har: None, screenshot: None, net_log: None });
+        let b = Workload::Browser(Browser {
+            protocol: aerolink_work::browser::BrowserProtocol::H2,
+            page: "10x100KB".into(),
+            warm: false,
+            resolver: None,
+            proxy: false,
+            har: None,
+            screenshot: None,
+            net_log: None,
+        });
         let args = b.with_net_log("/t/KEY/netlog.json".into()).client_args("198.18.0.2", &Knobs::default());
         let at = args.iter().position(|a| a == "--net-log").expect("a --net-log flag");
         assert_eq!(args[at + 1], "/t/KEY/netlog.json");

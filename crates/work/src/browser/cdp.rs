@@ -58,6 +58,18 @@ pub struct Loaded {
 /// Interrupted (SIGTERM, SIGINT: what the lab sends a run's processes when
 /// it ends one), it stops Chromium and removes the profile before it ends.
 pub async fn load(page: &str, url: &str, o: &LoadOpts) -> Result<Loaded> {
+    if o.proxy.is_some() && o.warm {
+        // Another device loads it first (a browser and profile of its
+        // own): the proxy's cache is warm, this browser's cold.
+        let other = LoadOpts { warm: false, har: None, screenshot: None, net_log: None, ..o.clone() };
+        load_once(page, url, &other).await?;
+        return load_once(page, url, &LoadOpts { warm: false, ..o.clone() }).await;
+    }
+    load_once(page, url, o).await
+}
+
+/// One load in a browser with a profile of its own.
+async fn load_once(page: &str, url: &str, o: &LoadOpts) -> Result<Loaded> {
     use tokio::signal::unix::{signal, SignalKind};
     let profile = tempdir()?;
     let (mut term, mut int) = (signal(SignalKind::terminate())?, signal(SignalKind::interrupt())?);
@@ -168,6 +180,16 @@ async fn drive(browser: &Browser, page_name: &str, url: &str, o: &LoadOpts) -> R
         // "looks up" in no time).
         if let Some(ms) = x.dns_ms().filter(|_| o.resolve_to.is_none()) {
             r.dns_ms.push(ms);
+        }
+        // The page's objects (not the browser's own favicon request).
+        let page_object = !x.url.ends_with("/favicon.ico");
+        if let (Some(hit), Some(f), true) = (x.cache_hit(), x.finished, page_object) {
+            let ms = (f - x.sent) * 1000.0;
+            if hit {
+                r.cache_hit_ms.push(ms);
+            } else {
+                r.cache_miss_ms.push(ms);
+            }
         }
         *r.protocols.entry(x.protocol().unwrap_or_else(|| "unknown".into())).or_default() += 1;
         let set = conns.entry(x.host()).or_default();

@@ -129,6 +129,11 @@ pub struct BrowserArgs {
     /// device.
     #[arg(long, value_name = "ADDR")]
     pub resolver: Option<String>,
+    /// Send every request through this HTTP proxy (`ADDR:PORT`, e.g. a
+    /// cache aboard); the browser's own cache is then off, so a second
+    /// load (--warm) is answered by the proxy's.
+    #[arg(long, value_name = "ADDR:PORT")]
+    pub proxy: Option<String>,
     #[command(flatten)]
     pub params: BrowserParams,
     /// Write the load's HAR 1.2 here.
@@ -397,6 +402,9 @@ impl BrowserArgs {
         flag(a, "server", &self.server);
         if let Some(r) = &self.resolver {
             flag(a, "resolver", r);
+        }
+        if let Some(p) = &self.proxy {
+            flag(a, "proxy", p);
         }
         flag(a, "protocol", self.params.protocol);
         flag(a, "page", &self.params.page);

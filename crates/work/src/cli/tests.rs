@@ -87,6 +87,7 @@ fn every_variant() -> Vec<WorkloadCmd> {
         v.push(WorkloadCmd::Browser(BrowserArgs {
             server: server.clone(),
             resolver: (i == 1).then(|| "198.18.0.2".into()),
+            proxy: (i == 2).then(|| "198.18.0.2:3128".into()),
             params,
             har: (i == 2).then(|| "/tmp/x.har".into()),
             screenshot: (i != 2).then(|| "s.png".into()),
