@@ -255,17 +255,10 @@ fn interrupting_a_load_leaves_no_browser_behind() {
 #[test]
 fn a_page_load_resolves_its_names_through_the_resolver_aboard() {
     chromium_installed();
-    let d = tempdir("browser-dns");
-    let (spec, db) = (d.join("exp.toml"), d.join("r.db"));
-    std::fs::write(
-        &spec,
+    let (_d, runs) = experiment_runs(
+        "browser-dns",
         "name = \"bdns\"\nseed = 2\nrepetitions = 1\ntopology = \"ifc\"\nprofiles = [\"geo\"]\n[[variant]]\nname = \"geo\"\nbase = \"satcom-100\"\nrtt = \"300ms\"\n[[workload]]\ntype = \"browser\"\nprotocols = [\"h2\"]\npages = [\"blog\"]\nresolvers = [\"aboard\"]\n[[workload]]\ntype = \"browser\"\nprotocols = [\"h2\"]\npages = [\"blog\"]\n",
-    )
-    .unwrap();
-    let o = aerolink(&["experiment", "run", spec.to_str().unwrap(), "--db", db.to_str().unwrap(), "--parallel", "1"]);
-    assert!(o.status.success(), "{}", text(&o).1);
-    let o = aerolink(&["results", "export", "--json", "--db", db.to_str().unwrap()]);
-    let runs: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+    );
     let m = |dns: bool| runs.iter().find(|r| r["params"].as_str().unwrap().contains("dns:") == dns).map(|r| r["metrics"].clone()).unwrap_or_else(|| panic!("{runs:?}"));
     let (resolved, mapped) = (m(true), m(false));
     // blog: four origins, each looked up once at least; a miss crosses
@@ -286,17 +279,10 @@ fn a_page_load_resolves_its_names_through_the_resolver_aboard() {
 #[test]
 fn the_cache_aboard_answers_a_second_devices_load() {
     chromium_installed();
-    let d = tempdir("browser-cache");
-    let (spec, db) = (d.join("exp.toml"), d.join("r.db"));
-    std::fs::write(
-        &spec,
+    let (_d, runs) = experiment_runs(
+        "browser-cache",
         "name = \"bcache\"\nseed = 2\nrepetitions = 1\ntopology = \"ifc\"\nprofiles = [\"geo\"]\n[[variant]]\nname = \"geo\"\nbase = \"satcom-100\"\nrtt = \"300ms\"\n[[workload]]\ntype = \"browser\"\nprotocols = [\"http1\"]\npages = [\"8x20KB\"]\nproxy = \"aboard\"\n[[workload]]\ntype = \"browser\"\nprotocols = [\"http1\"]\npages = [\"8x20KB\"]\nproxy = \"aboard\"\nwarm = true\n",
-    )
-    .unwrap();
-    let o = aerolink(&["experiment", "run", spec.to_str().unwrap(), "--db", db.to_str().unwrap(), "--parallel", "1"]);
-    assert!(o.status.success(), "{}", text(&o).1);
-    let o = aerolink(&["results", "export", "--json", "--db", db.to_str().unwrap()]);
-    let runs: Vec<Value> = serde_json::from_slice(&o.stdout).unwrap();
+    );
     let m = |warm: bool| runs.iter().find(|r| r["params"].as_str().unwrap().contains("warm") == warm).map(|r| r["metrics"].clone()).unwrap_or_else(|| panic!("{runs:?}"));
     let (cold, warm) = (m(false), m(true));
     let f = |v: &Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"));

@@ -158,3 +158,18 @@ impl Drop for KillOnDrop {
         }
     }
 }
+
+/// Writes `spec` as an experiment file in a scratch directory `name`, runs
+/// it one run at a time and returns every stored run as `results export
+/// --json` gives it (the scratch directory goes when the result is dropped).
+pub fn experiment_runs(name: &str, spec: &str) -> (Scratch, Vec<serde_json::Value>) {
+    let d = tempdir(name);
+    let (file, db) = (d.join("exp.toml"), d.join("r.db"));
+    std::fs::write(&file, spec).unwrap();
+    let o = aerolink(&["experiment", "run", file.to_str().unwrap(), "--db", db.to_str().unwrap(), "--parallel", "1"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let o = aerolink(&["results", "export", "--json", "--db", db.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let runs = serde_json::from_slice(&o.stdout).unwrap();
+    (d, runs)
+}

@@ -253,16 +253,10 @@ fn cross_traffic_competes_for_the_link() {
 #[test]
 fn a_resolver_aboard_answers_second_lookups_from_its_cache() {
     require_root();
-    let d = tempdir("dns");
-    let (spec, db) = (d.join("exp.toml"), d.join("r.db"));
-    std::fs::write(
-        &spec,
+    let (_d, runs) = experiment_runs(
+        "dns",
         "name = \"dns\"\nseed = 3\nrepetitions = 1\ntopology = \"ifc\"\nprofiles = [\"geo\"]\n[[variant]]\nname = \"geo\"\nbase = \"satcom-100\"\nrtt = \"300ms\"\n[[workload]]\ntype = \"dns\"\nresolvers = [\"aboard\", \"ground\"]\nnames = 8\n",
-    )
-    .unwrap();
-    let o = aerolink(&["experiment", "run", spec.to_str().unwrap(), "--db", db.to_str().unwrap(), "--parallel", "2"]);
-    assert!(o.status.success(), "{}", text(&o).1);
-    let runs = stored(&db);
+    );
     let m = |via: &str| runs.iter().find(|r| r["params"].as_str().unwrap().ends_with(via)).map(|r| r["metrics"].clone()).unwrap_or_else(|| panic!("no run via {via}: {runs:?}"));
     let (aboard, ground) = (m("aboard"), m("ground"));
     let f = |v: &Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"));

@@ -402,7 +402,7 @@ fn client_beside(req: &RunRequest, lab: &Lab, env: &[(String, String)], server: 
 fn run_client(req: &RunRequest, lab: &Lab, env: &[(String, String)], addr: &str, aboard: &crate::aboard::Addrs, tmp: &Path, stop: &AtomicBool) -> RunOutcome {
     let client_err = tmp.join("client.err");
     let mut argv: Vec<String> = vec![req.exe.to_string_lossy().to_string()];
-    argv.extend(req.workload.client_args_aboard(addr, &req.knobs, aboard));
+    argv.extend(req.workload.client_args(addr, &req.knobs, aboard));
     let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
     let out_path = tmp.join("client.json");
     let stdout = match std::fs::File::create(&out_path) {

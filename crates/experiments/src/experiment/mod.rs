@@ -348,10 +348,8 @@ fn cases(tables: Vec<toml::Table>, gateways: bool) -> Result<Vec<Case>, KeyErr> 
         for w in &ws {
             w.validate().map_err(|e| (key.clone(), e.to_string()))?;
             if (w.resolver_aboard() || w.proxy_aboard()) && !gateways {
-                return Err((
-                    format!("{key}.resolver"),
-                    "a resolver aboard runs in the aircraft gateway: add topology = \"ifc\" at the top (or a topology file with host airgw), or resolver = \"ground\"".into(),
-                ));
+                let (k, what, or) = if w.resolver_aboard() { ("resolver", "a resolver aboard", ", or resolver = \"ground\"") } else { ("proxy", "the HTTP cache aboard", "") };
+                return Err((format!("{key}.{k}"), format!("{what} runs in the aircraft gateway: add topology = \"ifc\" at the top (or a topology file with host airgw){or}")));
             }
             for k in &ks {
                 cases.push(Case { workload: w.clone(), knobs: k.clone() });

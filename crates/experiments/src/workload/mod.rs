@@ -255,11 +255,6 @@ impl Workload {
         w
     }
 
-    /// The client's command line after `aerolink`.
-    pub fn client_args(&self, server: &str, knobs: &Knobs) -> Vec<String> {
-        with_prefix(self.client_cmd(server, knobs))
-    }
-
     /// Whether its client goes through the HTTP cache aboard.
     pub fn proxy_aboard(&self) -> bool {
         self.kind().proxy_aboard()
@@ -268,7 +263,7 @@ impl Workload {
     /// The client's command line after `aerolink`, asking the services
     /// aboard that the run started (the resolver, the HTTP cache) where
     /// the workload uses them.
-    pub fn client_args_aboard(&self, server: &str, knobs: &Knobs, aboard: &crate::aboard::Addrs) -> Vec<String> {
+    pub fn client_args(&self, server: &str, knobs: &Knobs, aboard: &crate::aboard::Addrs) -> Vec<String> {
         let mut cmd = self.client_cmd(server, knobs);
         match &mut cmd {
             WorkloadCmd::Browser(b) => {
@@ -368,7 +363,7 @@ mod tests {
             screenshot: None,
             net_log: None,
         });
-        let args = b.with_net_log("/t/KEY/netlog.json".into()).client_args("198.18.0.2", &Knobs::default());
+        let args = b.with_net_log("/t/KEY/netlog.json".into()).client_args("198.18.0.2", &Knobs::default(), &crate::aboard::Addrs::default());
         let at = args.iter().position(|a| a == "--net-log").expect("a --net-log flag");
         assert_eq!(args[at + 1], "/t/KEY/netlog.json");
         // Not part of what the run is: its key is the same.
