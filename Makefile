@@ -78,8 +78,13 @@ demo: build
 # real traffic), grouped by scripts/test.sh: the tests that judge timing or
 # look at the whole host run alone, the other end-to-end tests in five
 # lanes side by side (the fuzz targets build meanwhile); then the fuzz
-# smoke run.
-test: build fuzz-deps
+# smoke run. The fuzzing tools (Rust nightly, cargo-fuzz: minutes on a
+# fresh machine) install while the build compiles.
+test: toolchain
+	@mkdir -p target; ( $(MAKE) --no-print-directory fuzz-deps > target/fuzz-deps.log 2>&1 ) & f=$$!; \
+	$(MAKE) --no-print-directory build; b=$$?; \
+	if ! wait $$f; then cat target/fuzz-deps.log; echo "make: installing the fuzzing tools failed (above)"; exit 1; fi; \
+	[ $$b = 0 ] || exit $$b
 	$(SUDO) env FUZZ_SMOKE_SECONDS=$(FUZZ_SMOKE_SECONDS) ./scripts/test.sh
 
 # An hour of one experiment with faults injected all along (crates/cli/
