@@ -3,7 +3,8 @@
 # catalogue entries (`[[judge]]` in experiments/*.toml) run into its own
 # store, results/NAME.db — resumable, a second call runs only what is
 # missing — then every entry judged from those stores: docs/reproductions.md
-# and docs/reproductions.json.
+# and docs/reproductions.json (entries whose stores are not here keep the
+# verdicts the previous docs/reproductions.json gave them, marked kept).
 #   scripts/reproduce.sh                 every such experiment
 #   scripts/reproduce.sh NAME...         only these (experiments/NAME.toml)
 #   PARALLEL=4 scripts/reproduce.sh      runs at once (default: aerolink's choice per experiment)
@@ -37,7 +38,11 @@ done
 dbs=()
 for n in "${names[@]}"; do dbs+=(--db "results/$n.db"); done
 st=0
-"$AEROLINK" experiment check "${dbs[@]}" --markdown docs/reproductions.md --json >docs/reproductions.json || st=$?
+# Entries whose stores are not here (experiments not named, or run on
+# another machine) keep the verdicts of the last check, marked as kept.
+keep=()
+[ -f docs/reproductions.json ] && cp docs/reproductions.json results/reproductions-before.json && keep=(--keep results/reproductions-before.json)
+"$AEROLINK" experiment check "${dbs[@]}" "${keep[@]}" --markdown docs/reproductions.md --json >docs/reproductions.json || st=$?
 # 1: an entry does not hold — a finding to explain, not a failure of this script.
 [ $st -le 1 ] || exit $st
 echo "docs/reproductions.md and docs/reproductions.json written"

@@ -34,6 +34,13 @@ pub struct CheckArgs {
     /// headed by the date, the commit and this command.
     #[arg(long, value_name = "FILE")]
     pub markdown: Option<PathBuf>,
+    /// An earlier check's JSON (`--json`, e.g. docs/reproductions.json):
+    /// each entry that no store given here has runs for keeps that check's
+    /// verdict, marked with the date and commit it was judged at — where
+    /// the experiment files still map it to the same experiment and
+    /// metric. For a campaign whose stores are on other machines or gone.
+    #[arg(long, value_name = "FILE")]
+    pub keep: Option<PathBuf>,
 }
 
 fn experiment_files(dir: &std::path::Path) -> anyhow::Result<Vec<String>> {
@@ -120,15 +127,22 @@ pub fn check(a: CheckArgs) -> anyhow::Result<i32> {
     // The explanations tested, apart: an entry may have both a verdict and
     // an explanation in one file (seed 001's VPN findings with our tunnel,
     // and with OpenVPN), and neither hides the other.
-    let explanations = judge::judge_explanations(&entries, &sources);
+    let mut explanations = judge::judge_explanations(&entries, &sources);
+    let mut judged = judged;
+    if let Some(k) = &a.keep {
+        let earlier = judge::Earlier::load(k).map_err(|e| user(format!("--keep {e}")))?;
+        let n = earlier.keep(&mut judged, &mut explanations, &sources);
+        eprintln!("kept {n} verdicts of {} (no store given here has their runs)", k.display());
+    }
+    let cmd = format!("aerolink {}", std::env::args().skip(1).collect::<Vec<_>>().join(" "));
+    let date = aerolink_experiments::record::rfc3339(std::time::SystemTime::now())[..10].to_string();
+    let commit = commit();
     if let Some(md) = &a.markdown {
-        let cmd = format!("aerolink {}", std::env::args().skip(1).collect::<Vec<_>>().join(" "));
-        let date = aerolink_experiments::record::rfc3339(std::time::SystemTime::now());
-        std::fs::write(md, aerolink_experiments::reproductions::markdown(&judged, &explanations, &cmd, &date[..10], &commit())).map_err(|e| user(format!("--markdown {}: {e}", md.display())))?;
+        std::fs::write(md, aerolink_experiments::reproductions::markdown(&judged, &explanations, &cmd, &date, &commit)).map_err(|e| user(format!("--markdown {}: {e}", md.display())))?;
         eprintln!("wrote {}", md.display());
     }
     if a.json {
-        let v = serde_json::json!({ "scores": judge::scores(&judged), "entries": judged, "explanations": explanations });
+        let v = serde_json::json!({ "date": date, "commit": commit, "command": cmd, "scores": judge::scores(&judged), "entries": judged, "explanations": explanations });
         println!("{}", serde_json::to_string_pretty(&v)?);
     } else {
         let n: usize = runs.iter().map(|r| r.len()).sum();

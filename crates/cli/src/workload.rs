@@ -90,6 +90,11 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                 let ns = |x: aerolink_link::Duration| std::time::Duration::from_nanos(x.0);
                 print(&aerolink_work::dns::run(r, d.count, d.rounds, ns(d.interval), ns(d.timeout)).await)
             }
+            WorkloadCmd::LinkSim(l) => {
+                let profile = aerolink_experiments::profiles::load_profile(&l.profile, &[])?;
+                let b = aerolink_link::batch::Batch { up: l.direction == aerolink_work::bulk::Direction::Up, count: l.count, size: l.size, interval: l.interval };
+                print(&aerolink_link::batch::run(&profile, &b, l.seed))
+            }
             WorkloadCmd::Messages(m) => {
                 let a = with_port(addr(&m.server)?, server::MESSAGES_PORT);
                 print(&messages::run(a, &m.spec(), &m.quic.knobs()).await?)

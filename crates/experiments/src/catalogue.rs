@@ -86,12 +86,24 @@ impl Paper {
 
 /// A number as the catalogue writes it: no trailing zeros.
 pub fn fmt_num(x: f64) -> String {
+    if x != 0.0 && x.abs() < 1e-3 {
+        return sci(x, 4);
+    }
     if x == x.trunc() && x.abs() < 1e15 {
         format!("{}", x as i64)
     } else {
         let s = format!("{x:.4}");
         s.trim_end_matches('0').trim_end_matches('.').to_string()
     }
+}
+
+/// A small number in scientific notation with `digits` significant
+/// digits at most, as the studies write them: 6.31e-5, 1.1e-3.
+fn sci(x: f64, digits: usize) -> String {
+    let t = format!("{x:.*e}", digits - 1);
+    let (m, e) = t.split_once('e').unwrap_or((&t, "0"));
+    let m = if m.contains('.') { m.trim_end_matches('0').trim_end_matches('.') } else { m };
+    format!("{m}e{e}")
 }
 
 /// One result of one study.
@@ -112,6 +124,17 @@ impl Entry {
     /// Withdrawn entries (not in the seed after all) leave the score.
     pub fn withdrawn(&self) -> bool {
         self.note.as_deref().is_some_and(|n| n.trim_start().starts_with("withdrawn:"))
+    }
+    /// Repetitions a side the entry needs: rule 1's 10 "unless the entry
+    /// says otherwise" — an entry whose note says "the 10-per-side minimum
+    /// does not apply" needs the rule's floor of 3 (an event that happens
+    /// in a few runs only, such as seed 002's second timeout).
+    pub fn min_reps(&self) -> usize {
+        if self.note.as_deref().is_some_and(|n| n.contains("the 10-per-side minimum does not apply")) {
+            3
+        } else {
+            MIN_REPS
+        }
     }
     /// Counted in its study's agreement score.
     pub fn scored(&self) -> bool {
@@ -227,7 +250,7 @@ pub fn parse(text: &str, file: &str) -> Result<Vec<Entry>, CatalogueError> {
 }
 
 /// A verdict under the policy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
 pub enum Verdict {
     #[serde(rename = "holds")]
     Holds,
@@ -345,6 +368,9 @@ pub fn sig3(x: f64) -> String {
     if x == 0.0 || !x.is_finite() {
         return fmt_num(x);
     }
+    if x.abs() < 1e-3 {
+        return sci(x, 3);
+    }
     let digits = (2 - x.abs().log10().floor() as i32).max(0) as usize;
     fmt_num(format!("{x:.digits$}").parse().unwrap_or(x))
 }
@@ -376,6 +402,12 @@ pub fn band_text(kind: Kind, paper: Paper) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn small_numbers_read_as_the_studies_write_them() {
+        assert_eq!((fmt_num(6.31e-5), fmt_num(6.25e-26), fmt_num(1.1e-3), fmt_num(0.322)), ("6.31e-5".into(), "6.25e-26".into(), "0.0011".into(), "0.322".into()));
+        assert_eq!((sig3(6.3347e-26), sig3(4.6875e-26), sig3(0.00987), sig3(0.0)), ("6.33e-26".into(), "4.69e-26".into(), "0.0099".into(), "0".into()));
+    }
 
     #[test]
     fn the_bands_of_the_policy() {

@@ -111,6 +111,7 @@ metrics! {
     GoodputBps = "goodput_bps", "goodput", BitRate, Higher;
     SenderRetransmits = "sender_retransmits", "sender retransmits", Number, Lower;
     SenderSrttMsMax = "sender_srtt_ms_max", "largest smoothed RTT (sender)", Ms, Lower;
+    SenderTimeouts = "sender_timeouts", "retransmission timeouts that expired at the sender (TCP downloads)", Number, Lower;
     SenderRtoMsMedian = "sender_rto_ms_median", "retransmission timeout, no back-off (sender, median of 100 ms samples)", Ms, Neither;
     // Messages (seed 004), each way and both.
     DeliveredBpsUp = "delivered_bps_up", "delivered rate (up)", BitRate, Higher;
@@ -167,6 +168,11 @@ metrics! {
     DnsSecondCachedPct = "dns_second_cached_pct", "second lookups answered from a cache", Number, Higher;
     DnsBothMissPct = "dns_both_miss_pct", "names whose both lookups missed", Number, Lower;
     DnsFailedPct = "dns_failed_pct", "first lookups unanswered", Number, Lower;
+    // Messages through a link model in simulated time (seed 002 §6), shares.
+    SimLoss = "sim_loss", "messages lost (simulated time)", Number, Lower;
+    SimTryLoss = "sim_try_loss", "tries that failed (simulated time)", Number, Lower;
+    SimLossIndependentTries = "sim_loss_independent_tries", "loss after the ARQ's retries, each try failing independently with the measured per-try loss (computed)", Number, Lower;
+    SimDelayMsMean = "sim_delay_ms_mean", "mean time through the link (simulated time)", Ms, Lower;
     // What the emulator saw (every run).
     LinkDropsDown = "link_drops_down", "link drops ↓", Number, Neither;
     LinkDropsUp = "link_drops_up", "link drops ↑", Number, Neither;

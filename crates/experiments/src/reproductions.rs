@@ -59,6 +59,10 @@ pub fn markdown(judged: &[Judged], explanations: &[Judged], made_by: &str, date:
     let mut s = String::new();
     let _ = writeln!(s, "# Reproductions: the studies' results, judged on our runs\n");
     let _ = writeln!(s, "Written by `{made_by}` on {date} at commit `{commit}`, from the result stores named in the command — not by hand. The entries are the catalogue in `findings/` (a copy of `../shared/findings`, written from the studies' texts before any run); the bands and verdicts are its `README.md`'s: ours is the statistic the entry names (the mean unless it says otherwise) over at least 10 repetitions a side, with a 95 % percentile bootstrap interval over 10 000 resamples, each side resampled on its own. An experiment file only maps an entry to its runs (`[[judge]]`); it carries no number and no rule. `setup` says where our runs depart from the entry's conditions.\n");
+    let kept = judged.iter().chain(explanations).filter(|j| j.kept.is_some()).count();
+    if kept > 0 {
+        let _ = writeln!(s, "{kept} verdict{} (marked *kept*) come{} from an earlier check whose stores are not among these (`--keep`): each names the check, by date and commit, that judged it from its stores; the experiment files still map the entry to the same experiment and metric.\n", if kept == 1 { "" } else { "s" }, if kept == 1 { "s" } else { "" });
+    }
     let _ = writeln!(s, "## Agreement\n");
     let _ = writeln!(s, "| Study | Agreement | holds | direction only | does not hold | inconclusive | not run | qualitative |");
     let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
@@ -109,6 +113,9 @@ fn row(j: &Judged) -> String {
     }
     if let Some(setup) = &j.setup {
         why = format!("{why}; setup: {setup}");
+    }
+    if let Some(k) = &j.kept {
+        why = format!("{why}; *kept* from {k}");
     }
     format!(
         "| `{}` | {} | {} | {} | {} | {} | **{}** | {} |\n",

@@ -267,6 +267,9 @@ fn link_figures(rep: &LabReport, measured_hop: usize, channels: usize, outcome: 
 /// Runs one request. `stop` aborts it (Ctrl-C): the lab is still removed.
 pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     let t0 = Instant::now();
+    if let Some(text) = req.workload.simulate(&req.profile, req.seed) {
+        return simulated(&req.workload, &text, t0);
+    }
     let topo = req.chain.build(&req.profile);
     // The hop whose bytes and drops are reported: the profile's.
     let measured_hop = topo.measured_hop();
@@ -346,6 +349,14 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
     }
     link_figures(&rep, measured_hop, req.profile.up.bonded.as_ref().map_or(0, |b| b.channels.len()), &mut outcome);
     outcome
+}
+
+/// A simulated-time run's outcome: its result, no link figures (no lab).
+fn simulated(w: &crate::workload::Workload, text: &str, t0: Instant) -> RunOutcome {
+    match w.decode(text) {
+        Ok(r) => RunOutcome { ok: true, error: None, result: Some(r), client_ms: t0.elapsed().as_secs_f64() * 1e3, ..failed("") },
+        Err(e) => failed(format!("the simulation's result did not decode: {e}")),
+    }
 }
 
 /// The workload server's command line: the knobs' server, answering every

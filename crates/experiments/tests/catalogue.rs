@@ -229,7 +229,9 @@ fn every_mapping_selects_runs_its_experiment_plans() {
         for m in &e.judges {
             for c in &m.cases {
                 for s in std::iter::once(&c.of).chain(c.vs.as_ref()) {
-                    let n = rows.iter().filter(|r| s.matches(r)).count();
+                    // `with` picks among the runs by what they measure, which
+                    // no plan knows: the runs before it.
+                    let n = rows.iter().filter(|r| s.matches_but_with(r)).count();
                     assert!(n >= e.repetitions as usize, "{}: judge {}: {} matches {n} planned runs", f.display(), m.id, s.text());
                 }
             }
@@ -259,4 +261,71 @@ fn an_explanation_judges_its_entry_only_when_its_file_is_checked() {
     let page = aerolink_experiments::reproductions::markdown(&judge::judge_catalogue(&entries, &sources, false), &why, "aerolink experiment check", "2026-11-27", "abc1234");
     let tail = &page[page.find("## Explanations tested").expect("the explanations' section")..];
     assert!(tail.contains("| `c` |") && tail.contains("**holds**") && tail.contains("the seed's delay is per pass"), "{tail}");
+}
+
+#[test]
+fn a_side_with_a_figure_takes_only_the_runs_that_have_it_and_an_event_never_seen_is_inconclusive() {
+    use aerolink_experiments::metric::Metric::SenderTimeouts;
+    let m = mapping("[[judge]]\nid = \"d\"\nmetric = \"plt_ms\"\nof = { profile = \"a\", with = { sender_timeouts = 2 } }\nvs = { profile = \"a\", with = { sender_timeouts = 1 } }\nscale = 0.001\n");
+    let mut e = entry("d", Kind::Difference, 8.0);
+    e.note = Some("Needs runs with two timeouts on one side; the 10-per-side minimum does not apply, the README's minimum of 3 does.".into());
+    let with = |n: usize, timeouts: f64, ms: f64| -> Vec<RunRow> {
+        runs("a", n, around(ms))
+            .into_iter()
+            .map(|mut r| {
+                r.metrics.insert(SenderTimeouts, timeouts);
+                r
+            })
+            .collect()
+    };
+    // Four runs with two timeouts (the entry's note lifts rule 1's ten to
+    // three), twenty with one, ten with none (taken by neither side).
+    let all = [with(4, 2.0, 20_000.0), with(20, 1.0, 12_000.0), with(10, 0.0, 1_000.0)].concat();
+    let j = judge::judge(&e, &m[0], "x", &all);
+    assert_eq!((j.verdict, j.reps), (Verdict::Holds, 4), "{j:?}");
+    assert!((j.value.unwrap() - 8.0).abs() < 0.5, "{j:?}");
+    // The entry without that note needs ten a side.
+    e.note = None;
+    assert_eq!(judge::judge(&e, &m[0], "x", &all).verdict, Verdict::Inconclusive);
+    // No run timed out twice: the event never happened (rule 5).
+    let j = judge::judge(&e, &m[0], "x", &[with(20, 1.0, 12_000.0), with(10, 0.0, 1_000.0)].concat());
+    assert_eq!(j.verdict, Verdict::Inconclusive, "{j:?}");
+    assert!(j.why.as_deref().is_some_and(|w| w.contains("never happened") && w.contains("sender_timeouts = 2")), "{j:?}");
+}
+
+#[test]
+fn an_earlier_checks_verdicts_are_kept_only_where_no_store_given_has_runs_and_say_where_from() {
+    let entries = vec![entry("r", Kind::Ratio, 0.4), entry("s", Kind::Ratio, 0.4), entry("t", Kind::Ratio, 0.4)];
+    let m = mapping("[[judge]]\nid = \"r\"\nmetric = \"plt_ms\"\nof = { profile = \"a\" }\nvs = { profile = \"b\" }\n[[judge]]\nid = \"s\"\nmetric = \"plt_ms\"\nof = { profile = \"a\" }\nvs = { profile = \"b\" }\n[[judge]]\nid = \"t\"\nmetric = \"ttfb_ms\"\nof = { profile = \"a\" }\nvs = { profile = \"b\" }\n");
+    let ra: Vec<RunRow> = [runs("a", 10, around(40.0)), runs("b", 10, around(100.0))].concat();
+    let both = [Source { experiment: "x", mappings: &m[..1], runs: &ra }, Source { experiment: "y", mappings: &m[1..], runs: &[] }];
+    // The earlier check: r and s held (from stores of its own), t was
+    // judged by a metric the file no longer maps it to.
+    let row = |id: &str, x: &str, metric: &str, v: &str| {
+        format!(r#"{{"entry":{{"id":"{id}"}},"experiment":"{x}","metric":"{metric}","form":"ratio","value":0.5,"lo":0.45,"hi":0.55,"reps":12,"verdict":"{v}","why":null,"setup":"s"}}"#)
+    };
+    let text = format!(
+        r#"{{"date":"2026-11-20","commit":"abc1234","entries":[{},{},{}],"explanations":[]}}"#,
+        row("r", "x", "plt_ms", "does not hold"),
+        row("s", "y", "plt_ms", "holds"),
+        row("t", "y", "plt_ms", "holds")
+    );
+    let dir = std::env::temp_dir().join(format!("aerolink-keep-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let f = dir.join("before.json");
+    std::fs::write(&f, text).unwrap();
+    let earlier = judge::Earlier::load(&f).unwrap();
+    let mut judged = judge::judge_catalogue(&entries, &both, false);
+    let kept = earlier.keep(&mut judged, &mut [], &both);
+    let got: Vec<(&str, Verdict, Option<&str>)> = judged.iter().map(|j| (j.entry.id.as_str(), j.verdict, j.kept.as_deref())).collect();
+    // r: judged now from its runs (holds), never the earlier verdict;
+    // s: kept, with where from; t: its mapping changed, so not kept.
+    assert_eq!(got, vec![("r", Verdict::Holds, None), ("s", Verdict::Holds, Some("the check of 2026-11-20 at commit abc1234")), ("t", Verdict::NotRun, None)]);
+    assert_eq!(kept, 1);
+    let page = aerolink_experiments::reproductions::markdown(&judged, &[], "aerolink experiment check --keep before.json", "2026-11-27", "def5678");
+    assert!(page.contains("1 verdict (marked *kept*) comes from an earlier check") && page.contains("*kept* from the check of 2026-11-20 at commit abc1234"), "{page}");
+    std::fs::write(&f, "{\"scores\": []}").unwrap();
+    let e = judge::Earlier::load(&f).expect_err("refused");
+    assert!(e.contains("before.json") && e.contains("experiment check --json"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -15,6 +15,7 @@
 //! delay + jitter). A [`Profile`] describes both directions in TOML with
 //! human units; each stage kind parses its own keys.
 
+pub mod batch;
 pub mod bonded;
 pub mod bottleneck;
 pub mod builtin;

@@ -51,6 +51,11 @@ pub struct BulkResult {
     /// (TCP downloads; 0 where not sampled).
     #[serde(default)]
     pub sender_rto_ms_median: f64,
+    /// Retransmission timeouts that expired while the sender sent (TCP
+    /// downloads: its network namespace's TCPTimeouts over the transfer;
+    /// a lab's server holds one transfer at a time).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_timeouts: Option<u64>,
 }
 
 /// The client socket's TCP settings (seed 002's TCP: MSS 1024, a 6 or 16 kB
@@ -139,6 +144,7 @@ pub async fn serve_tcp(listener: TcpListener, nagle: bool) -> Result<()> {
                     let now = || sock::counters(&unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) });
                     let mut max_srtt = 0u64;
                     let mut rtos: Vec<u64> = Vec::new();
+                    let timeouts0 = sock::namespace_timeouts();
                     {
                         let sending = send(&mut s, size);
                         tokio::pin!(sending);
@@ -166,6 +172,7 @@ pub async fn serve_tcp(listener: TcpListener, nagle: bool) -> Result<()> {
                     s.write_u64_le(max_srtt.max(c.srtt_us)).await?;
                     rtos.sort_unstable();
                     s.write_u64_le(rtos.get(rtos.len() / 2).copied().unwrap_or(0)).await?;
+                    s.write_u64_le(sock::namespace_timeouts().saturating_sub(timeouts0)).await?;
                 } else {
                     let bins = receive(&mut s, size, Instant::now(), None).await?;
                     write_bins(&mut s, &bins).await?;
@@ -223,6 +230,7 @@ fn result(transport: &str, direction: Direction, bytes: u64, t0: Instant, bins: 
         sender_cc: cc,
         sender_srtt_ms_max: 0.0,
         sender_rto_ms_median: 0.0,
+        sender_timeouts: None,
     }
 }
 
@@ -255,7 +263,9 @@ pub async fn tcp(server: SocketAddr, direction: Direction, bytes: u64, client: T
             s.read_exact(&mut cc).await?;
             let srtt_us = s.read_u64_le().await?;
             let rto_us = s.read_u64_le().await?;
+            let timeouts = s.read_u64_le().await?;
             Ok(BulkResult {
+                sender_timeouts: Some(timeouts),
                 sender_retransmits: retrans,
                 sender_cc: String::from_utf8_lossy(&cc).to_string(),
                 sender_srtt_ms_max: srtt_us as f64 / 1e3,

@@ -90,6 +90,22 @@ pub fn counters(sock: &impl AsRawFd) -> TcpCounters {
     TcpCounters { retransmits: u32_at(100), bytes_sent: u64_at(192), bytes_received: u64_at(128), srtt_us: u32_at(68), rto_us: u32_at(8), backoff: if len > 4 { buf[4] } else { 0 } }
 }
 
+/// Retransmission timeouts that expired in this process's network
+/// namespace so far (`TcpExt: TCPTimeouts` of /proc/net/netstat, counted
+/// per namespace); 0 where it cannot be read.
+pub fn namespace_timeouts() -> u64 {
+    std::fs::read_to_string("/proc/net/netstat").ok().and_then(|t| netstat_field(&t, "TcpExt:", "TCPTimeouts")).unwrap_or(0)
+}
+
+/// A field of /proc/net/netstat: a line of names after `prefix`, then a
+/// line of values.
+fn netstat_field(text: &str, prefix: &str, name: &str) -> Option<u64> {
+    let mut lines = text.lines().filter(|l| l.starts_with(prefix));
+    let (names, values) = (lines.next()?, lines.next()?);
+    let i = names.split_whitespace().position(|n| n == name)?;
+    values.split_whitespace().nth(i)?.parse().ok()
+}
+
 /// Sets an integer socket option at the TCP level.
 fn set_tcp_opt(sock: &impl AsRawFd, opt: libc::c_int, v: libc::c_int) -> std::io::Result<()> {
     // SAFETY: a valid fd and a c_int with its size.
@@ -165,4 +181,14 @@ pub fn unicast_routes(except_iface: Option<&str>) -> std::io::Result<Vec<(&'stat
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_netstat_field_is_read_by_its_name() {
+        let t = "TcpExt: SyncookiesSent TCPTimeouts TCPLossProbes\nTcpExt: 0 7 3\nIpExt: InNoRoutes TCPTimeouts\nIpExt: 1 99\n";
+        assert_eq!(super::netstat_field(t, "TcpExt:", "TCPTimeouts"), Some(7));
+        assert_eq!(super::netstat_field(t, "TcpExt:", "Nothing"), None);
+    }
 }

@@ -13,21 +13,33 @@ use crate::workload::table::{de, Choice, Text};
 /// Which runs a side of a mapping takes: by `profile` (its name), `series`
 /// (the report's series: protocol and knobs, e.g. `"h2"`, `"tcp reno"`,
 /// `"tcp quic-tunnel/rate"`) and `params` (the setting as the report names
-/// it, e.g. `"20x10KB"`); keys left out match every run.
+/// it, e.g. `"20x10KB"`); keys left out match every run. `with` keeps
+/// only the runs whose figures have these values (`with = {
+/// sender_timeouts = 2 }`: the runs whose sender timed out twice).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Select {
     pub profile: Option<String>,
     pub series: Option<String>,
     pub params: Option<String>,
+    #[serde(default, skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub with: std::collections::BTreeMap<Metric, f64>,
 }
 
 impl Select {
     pub fn matches(&self, r: &RunRow) -> bool {
+        self.matches_but_with(r) && self.with.iter().all(|(m, v)| r.metrics.get(m) == Some(v))
+    }
+    /// Whether `r` is one of the runs this side takes before `with`
+    /// filters them.
+    pub fn matches_but_with(&self, r: &RunRow) -> bool {
         self.profile.as_ref().is_none_or(|p| *p == r.profile) && self.series.as_ref().is_none_or(|s| *s == r.series.name) && self.params.as_ref().is_none_or(|p| *p == r.params)
     }
     pub fn text(&self) -> String {
-        let parts: Vec<String> = [("profile", &self.profile), ("series", &self.series), ("params", &self.params)].iter().filter_map(|(k, v)| v.as_ref().map(|v| format!("{k} {v}"))).collect();
+        let with: Vec<String> = self.with.iter().map(|(m, v)| format!("{} = {v}", m.name())).collect();
+        let with = (!with.is_empty()).then(|| with.join(", "));
+        let parts: Vec<String> =
+            [("profile", &self.profile), ("series", &self.series), ("params", &self.params), ("with", &with)].iter().filter_map(|(k, v)| v.as_ref().map(|v| format!("{k} {v}"))).collect();
         if parts.is_empty() {
             "every run".into()
         } else {

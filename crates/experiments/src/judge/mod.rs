@@ -42,7 +42,9 @@ use serde::Serialize;
 use crate::catalogue::{Entry, Kind, Verdict, MIN_REPS, RESAMPLES};
 use crate::store::RunRow;
 
+mod keep;
 mod mapping;
+pub use keep::Earlier;
 pub use mapping::{entries, parse, Case, Form, JudgeError, Mapping, Over, Select, Statistic};
 
 /// An entry with what our runs say about it.
@@ -64,11 +66,15 @@ pub struct Judged {
     pub why: Option<String>,
     /// Where our setup departs from the entry's conditions.
     pub setup: Option<String>,
+    /// Kept from an earlier check (`experiment check --keep`): which one
+    /// judged it from its stores, which are not among this check's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<String>,
 }
 
 impl Judged {
     pub fn unjudged(entry: &Entry, verdict: Verdict, why: impl Into<String>) -> Judged {
-        Judged { entry: entry.clone(), experiment: None, metric: None, form: None, value: None, lo: None, hi: None, reps: 0, verdict, why: Some(why.into()), setup: None }
+        Judged { entry: entry.clone(), experiment: None, metric: None, form: None, value: None, lo: None, hi: None, reps: 0, verdict, why: Some(why.into()), setup: None, kept: None }
     }
 }
 
@@ -110,8 +116,18 @@ pub fn judge(entry: &Entry, map: &Mapping, experiment: &str, runs: &[RunRow]) ->
     let need_vs = form != Form::Value;
     if let Some((i, _)) = sides.iter().enumerate().find(|(_, (a, b))| a.is_empty() || (need_vs && b.is_empty())) {
         let c = &map.cases[i];
-        let side = if sides[i].0.is_empty() { c.of.text() } else { c.vs.as_ref().map(|s| s.text()).unwrap_or_default() };
-        out.why = Some(format!("no successful run of {experiment} with {side} has {}", map.metric));
+        let side = if sides[i].0.is_empty() { &c.of } else { c.vs.as_ref().expect("an empty vs side is given") };
+        // Rule 5: runs there are, but the event a side asks for (`with`)
+        // never happened in them.
+        let before = runs.iter().filter(|r| r.ok && side.matches_but_with(r) && r.metrics.contains_key(&map.metric) && side.with.keys().all(|m| r.metrics.contains_key(m))).count();
+        if !side.with.is_empty() && before > 0 {
+            out.verdict = Verdict::Inconclusive;
+            let base = Select { with: Default::default(), ..side.clone() };
+            let event: Vec<String> = side.with.iter().map(|(m, v)| format!("{} = {v}", m.name())).collect();
+            out.why = Some(format!("none of the {before} successful runs of {experiment} with {} has {}: the event never happened", base.text(), event.join(" and ")));
+        } else {
+            out.why = Some(format!("no successful run of {experiment} with {} has {}", side.text(), map.metric));
+        }
         return out;
     }
     let point = |s: &(Vec<f64>, Vec<f64>)| figure(form, map.statistic, &s.0, &s.1);
@@ -134,9 +150,9 @@ pub fn judge(entry: &Entry, map: &Mapping, experiment: &str, runs: &[RunRow]) ->
     };
     out.lo = Some(lo);
     out.hi = Some(hi);
-    if reps < MIN_REPS {
+    if reps < entry.min_reps() {
         out.verdict = Verdict::Inconclusive;
-        out.why = Some(format!("{reps} repetitions on the smallest side; the policy asks at least {MIN_REPS}"));
+        out.why = Some(format!("{reps} repetitions on the smallest side; the policy asks at least {}", entry.min_reps()));
         return out;
     }
     out.verdict = crate::catalogue::verdict(entry.kind, entry.paper.expect("scored"), lo, hi);

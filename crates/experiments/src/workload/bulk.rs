@@ -80,6 +80,9 @@ impl Measured for Bulk {
         if r.sender_rto_ms_median != 0.0 {
             m.insert(SenderRtoMsMedian, r.sender_rto_ms_median);
         }
+        if let Some(n) = r.sender_timeouts {
+            m.insert(SenderTimeouts, n as f64);
+        }
         m
     }
 }

@@ -17,6 +17,7 @@ mod browser;
 mod bulk;
 mod dns;
 mod knobs;
+mod linksim;
 mod messages;
 mod objects;
 mod ping;
@@ -28,6 +29,7 @@ pub use browser::Browser;
 pub use bulk::Bulk;
 pub use dns::{Dns, ResolverAt};
 pub use knobs::{Cross, Knobs, Reordering};
+pub use linksim::LinkSim;
 pub use messages::Messages;
 pub use objects::Objects;
 pub use ping::Ping;
@@ -89,6 +91,12 @@ pub trait Kind {
     /// aircraft gateway, started by the runner).
     fn proxy_aboard(&self) -> bool {
         false
+    }
+    /// A workload run in simulated time over the run's link model, in
+    /// aerolink's own process (no lab): its result as its client would
+    /// print it. `None` (the rest): a real client in a real lab.
+    fn simulate(&self, _profile: &aerolink_link::profile::Profile, _seed: u64) -> Option<String> {
+        None
     }
     /// The client program against `server`.
     fn client_cmd(&self, server: String, knobs: &Knobs) -> WorkloadCmd;
@@ -192,6 +200,7 @@ workloads! {
     Ping(ping) = "ping",
     Browser(browser) = "browser",
     Dns(dns) = "dns",
+    LinkSim(linksim) = "link-sim",
 }
 
 pub(crate) fn with_prefix(cmd: WorkloadCmd) -> Vec<String> {
@@ -238,6 +247,12 @@ impl Workload {
     /// server (directly or through a resolver aboard).
     pub fn resolves_names(&self) -> bool {
         self.kind().resolves_names()
+    }
+
+    /// Runs a simulated-time workload on `profile` ([`Kind::simulate`]);
+    /// `None` for a workload with a real client.
+    pub fn simulate(&self, profile: &aerolink_link::profile::Profile, seed: u64) -> Option<String> {
+        self.kind().simulate(profile, seed)
     }
 
     /// The client program of this workload against `server`.
@@ -389,6 +404,6 @@ mod tests {
         assert_eq!(serde_json::to_string(&w).unwrap(), r#"{"workload":"web","protocol":"h2","page":"1x1KB","depth":1}"#);
         let back: Workload = serde_json::from_str(r#"{"workload":"messages","direction":"up","size":64,"rate_bps":1024.0,"duration_s":60.0}"#).unwrap();
         assert_eq!(back.name(), "messages");
-        assert_eq!(KINDS.iter().map(|k| k.name).collect::<Vec<_>>(), ["web", "bulk", "objects", "messages", "realtime", "ping", "browser", "dns"]);
+        assert_eq!(KINDS.iter().map(|k| k.name).collect::<Vec<_>>(), ["web", "bulk", "objects", "messages", "realtime", "ping", "browser", "dns", "link-sim"]);
     }
 }

@@ -1,5 +1,5 @@
 //! L-DACS 1 medium access and ARQ, as one stage (seed 002). Profile key:
-//! `ldacs = { link = "rl" | "fl", rate, fer | budget, arq, max_retx, buffer }`.
+//! `ldacs = { link = "rl" | "fl", rate, fer | budget, coding, arq, max_retx, buffer }`.
 //!
 //! What a packet goes through, in logical time:
 //! - **Frames.** A super-frame of 240 ms is a random-access/broadcast part
@@ -19,7 +19,11 @@
 //!   seed's 6.28e-2 return, 6.31e-5 forward), or with the FER a
 //!   [`Budget`] gives (free-space path loss over `distance_km`, thermal
 //!   noise, seed 002's Tables 1–2, through an SNR→FER table); one lost
-//!   block loses the transmission.
+//!   block loses the transmission. With `coding = "joint"` (the updated
+//!   specification of SESAR P15.2.4, seed 002 §6: a transmission's blocks
+//!   coded and interleaved together) `fer` is a whole transmission's
+//!   error rate instead, whatever its blocks: the seed gives only the
+//!   result (1e-2 for a six-block binding update), not the code.
 //! - **ARQ** (selective repeat over packets): a transmission's
 //!   acknowledgement is due at the next multi-frame boundary after it
 //!   ends; when it does not come the packet is sent again (on the return
@@ -91,8 +95,11 @@ pub struct LdacsSpec {
     pub link: LinkDir,
     /// The user's share of the cell rate, bit/s.
     pub rate_bps: f64,
-    /// Probability that a PHY block is lost.
+    /// Probability that a PHY block is lost (a whole transmission with
+    /// `joint` coding).
     pub fer: f64,
+    /// A transmission's blocks coded jointly: `fer` is per transmission.
+    pub joint: bool,
     pub arq: bool,
     /// Retransmissions before a packet is dropped.
     pub max_retx: u32,
@@ -110,6 +117,9 @@ impl LdacsSpec {
     }
     /// Probability that one transmission of a `len`-byte packet is lost.
     pub fn transmission_loss(&self, len: u32) -> f64 {
+        if self.joint {
+            return self.fer;
+        }
         1.0 - (1.0 - self.fer).powi(self.blocks(len) as i32)
     }
     fn tx_time(&self, len: u32) -> Duration {
@@ -367,7 +377,7 @@ impl StageKind for Kind {
     }
     fn parse(&self, raw: &RawKeys, _load: Loader<'_>, d: &mut DirectionSpec) -> Result<(), ProfileError> {
         let Some(r) = raw.get("ldacs") else { return Ok(()) };
-        let tab = Table::of(r, HELP, &["link", "rate", "fer", "budget", "arq", "max_retx", "buffer"])?;
+        let tab = Table::of(r, HELP, &["link", "rate", "fer", "budget", "coding", "arq", "max_retx", "buffer"])?;
         let t = tab.t;
         let link = match t.get("link").and_then(|v| v.as_str()) {
             Some("rl") => LinkDir::Return,
@@ -392,6 +402,12 @@ impl StageKind for Kind {
             Some(toml::Value::String(s)) => units::parse_probability(s).ok().filter(|p| *p < 1.0).ok_or_else(|| r.err("fer: expected a probability below 1, like 0.0628 or \"6.28%\""))?,
             Some(_) => return Err(r.err("fer: expected a probability below 1, like 0.0628 or \"6.28%\"")),
         };
+        let joint = match t.get("coding").map(|v| v.as_str()) {
+            None | Some(Some("separate")) => false,
+            Some(Some("joint")) if t.contains_key("fer") => true,
+            Some(Some("joint")) => return Err(r.err("coding = \"joint\" needs fer: the error rate of a whole transmission (seed 002 §6 quotes 1e-2 for a six-block message)")),
+            Some(_) => return Err(r.err("coding: expected \"separate\" (each PHY block coded on its own, fer per block) or \"joint\" (fer per transmission)")),
+        };
         let arq = tab.flag("arq", true)?;
         let max_retx = tab.whole("max_retx", 5, 0, 100, "a whole number")? as u32;
         let buffer_bytes = tab.bytes("buffer", 64_000, 1500)?;
@@ -406,9 +422,10 @@ impl StageKind for Kind {
                 b.operating_margin_db(),
                 budget::WORKING_POINT_SNR_DB
             ),
+            None if joint => format!("error rate {fer} per transmission (blocks coded jointly)"),
             None => format!("FER {fer}"),
         };
-        let spec = LdacsSpec { link, rate_bps, fer, arq, max_retx, buffer_bytes, budget };
+        let spec = LdacsSpec { link, rate_bps, fer, joint, arq, max_retx, buffer_bytes, budget };
         d.described.insert(
             "ldacs".into(),
             format!(
@@ -475,7 +492,7 @@ mod tests {
 
     #[test]
     fn blocks_and_transmission_loss() {
-        let rl = LdacsSpec { link: LinkDir::Return, rate_bps: 31_500.0, fer: 0.0628, arq: true, max_retx: 5, buffer_bytes: 64_000, budget: None };
+        let rl = LdacsSpec { link: LinkDir::Return, rate_bps: 31_500.0, fer: 0.0628, joint: false, arq: true, max_retx: 5, buffer_bytes: 64_000, budget: None };
         // 77 B of IP + 7 B header = 84 B = six 14 B blocks.
         assert_eq!(rl.blocks(77), 6);
         assert!((rl.transmission_loss(77) - 0.3222).abs() < 1e-3);

@@ -74,27 +74,13 @@ pub enum WorkloadCmd {
     /// at RESOLVER (the server, which answers every name, or a caching
     /// resolver aboard), ROUNDS times every INTERVAL: seed 000 §5.1.
     Dns(DnsArgs),
-}
-
-/// `workload dns`: where to ask and how many names, how often.
-#[derive(Args, Debug, Clone, PartialEq)]
-pub struct DnsArgs {
-    /// The resolver's IP address (port 53; `workload serve` answers every
-    /// name there).
-    #[arg(long)]
-    pub resolver: String,
-    /// Names to look up (site1.test, site2.test, …).
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=100_000))]
-    pub count: u32,
-    /// Rounds of lookups.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub rounds: u32,
-    /// From the start of one round to the next.
-    #[arg(long, default_value = "300s", value_parser = duration_arg)]
-    pub interval: Duration,
-    /// How long a lookup waits for its answer.
-    #[arg(long, default_value = "5s", value_parser = duration_arg)]
-    pub timeout: Duration,
+    /// COUNT messages of SIZE bytes through one direction of a link
+    /// profile's model in simulated time (no lab, no packets: the stages a
+    /// pump runs, driven by a jumping clock): the share lost, the share of
+    /// tries that failed and the loss after the link's ARQ retries if each
+    /// try failed independently. Ten million messages take seconds; for
+    /// losses too rare to count on a real link (seed 002 §6).
+    LinkSim(LinkSimArgs),
 }
 
 /// The browser workload's parameters, shared by `workload browser` and
@@ -367,35 +353,6 @@ pub struct MessagesArgs {
     pub quic: QuicArgs,
 }
 
-#[derive(Args, Debug, Clone, PartialEq)]
-pub struct PingArgs {
-    #[arg(long)]
-    pub server: String,
-    /// Echo requests to send.
-    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..))]
-    pub count: u32,
-    /// Gap between requests (ping's -i; under 2 ms needs root).
-    #[arg(long, default_value = "1s", value_parser = duration_arg)]
-    pub interval: Duration,
-    /// ICMP payload, bytes (ping's -s; at most 65507).
-    #[arg(long, default_value_t = 56, value_parser = clap::value_parser!(u32).range(0..=crate::ping::MAX_SIZE as i64))]
-    pub size: u32,
-    /// How long to wait for the last replies after the last request.
-    #[arg(long, default_value = "30s", value_parser = duration_arg)]
-    pub wait: Duration,
-}
-
-impl DnsArgs {
-    /// Its flags, for [`WorkloadCmd::to_args`].
-    fn push(&self, a: &mut Vec<String>) {
-        flag(a, "resolver", &self.resolver);
-        flag(a, "count", self.count);
-        flag(a, "rounds", self.rounds);
-        flag(a, "interval", duration_text(self.interval));
-        flag(a, "timeout", duration_text(self.timeout));
-    }
-}
-
 impl BrowserArgs {
     /// Its flags, for [`WorkloadCmd::to_args`].
     fn push(&self, a: &mut Vec<String>) {
@@ -466,6 +423,7 @@ impl WorkloadCmd {
             WorkloadCmd::Messages(_) => "messages",
             WorkloadCmd::Ping(_) => "ping",
             WorkloadCmd::Dns(_) => "dns",
+            WorkloadCmd::LinkSim(_) => "link-sim",
             WorkloadCmd::Browser(_) => "browser",
         }
     }
@@ -548,15 +506,10 @@ impl WorkloadCmd {
                 }
                 a.extend(m.quic.to_args());
             }
-            WorkloadCmd::Ping(p) => {
-                flag(&mut a, "server", &p.server);
-                flag(&mut a, "count", p.count);
-                flag(&mut a, "interval", duration_text(p.interval));
-                flag(&mut a, "size", p.size);
-                flag(&mut a, "wait", duration_text(p.wait));
-            }
+            WorkloadCmd::Ping(p) => p.push(&mut a),
             WorkloadCmd::Dns(d) => d.push(&mut a),
             WorkloadCmd::Browser(b) => b.push(&mut a),
+            WorkloadCmd::LinkSim(l) => l.push(&mut a),
         }
         a
     }
@@ -566,6 +519,9 @@ impl WorkloadCmd {
         Line::try_parse_from(args).map(|l| l.cmd)
     }
 }
+
+mod measure;
+pub use measure::{DnsArgs, LinkSimArgs, PingArgs};
 
 #[cfg(test)]
 mod tests;
