@@ -2,10 +2,11 @@
 # `make test`'s runner (CI runs it through .ci/run). It builds every test
 # binary once, then runs them in groups, so that the whole suite fits in
 # 15 minutes on a fresh 2-core machine while the tests that judge timing
-# run on an otherwise idle machine:
+# run with nothing else of normal priority beside them:
 #   1. lint      rustfmt's check (rustfmt.toml), the size limits
-#                (scripts/sizes.sh); clippy with -D warnings runs during
-#                "together" (niced), or here when that phase is not asked
+#                (scripts/sizes.sh); clippy with -D warnings runs from
+#                "alone" on as an idle-priority task (SCHED_IDLE), or here
+#                when "together" is not asked
 #   2. build     every test binary, once (cargo test --no-run)
 #   3. libraries simulated time, parsers, stores: each binary with all cores
 #   4. alone     tests that judge timing (accuracy, also as an ordinary
@@ -17,7 +18,8 @@
 #                about a tenth of the CPU busy), one test at a time in
 #                each; their leftover checks count only what no running
 #                aerolink owns (tests/common.rs), their faults hit only
-#                their own labs. The fuzz targets build meanwhile, niced.
+#                their own labs. The fuzz targets build meanwhile (from
+#                "alone" on, as an idle-priority task).
 #   6. fuzz      100 000 inputs of each fuzz target (scripts/fuzz.sh)
 # Each phase prints its start time; a failure stops the run with the
 # phase, the binary and its log's last lines.
@@ -119,6 +121,28 @@ one() {
   esac
 }
 
+# Clippy and the fuzz targets' build (minutes of compiling each) start
+# now, as SCHED_IDLE tasks: they take only the CPU time nothing else wants
+# — the alone phase's tests mostly wait on their links, and a waking test
+# thread preempts an idle-policy task at once (the accuracy tests pass
+# beside two such busy loops, in the same time: docs/measurements.md,
+# 2026-11-27 night) — and the together phase need not wait on them.
+# Each in a process group of its own (setsid), so that a failure, which
+# stops this script, stops them and their compilers too.
+idle=(setsid nice -n 19)
+command -v chrt >/dev/null && idle=(setsid chrt -i 0 nice -n 19)
+fuzz_build= fuzz_pid= clippy_pid=
+trap 'for p in $fuzz_pid $clippy_pid; do kill -- -"$p" 2>/dev/null || true; done' EXIT
+if want fuzz && want together; then
+  fuzz_build=$logs/fuzz-build.log
+  "${idle[@]}" ./scripts/fuzz.sh build >"$fuzz_build" 2>&1 &
+  fuzz_pid=$!
+fi
+if want lint && want together; then
+  "${idle[@]}" bash -c "$(declare -f clippy); clippy" >"$logs/clippy.log" 2>&1 &
+  clippy_pid=$!
+fi
+
 if want alone; then
   phase "alone: timing and whole-host tests, one at a time"
   for t in "${ALONE[@]}"; do one "$t"; done
@@ -128,19 +152,7 @@ if want alone; then
   (export AEROLINK_TEST_AS=65534; run "$logs/accuracy-as-nobody.log" "$cli" "$(e2e accuracy)" --test-threads=1 "${nobody_skip[@]}")
 fi
 
-fuzz_build= clippy_pid=
 if want together; then
-  if want fuzz; then
-    # The fuzz targets' build (minutes of compiling) while the lanes wait
-    # on their links.
-    fuzz_build=$logs/fuzz-build.log
-    nice -n 19 ./scripts/fuzz.sh build >"$fuzz_build" 2>&1 &
-    fuzz_pid=$!
-  fi
-  if want lint; then
-    nice -n 19 bash -c "$(declare -f clippy); clippy" >"$logs/clippy.log" 2>&1 &
-    clippy_pid=$!
-  fi
   phase "together: the other end-to-end tests, ${#LANES[@]} lanes side by side"
   lane() {
     for t in "$@"; do
