@@ -101,9 +101,12 @@ fn the_flight_loop_closes_measure_analyse_fit_replay() {
     assert_eq!(pd["technology"], "air-to-ground", "{pd}");
     let outages = pm["outages"].as_array().unwrap();
     assert_eq!(outages.len(), 1, "{outages:?}");
-    // The outage began 40 s after the link came up; the agent started a
-    // moment after that.
-    assert!((38.0..41.0).contains(&f(&outages[0]["start_s"])) && (11.5..13.0).contains(&f(&outages[0]["duration_s"])), "{outages:?}");
+    // The outage began 40 s after the link came up; the agent started
+    // after its reflector listened: 0.5–2 s later on an idle machine, up to
+    // 2.1 s seen with five lanes of tests beside it on a slow 2-core host
+    // (the analysis counts from the agent's start, which knows nothing of
+    // the link's).
+    assert!((36.0..41.0).contains(&f(&outages[0]["start_s"])) && (11.5..13.0).contains(&f(&outages[0]["duration_s"])), "{outages:?}");
     assert!(pd["outages"].as_array().unwrap().is_empty(), "{pd}");
     assert!(std::fs::read_to_string(&html).unwrap().contains("GEO satellite"));
     assert!(leftover_namespaces().is_empty());
