@@ -123,12 +123,11 @@ pub fn check(a: CheckArgs) -> anyhow::Result<i32> {
         Some(_) => entries.iter().filter(|x| exps[0].judges.iter().any(|m| m.id == x.id && m.explanation.is_none())).cloned().collect(),
         None => entries.clone(),
     };
-    let judged: Vec<Judged> = judge::judge_catalogue(&wanted, &sources, false);
+    let mut judged: Vec<Judged> = judge::judge_catalogue(&wanted, &sources, false);
     // The explanations tested, apart: an entry may have both a verdict and
     // an explanation in one file (seed 001's VPN findings with our tunnel,
     // and with OpenVPN), and neither hides the other.
     let mut explanations = judge::judge_explanations(&entries, &sources);
-    let mut judged = judged;
     if let Some(k) = &a.keep {
         let earlier = judge::Earlier::load(k).map_err(|e| user(format!("--keep {e}")))?;
         let n = earlier.keep(&mut judged, &mut explanations, &sources);

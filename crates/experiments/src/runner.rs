@@ -56,7 +56,7 @@ fn with_traces(req: &RunRequest, mut env: Vec<(String, String)>) -> Vec<(String,
     env
 }
 
-#[derive(Debug, Serialize, Deserialize, Clone)]
+#[derive(Debug, Default, Serialize, Deserialize, Clone)]
 pub struct RunOutcome {
     pub ok: bool,
     pub error: Option<String>,
@@ -119,29 +119,7 @@ impl RunOutcome {
 }
 
 fn failed(e: impl std::fmt::Display) -> RunOutcome {
-    RunOutcome {
-        ok: false,
-        error: Some(e.to_string()),
-        result: None,
-        wire_bytes_down: 0,
-        wire_bytes_up: 0,
-        link_drops_loss: 0,
-        link_drops_queue: 0,
-        link_drops_down: 0,
-        link_drops_up: 0,
-        setup_ms: 0.0,
-        teardown_ms: 0.0,
-        client_ms: 0.0,
-        lateness_us_p99: 0.0,
-        emulator_faults: Vec::new(),
-        channel_drops: Vec::new(),
-        redials_s: Vec::new(),
-        handover_trigger_s: None,
-        handover_l2_start_s: None,
-        handover_s: None,
-        packets_up: 0,
-        packets_down: 0,
-    }
+    RunOutcome { ok: false, error: Some(e.to_string()), ..Default::default() }
 }
 
 fn kill_group(child: &mut std::process::Child) {
@@ -354,7 +332,7 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
 /// A simulated-time run's outcome: its result, no link figures (no lab).
 fn simulated(w: &crate::workload::Workload, text: &str, t0: Instant) -> RunOutcome {
     match w.decode(text) {
-        Ok(r) => RunOutcome { ok: true, error: None, result: Some(r), client_ms: t0.elapsed().as_secs_f64() * 1e3, ..failed("") },
+        Ok(r) => RunOutcome { ok: true, error: None, result: Some(r), client_ms: t0.elapsed().as_secs_f64() * 1e3, ..Default::default() },
         Err(e) => failed(format!("the simulation's result did not decode: {e}")),
     }
 }

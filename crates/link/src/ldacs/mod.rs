@@ -89,6 +89,12 @@ impl LinkDir {
     }
 }
 
+crate::choice_core! {
+    /// How a transmission's PHY blocks are coded: each on its own (the first
+    /// specification) or all together (SESAR P15.2.4's update, seed 002 §6).
+    pub enum Coding { Separate = "separate", Joint = "joint" }
+}
+
 /// The model's parameters for one direction.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LdacsSpec {
@@ -98,8 +104,9 @@ pub struct LdacsSpec {
     /// Probability that a PHY block is lost (a whole transmission with
     /// `joint` coding).
     pub fer: f64,
-    /// A transmission's blocks coded jointly: `fer` is per transmission.
-    pub joint: bool,
+    /// How a transmission's blocks are coded: on their own (`fer` per
+    /// block) or jointly (`fer` per transmission).
+    pub coding: Coding,
     pub arq: bool,
     /// Retransmissions before a packet is dropped.
     pub max_retx: u32,
@@ -117,7 +124,7 @@ impl LdacsSpec {
     }
     /// Probability that one transmission of a `len`-byte packet is lost.
     pub fn transmission_loss(&self, len: u32) -> f64 {
-        if self.joint {
+        if self.coding == Coding::Joint {
             return self.fer;
         }
         1.0 - (1.0 - self.fer).powi(self.blocks(len) as i32)
@@ -402,12 +409,16 @@ impl StageKind for Kind {
             Some(toml::Value::String(s)) => units::parse_probability(s).ok().filter(|p| *p < 1.0).ok_or_else(|| r.err("fer: expected a probability below 1, like 0.0628 or \"6.28%\""))?,
             Some(_) => return Err(r.err("fer: expected a probability below 1, like 0.0628 or \"6.28%\"")),
         };
-        let joint = match t.get("coding").map(|v| v.as_str()) {
-            None | Some(Some("separate")) => false,
-            Some(Some("joint")) if t.contains_key("fer") => true,
-            Some(Some("joint")) => return Err(r.err("coding = \"joint\" needs fer: the error rate of a whole transmission (seed 002 §6 quotes 1e-2 for a six-block message)")),
-            Some(_) => return Err(r.err("coding: expected \"separate\" (each PHY block coded on its own, fer per block) or \"joint\" (fer per transmission)")),
+        let coding = match t.get("coding") {
+            None => Coding::Separate,
+            Some(v) => v
+                .as_str()
+                .and_then(|s| s.parse().ok())
+                .ok_or_else(|| r.err(format!("coding: expected one of {} (each PHY block coded on its own, fer per block; or all together, fer per transmission)", Coding::allowed())))?,
         };
+        if coding == Coding::Joint && !t.contains_key("fer") {
+            return Err(r.err("coding = \"joint\" needs fer: the error rate of a whole transmission (seed 002 §6 quotes 1e-2 for a six-block message)"));
+        }
         let arq = tab.flag("arq", true)?;
         let max_retx = tab.whole("max_retx", 5, 0, 100, "a whole number")? as u32;
         let buffer_bytes = tab.bytes("buffer", 64_000, 1500)?;
@@ -422,10 +433,10 @@ impl StageKind for Kind {
                 b.operating_margin_db(),
                 budget::WORKING_POINT_SNR_DB
             ),
-            None if joint => format!("error rate {fer} per transmission (blocks coded jointly)"),
+            None if coding == Coding::Joint => format!("error rate {fer} per transmission (blocks coded jointly)"),
             None => format!("FER {fer}"),
         };
-        let spec = LdacsSpec { link, rate_bps, fer, joint, arq, max_retx, buffer_bytes, budget };
+        let spec = LdacsSpec { link, rate_bps, fer, coding, arq, max_retx, buffer_bytes, budget };
         d.described.insert(
             "ldacs".into(),
             format!(
@@ -492,7 +503,7 @@ mod tests {
 
     #[test]
     fn blocks_and_transmission_loss() {
-        let rl = LdacsSpec { link: LinkDir::Return, rate_bps: 31_500.0, fer: 0.0628, joint: false, arq: true, max_retx: 5, buffer_bytes: 64_000, budget: None };
+        let rl = LdacsSpec { link: LinkDir::Return, rate_bps: 31_500.0, fer: 0.0628, coding: Coding::Separate, arq: true, max_retx: 5, buffer_bytes: 64_000, budget: None };
         // 77 B of IP + 7 B header = 84 B = six 14 B blocks.
         assert_eq!(rl.blocks(77), 6);
         assert!((rl.transmission_loss(77) - 0.3222).abs() < 1e-3);
