@@ -46,6 +46,8 @@ pub struct TransportConfig {
     pub(crate) keep_alive_interval: Option<Duration>,
     pub(crate) max_probe_timeout: Option<Duration>,
     pub(crate) pacing_burst_interval: Duration,
+    pub(crate) window_limited_by_flight: bool,
+    pub(crate) pacing_gain: f64,
     pub(crate) crypto_buffer_size: usize,
     pub(crate) allow_spin: bool,
     pub(crate) datagram_receive_buffer_size: Option<usize>,
@@ -299,6 +301,31 @@ impl TransportConfig {
         self
     }
 
+    /// How fast the pacer lets packets out, in congestion windows per RTT (aerolink patch)
+    ///
+    /// quinn's is 1.25 (RFC 9002 §7.7's N). quic-go up to v0.17 spaced packets by RTT × MSS /
+    /// (2 × window): 2 when a packet is the MSS, 1.715 for v0.14's 1252 B packets against its
+    /// 1460 B MSS. At least 1 (a pacer slower than the window would leave it unused); values
+    /// below are raised to 1.
+    pub fn pacing_gain(&mut self, value: f64) -> &mut Self {
+        self.pacing_gain = if value.is_finite() { value.max(1.0) } else { 1.25 };
+        self
+    }
+
+    /// Which ACKs may grow the congestion window (aerolink patch)
+    ///
+    /// quinn passes an ACK to the controller as application-limited (so the window does not grow)
+    /// whenever the sender last ran out of data without being blocked by the window or the pacer:
+    /// the ACKs of a short response, arriving while the sender waits for the next request, never
+    /// grow it. With `true`, an ACK is window-limited as quic-go's `isCwndLimited` judges it from
+    /// the bytes in flight before the ACK: at least the window, more than half of it in slow start,
+    /// or within three packets of it (Linux's `tcp_is_cwnd_limited` is alike). `false`, the
+    /// default, is stock behaviour.
+    pub fn window_limited_by_flight(&mut self, value: bool) -> &mut Self {
+        self.window_limited_by_flight = value;
+        self
+    }
+
     /// Maximum quantity of out-of-order crypto layer data to buffer
     pub fn crypto_buffer_size(&mut self, value: usize) -> &mut Self {
         self.crypto_buffer_size = value;
@@ -441,6 +468,8 @@ impl Default for TransportConfig {
             keep_alive_interval: None,
             max_probe_timeout: None,
             pacing_burst_interval: Duration::from_millis(2),
+            window_limited_by_flight: false,
+            pacing_gain: 1.25,
             crypto_buffer_size: 16 * 1024,
             allow_spin: true,
             datagram_receive_buffer_size: Some(STREAM_RWND as usize),
@@ -481,6 +510,8 @@ impl fmt::Debug for TransportConfig {
             keep_alive_interval,
             max_probe_timeout,
             pacing_burst_interval,
+            window_limited_by_flight,
+            pacing_gain,
             crypto_buffer_size,
             allow_spin,
             datagram_receive_buffer_size,
@@ -517,6 +548,8 @@ impl fmt::Debug for TransportConfig {
             .field("keep_alive_interval", keep_alive_interval)
             .field("max_probe_timeout", max_probe_timeout)
             .field("pacing_burst_interval", pacing_burst_interval)
+            .field("window_limited_by_flight", window_limited_by_flight)
+            .field("pacing_gain", pacing_gain)
             .field("crypto_buffer_size", crypto_buffer_size)
             .field("allow_spin", allow_spin)
             .field("datagram_receive_buffer_size", datagram_receive_buffer_size)

@@ -1504,6 +1504,9 @@ impl Connection {
             return Ok(());
         }
 
+        // aerolink patch: with `window_limited_by_flight`, whether these ACKs may grow the window
+        // is judged from the bytes in flight before them, as quic-go does.
+        let app_limited = self.app_limited && !self.window_limited_before_ack();
         let mut ack_eliciting_acked = false;
         for packet in newly_acked.elts() {
             if let Some(info) = self.spaces[space].take(packet) {
@@ -1528,7 +1531,7 @@ impl Connection {
                 // Notify ack frequency that a packet was acked, because it might contain an ACK_FREQUENCY frame
                 self.ack_frequency.on_acked(packet);
 
-                self.on_packet_acked(now, info);
+                self.on_packet_acked(now, info, app_limited);
             }
         }
 
@@ -1620,9 +1623,24 @@ impl Connection {
         }
     }
 
+    /// quic-go's `isCwndLimited` (aerolink patch, `TransportConfig::window_limited_by_flight`):
+    /// the sender counts as window-limited when the bytes in flight are at least the window, more
+    /// than half of it in slow start, or within three packets of it. `false` when the option is off.
+    fn window_limited_before_ack(&self) -> bool {
+        if !self.config.window_limited_by_flight {
+            return false;
+        }
+        let in_flight = self.path.in_flight.bytes;
+        let metrics = self.path.congestion.metrics();
+        let window = metrics.congestion_window;
+        let slow_start = metrics.ssthresh.is_some_and(|s| window < s);
+        let burst = 3 * u64::from(self.path.current_mtu());
+        in_flight >= window || (slow_start && in_flight > window / 2) || window - in_flight <= burst
+    }
+
     // Not timing-aware, so it's safe to call this for inferred acks, such as arise from
     // high-latency handshakes
-    fn on_packet_acked(&mut self, now: Instant, info: SentPacket) {
+    fn on_packet_acked(&mut self, now: Instant, info: SentPacket, app_limited: bool) {
         self.remove_in_flight(&info);
         if info.ack_eliciting && self.path.challenge.is_none() {
             // Only pass ACKs to the congestion controller if we are not validating the current
@@ -1631,7 +1649,7 @@ impl Connection {
                 now,
                 info.time_sent,
                 info.size.into(),
-                self.app_limited,
+                app_limited,
                 &self.path.rtt,
             );
         }
@@ -2526,7 +2544,8 @@ impl Connection {
 
                 let space = &mut self.spaces[SpaceId::Initial];
                 if let Some(info) = space.take(0) {
-                    self.on_packet_acked(now, info);
+                    let app_limited = self.app_limited;
+                    self.on_packet_acked(now, info, app_limited);
                 };
 
                 self.discard_space(now, SpaceId::Initial); // Make sure we clean up after any retransmitted Initials

@@ -15,6 +15,8 @@ use tracing::warn;
 pub(super) struct Pacer {
     /// The burst interval (aerolink patch: configurable, quinn's is 2 ms).
     interval_nanos: u128,
+    /// The rate as a multiple of window per RTT (aerolink patch: configurable, quinn's is 1.25).
+    gain: f64,
     capacity: u64,
     last_window: u64,
     last_mtu: u16,
@@ -35,6 +37,7 @@ impl Pacer {
         let capacity = optimal_capacity(smoothed_rtt, window, mtu, interval_nanos);
         Self {
             interval_nanos,
+            gain: STOCK_GAIN,
             capacity,
             last_window: window,
             last_mtu: mtu,
@@ -46,6 +49,17 @@ impl Pacer {
     /// The burst interval (aerolink patch).
     pub(super) fn interval(&self) -> Duration {
         Duration::from_nanos(self.interval_nanos as u64)
+    }
+
+    /// The same pacer refilling at `gain` windows per RTT (aerolink patch; quinn's 1.25).
+    pub(super) fn with_gain(mut self, gain: f64) -> Self {
+        self.gain = gain;
+        self
+    }
+
+    /// The rate as a multiple of window per RTT (aerolink patch).
+    pub(super) fn gain(&self) -> f64 {
+        self.gain
     }
 
     /// Record that a packet has been transmitted.
@@ -104,7 +118,7 @@ impl Pacer {
         }
 
         let elapsed_rtts = time_elapsed.as_secs_f64() / smoothed_rtt.as_secs_f64();
-        let new_tokens = window as f64 * 1.25 * elapsed_rtts;
+        let new_tokens = window as f64 * self.gain * elapsed_rtts;
         self.tokens = self
             .tokens
             .saturating_add(new_tokens as _)
@@ -124,9 +138,17 @@ impl Pacer {
 
         // divisions come before multiplications to prevent overflow
         // this is the time at which the pacing window becomes empty
-        Some(self.prev + (unscaled_delay / 5) * 4)
+        if self.gain == STOCK_GAIN {
+            Some(self.prev + (unscaled_delay / 5) * 4)
+        } else {
+            // aerolink patch: another gain (at least 1, so the division cannot overflow)
+            Some(self.prev + unscaled_delay.div_f64(self.gain))
+        }
     }
 }
+
+/// quinn's pacing rate, windows per RTT (RFC 9002's N = 1.25).
+pub(crate) const STOCK_GAIN: f64 = 1.25;
 
 /// Calculates a pacer capacity for a certain window and RTT
 ///
@@ -169,6 +191,22 @@ const MAX_BURST_SIZE: u64 = 256;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_higher_gain_refills_the_bucket_sooner() {
+        // aerolink patch: quic-go of 2020 paced at 2 windows per RTT, quinn at 1.25.
+        let (window, mtu, rtt, now) = (100_000, 1252, Duration::from_millis(600), Instant::now());
+        let wait = |gain: f64| {
+            let mut pacer = Pacer::new(rtt, window, mtu, now).with_gain(gain);
+            pacer.on_transmit(u16::MAX);
+            pacer.tokens = 0;
+            pacer.delay(rtt, mtu.into(), mtu, window, now).expect("paced") - now
+        };
+        let (stock, quic_go) = (wait(STOCK_GAIN), wait(2.0));
+        // An empty bucket of 10 packets refills in 10 × 1252 B × 600 ms / 100 kB / gain.
+        assert_eq!(stock, Duration::from_micros(60_096));
+        assert!((quic_go.as_secs_f64() / stock.as_secs_f64() - 1.25 / 2.0).abs() < 1e-6, "{quic_go:?} against {stock:?}");
+    }
 
     #[test]
     fn does_not_panic_on_bad_instant() {

@@ -77,7 +77,8 @@ impl PathData {
                 config.get_initial_mtu(),
                 now,
                 config.pacing_burst_interval,
-            ),
+            )
+            .with_gain(config.pacing_gain),
             congestion,
             challenge: None,
             challenge_pending: false,
@@ -119,7 +120,7 @@ impl PathData {
         Self {
             remote,
             rtt: prev.rtt,
-            pacing: Pacer::with_interval(smoothed_rtt, congestion.window(), prev.current_mtu(), now, prev.pacing.interval()),
+            pacing: Pacer::with_interval(smoothed_rtt, congestion.window(), prev.current_mtu(), now, prev.pacing.interval()).with_gain(prev.pacing.gain()),
             sending_ecn: true,
             congestion,
             challenge: None,
@@ -153,7 +154,8 @@ impl PathData {
             self.current_mtu(),
             now,
             config.pacing_burst_interval,
-        );
+        )
+        .with_gain(config.pacing_gain);
     }
 
     /// Indicates whether we're a server that hasn't validated the peer's address and hasn't

@@ -4386,3 +4386,34 @@ fn preferred_address() {
     let mut pair = Pair::new(Arc::new(EndpointConfig::default()), server_config);
     pair.connect();
 }
+
+/// aerolink patch (`TransportConfig::window_limited_by_flight`): transfers of three quarters of
+/// the window, each acknowledged before the next starts (an object fetched after the previous one
+/// ended), never grow stock quinn's window: their ACKs arrive once the sender has run out of data.
+/// Judged from the bytes in flight, as quic-go does, they grow it in slow start.
+#[test]
+fn window_limited_by_flight_grows_on_short_transfers() {
+    fn window_after_transfers(by_flight: bool) -> (u64, u64) {
+        let mut pair = Pair::default();
+        pair.latency = Duration::from_millis(50);
+        let mut transport = TransportConfig::default();
+        transport.window_limited_by_flight(by_flight);
+        let mut config = client_config();
+        config.transport = Arc::new(transport);
+        let (client_ch, _) = pair.connect_with(config);
+        let start = pair.client_conn_mut(client_ch).congestion_window();
+        let size = (start * 3 / 4) as usize;
+        for _ in 0..6 {
+            let s = pair.client_streams(client_ch).open(Dir::Uni).unwrap();
+            assert_eq!(pair.client_send(client_ch, s).write(&vec![7; size]).unwrap(), size);
+            pair.client_send(client_ch, s).finish().unwrap();
+            pair.drive();
+            assert_eq!(pair.client_conn_mut(client_ch).bytes_in_flight(), 0);
+        }
+        (start, pair.client_conn_mut(client_ch).congestion_window())
+    }
+    let (start, stock) = window_after_transfers(false);
+    assert_eq!(stock, start, "stock quinn: acks after the sender ran dry do not grow the window");
+    let (start, by_flight) = window_after_transfers(true);
+    assert!(by_flight >= start * 3 / 2, "by flight: {by_flight} from {start}");
+}
