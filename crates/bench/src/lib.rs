@@ -278,12 +278,8 @@ fn workload_bench(c: RunCommon, workload: aerolink_experiments::workload::Worklo
         push: s.push,
         tcp: c.tcp,
         pep: c.link.topology.is_some().then_some(pep),
-        cross: None,
-        tcp_reordering: Default::default(),
-        message_stamp: Default::default(),
         ipv6: c.ipv6,
-        tcp_timestamps: true,
-        tcp_sack: true,
+        ..Default::default()
     };
     knobs.quic.validate().map_err(user)?;
     aerolink_net::sys::check_preconditions()?;

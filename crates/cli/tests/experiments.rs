@@ -223,25 +223,33 @@ fn cross_traffic_competes_for_the_link() {
     require_root();
     let d = tempdir("cross");
     let (spec, db) = (d.join("exp.toml"), d.join("r.db"));
-    // A 2 MB download at 10 Mbit/s alone, and beside a competing TCP
-    // download: sharing the link, it takes clearly longer.
+    // A 2 MB download at 10 Mbit/s alone, beside a competing TCP download,
+    // and beside three that have run for 2 s: the more it shares the link
+    // with, the longer it takes.
     std::fs::write(
         &spec,
-        "name = \"cross\"\nseed = 3\nrepetitions = 2\nprofiles = [\"ten\"]\n[[variant]]\nname = \"ten\"\nbase = \"satcom-100\"\nrate = \"10Mbit/s\"\nrtt = \"40ms\"\n[[workload]]\ntype = \"bulk\"\nsizes = [\"2MB\"]\ndirection = \"down\"\ncross = [\"none\", \"tcp-down\"]\n",
+        "name = \"cross\"\nseed = 3\nrepetitions = 2\nprofiles = [\"ten\"]\n[[variant]]\nname = \"ten\"\nbase = \"satcom-100\"\nrate = \"10Mbit/s\"\nrtt = \"40ms\"\n[[workload]]\ntype = \"bulk\"\nsizes = [\"2MB\"]\ndirection = \"down\"\ncross = [\"none\", \"tcp-down\"]\n[[workload]]\ntype = \"bulk\"\nsizes = [\"2MB\"]\ndirection = \"down\"\ncross = \"tcp-down\"\ncross_flows = 3\ncross_lead = \"2 s\"\n",
     )
     .unwrap();
     let o = aerolink(&["experiment", "run", spec.to_str().unwrap(), "--db", db.to_str().unwrap(), "--parallel", "1"]);
     assert!(o.status.success(), "{}", text(&o).1);
     let runs = stored(&db);
-    assert_eq!(runs.len(), 4);
-    let times =
-        |cross: bool| -> Vec<f64> { runs.iter().filter(|r| r["series"].as_str().unwrap().contains("cross:tcp-down") == cross).map(|r| r["metrics"]["completion_ms"].as_f64().unwrap()).collect() };
-    let (alone, shared) = (times(false), times(true));
-    assert_eq!((alone.len(), shared.len()), (2, 2), "{runs:?}");
+    assert_eq!(runs.len(), 6);
+    // The series name the competing traffic: `cross:tcp-down`, and
+    // `cross:tcp-down×3 lead2s` for three connections started 2 s early.
+    let times = |cross: Option<&str>| -> Vec<f64> {
+        let of = |r: &&serde_json::Value| r["series"].as_str().unwrap().split(' ').skip_while(|w| !w.starts_with("cross:")).collect::<Vec<_>>().join(" ");
+        runs.iter().filter(|r| of(r) == cross.unwrap_or("")).map(|r| r["metrics"]["completion_ms"].as_f64().unwrap()).collect()
+    };
+    let (alone, shared, three) = (times(None), times(Some("cross:tcp-down")), times(Some("cross:tcp-down×3 lead2s")));
+    assert_eq!((alone.len(), shared.len(), three.len()), (2, 2, 2), "{runs:?}");
     // Alone ≈ 1.7 s; with an equal share ≈ 3.4 s. Every shared run is
     // slower than every run alone by a third at least.
     let (slowest_alone, fastest_shared) = (alone.iter().cloned().fold(0.0, f64::max), shared.iter().cloned().fold(f64::MAX, f64::min));
     assert!(fastest_shared > 1.33 * slowest_alone, "alone {alone:?} ms, with cross traffic {shared:?} ms");
+    // A quarter of the link (≈ 6.8 s) against a half.
+    let (slowest_shared, fastest_three) = (shared.iter().cloned().fold(0.0, f64::max), three.iter().cloned().fold(f64::MAX, f64::min));
+    assert!(fastest_three > 1.33 * slowest_shared, "beside one flow {shared:?} ms, beside three {three:?} ms");
     assert!(leftover_namespaces().is_empty());
     assert!(orphan_processes("^iperf3 -c 198.18").is_empty(), "the cross traffic's iperf3 is stopped with its run");
 }

@@ -141,9 +141,18 @@ struct Cross {
 const CROSS_PORT: u16 = 5299;
 
 impl Cross {
-    /// Starts the flow and returns once it carries data: its first
-    /// half-second report is out.
-    fn start(lab: &aerolink_net::Lab, kind: crate::workload::Cross, server_addr: &str, env: &[(String, String)], tmp: &Path, stop: &AtomicBool) -> Result<Cross, String> {
+    /// Starts the flow (`knobs.cross_flows` connections) and returns once
+    /// it carries data (its first half-second report is out) and, with
+    /// `knobs.cross_lead_ms`, once it has run that long.
+    fn start(
+        lab: &aerolink_net::Lab,
+        knobs: &crate::workload::Knobs,
+        kind: crate::workload::Cross,
+        server_addr: &str,
+        env: &[(String, String)],
+        tmp: &Path,
+        stop: &AtomicBool,
+    ) -> Result<Cross, String> {
         let server_ns = &lab.hosts.last().expect("hosts").netns;
         let port = CROSS_PORT.to_string();
         let mut server = netns_command(server_ns, &["iperf3", "-s", "-p", &port], env).stdout(Stdio::null()).stderr(Stdio::null()).spawn().map_err(|e| format!("iperf3: {e}"))?;
@@ -153,7 +162,8 @@ impl Cross {
         }
         let out = tmp.join("cross.out");
         let file = std::fs::File::create(&out).map_err(|e| format!("{}: {e}", out.display()))?;
-        let mut argv = vec!["iperf3", "-c", server_addr, "-p", &port, "-t", "86400", "-i", "0.5", "--forceflush", "-C", "cubic"];
+        let flows = knobs.cross_flows.to_string();
+        let mut argv = vec!["iperf3", "-c", server_addr, "-p", &port, "-t", "86400", "-i", "0.5", "--forceflush", "-C", "cubic", "-P", &flows];
         if kind == crate::workload::Cross::TcpDown {
             argv.push("-R");
         }
@@ -165,17 +175,19 @@ impl Cross {
                 return Err(format!("iperf3: {e}"));
             }
         };
-        // Carrying data: a first interval report (a condition, not a delay).
+        // Carrying data: a first interval report (a condition, not a delay);
+        // then the lead the experiment asks for (a condition it sets).
         let t0 = Instant::now();
+        let lead = Duration::from_millis(knobs.cross_lead_ms.unwrap_or(0));
         loop {
             let text = std::fs::read_to_string(&out).unwrap_or_default();
-            if text.lines().any(|l| l.contains("bits/sec")) {
+            if text.lines().any(|l| l.contains("bits/sec")) && t0.elapsed() >= lead {
                 return Ok(cross);
             }
             if let Ok(Some(st)) = cross.client.try_wait() {
                 return Err(format!("the iperf3 client exited ({st}): {}", text.lines().last().unwrap_or("")));
             }
-            if t0.elapsed() > Duration::from_secs(15) || stop.load(Ordering::SeqCst) {
+            if t0.elapsed() > lead + Duration::from_secs(15) || stop.load(Ordering::SeqCst) {
                 return Err("no data moved within 15 s".into());
             }
             std::thread::sleep(Duration::from_millis(20));
@@ -357,7 +369,7 @@ fn server_argv(req: &RunRequest, lab: &Lab, gateways: Option<&crate::gateways::G
 fn client_beside(req: &RunRequest, lab: &Lab, env: &[(String, String)], server: (&str, &str), tmp: &Path, stop: &AtomicBool) -> RunOutcome {
     let (v4, addr) = server;
     let _cross = match req.knobs.cross.filter(|c| *c != crate::workload::Cross::None) {
-        Some(c) => match Cross::start(lab, c, v4, env, tmp, stop) {
+        Some(c) => match Cross::start(lab, &req.knobs, c, v4, env, tmp, stop) {
             Ok(x) => Some(x),
             Err(e) => return failed(format!("starting the cross traffic: {e}")),
         },

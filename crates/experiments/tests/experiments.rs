@@ -113,6 +113,18 @@ fn bad_files_name_the_file_the_key_and_what_is_allowed() {
         ("name = \"x\"\ntopology = \"ifc\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\ntunnel_cc = \"rate\"\npep = \"quic-tunnel\"\n", "needs tunnel_rate"),
         ("name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"objects\"\nsets = [\"short\"]\nmodes = [\"both\"]\n", "workload[1].modes: \"both\": expected one of seq, par"),
         (
+            "name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"objects\"\nsets = [\"short\"]\nquic_window_growth = \"linux\"\n",
+            "workload[1].quic_window_growth: \"linux\": expected one of quinn, quic-go",
+        ),
+        (
+            "name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\ncross = \"tcp-down\"\ncross_flows = 0\n",
+            "workload[1].cross_flows: expected TCP connections of the competing traffic from 1 to 16",
+        ),
+        (
+            "name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"web\"\npages = [\"1x1KB\"]\ncross = \"tcp-down\"\ncross_lead = \"1 h\"\n",
+            "workload[1].cross_lead: \"1 h\": expected how long the competing traffic runs first",
+        ),
+        (
             "name = \"x\"\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"bulk\"\nsizes = [\"1MB\"]\nquic_rate = \"10Mbit/s\"\n",
             "workload[1].quic_rate: the path rate is used by QUIC congestion control \"sat\" only",
         ),
@@ -149,6 +161,18 @@ fn the_sat_preset_and_a_path_rate_sweep_as_knobs() {
     let labels: Vec<String> = e.cases.iter().map(|c| c.knobs.label()).collect();
     assert_eq!(labels, ["sat@2Mbit/s", "sat@10Mbit/s"]);
     assert!(e.cases.iter().all(|c| c.knobs.quic.cc == aerolink_work::quic::QuicCc::Sat && c.knobs.quic.ack_every == Some(10)));
+}
+
+/// The window growth rule sweeps on top of the preset (whatever order the
+/// keys come in), names its series, and reaches the server's command line.
+#[test]
+fn the_window_growth_rule_sweeps_on_top_of_a_preset() {
+    let text = "name = \"g\"\nrepetitions = 1\nprofiles = [\"mss\"]\n[[workload]]\ntype = \"objects\"\nsets = [\"short\"]\nquic_window_growth = [\"quinn\", \"quic-go\"]\nquic_preset = \"h-bdp1\"\n";
+    let e = Experiment::parse(text, "g.toml").unwrap_or_else(|e| panic!("{e}"));
+    let labels: Vec<String> = e.cases.iter().map(|c| c.knobs.label()).collect();
+    assert_eq!(labels, ["h-bdp1 growth-quinn", "h-bdp1 growth-quic-go"]);
+    let server = e.cases[1].knobs.server_args().join(" ");
+    assert!(server.contains("--quic-preset h-bdp1") && server.contains("--quic-iw 120") && server.contains("--quic-window-growth quic-go"), "{server}");
 }
 
 #[test]

@@ -8,9 +8,10 @@
 //! | InitialMaxStreamData                      | 512 KB  | 6000 KB| 6000 KB| none: where quic-go's stream window starts its auto-tuning; quinn does not auto-tune |
 //! | DefaultMaxReceiveStreamFlowControlWindow  | 6 MB    | 12 MB  | 12 MB  | `stream_receive_window`: the most auto-tuning reaches, given from the start |
 //! | (DefaultMaxReceiveConnectionFlowControlWindow, not in the seed's table) | 15 MB | 18 MB | 18 MB | `receive_window` (connection): quic-go's 15 MB, 1.5 × the stream's for the tuned presets |
-//! | DefaultMaxCongestionWindowPackets         | 1000    | 2500   | 2500   | none: quinn has no cap on cwnd |
+//! | DefaultMaxCongestionWindowPackets         | 1000    | 2500   | 2500   | `Capped` over the controller (quinn has no cap) |
 //! | MaxTrackedSkippedPackets / SentPackets    | 10/2500 | 50/10000 | 50/10000 | none: quinn sizes these itself |
-//! | MinPacingDelay                            | 100 µs  | 10 µs  | 10 µs  | none: quinn paces from cwnd and RTT |
+//! | MinPacingDelay                            | 100 µs  | 10 µs  | 10 µs  | `pacing_burst_interval` = MinPacingDelay + 1 ms (patched quinn-proto) |
+//! | which ACKs grow the window (`isCwndLimited`) | —     | —      | —      | `window_limited_by_flight` with `window_growth` quic-go (patched quinn-proto); the presets keep quinn's rule |
 //!
 //! Both ends apply the same knobs: the receive windows a peer advertises are
 //! what limit the other's sending. `quinn` is quinn's own defaults.
@@ -29,6 +30,9 @@ use quinn_proto::congestion::{Controller, ControllerFactory};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Result, WorkError};
+
+mod args;
+pub use args::{parse_pacing_gain, parse_pacing_us, parse_rate_bps, QuicArgs};
 
 /// Bytes per packet when a window is given in packets (quic-go's initial
 /// packet size).
@@ -54,6 +58,16 @@ crate::choice! {
     /// two connections (loss reduction to 0.85, TCP-friendly growth four
     /// times faster), as Chromium's gQUIC of 2016 did (seed 000's QUIC).
     pub enum QuicCc { Cubic = "cubic", NewReno = "newreno", Bbr = "bbr", Sat = "sat", Gquic = "gquic" }
+}
+
+crate::choice! {
+    /// Which ACKs may grow the congestion window. `quinn`: none that arrive
+    /// after the sender last ran out of data (so the ACKs of a short
+    /// response, arriving while it waits for the next request, never do).
+    /// `quic-go`: those that find the sender window-limited as quic-go's
+    /// `isCwndLimited` judges it from the bytes in flight (more than half
+    /// the window in slow start; Linux's TCP is alike).
+    pub enum WindowGrowth { Quinn = "quinn", QuicGo = "quic-go" }
 }
 
 crate::choice! {
@@ -94,6 +108,19 @@ pub struct QuicKnobs {
     /// granularity).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pacing_interval_us: Option<u64>,
+    /// Which ACKs grow the window; `None` is quinn's own rule.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_growth: Option<WindowGrowth>,
+    /// The pacer's rate in windows per RTT (quinn's 1.25; quic-go up to
+    /// v0.17 spaced packets RTT × 1460 B / (2 × window), 1.715 for its
+    /// 1252 B packets).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing_gain: Option<f64>,
+    /// Bytes per packet of the windows given in packets (initial window,
+    /// cap); `None`: [`PACKET_BYTES`], quic-go's from v0.15 (2020). quic-go
+    /// up to v0.14 (2019) counted them in TCP's 1460 B.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_unit_bytes: Option<u64>,
 }
 
 impl Default for QuicKnobs {
@@ -115,6 +142,9 @@ impl QuicKnobs {
             initial_mtu: None,
             max_cwnd_packets: None,
             pacing_interval_us: None,
+            window_growth: None,
+            pacing_gain: None,
+            window_unit_bytes: None,
         };
         // Seed 003's quic-go rows: the window cap, and MinPacingDelay (100
         // or 10 µs) plus quic-go's 1 ms timer granularity as the burst.
@@ -129,10 +159,18 @@ impl QuicKnobs {
     }
 
     /// Whether a window or setting differs from its preset's (shown as
-    /// `PRESET+custom`); the congestion control and the path rate are
-    /// shown on their own.
+    /// `PRESET+custom`); the congestion control, the path rate, the window
+    /// growth rule, the pacing gain and the window unit are shown on their
+    /// own.
     pub fn is_custom(&self) -> bool {
-        let p = QuicKnobs { cc: self.cc, rate_bps: self.rate_bps, ..QuicKnobs::preset(self.preset) };
+        let p = QuicKnobs {
+            cc: self.cc,
+            rate_bps: self.rate_bps,
+            window_growth: self.window_growth,
+            pacing_gain: self.pacing_gain,
+            window_unit_bytes: self.window_unit_bytes,
+            ..QuicKnobs::preset(self.preset)
+        };
         *self != p
     }
 
@@ -167,7 +205,8 @@ impl QuicKnobs {
     pub fn transport(&self) -> Result<quinn::TransportConfig> {
         let mut t = quinn::TransportConfig::default();
         let varint = |v: u64| quinn::VarInt::from_u64(v).map_err(|_| WorkError::QuicConfig(format!("window {v} is too large")));
-        let iw = self.initial_window_packets.map(|p| p * PACKET_BYTES);
+        let unit = self.window_unit_bytes.unwrap_or(PACKET_BYTES);
+        let iw = self.initial_window_packets.map(|p| p * unit);
         let factory: Arc<dyn ControllerFactory + Send + Sync> = match self.cc {
             QuicCc::Cubic | QuicCc::Gquic => {
                 let mut c = quinn::congestion::CubicConfig::default();
@@ -200,7 +239,7 @@ impl QuicKnobs {
         };
         match self.max_cwnd_packets {
             Some(0) => return Err(WorkError::QuicConfig("--quic-max-cwnd: at least 1 packet".into())),
-            Some(n) => t.congestion_controller_factory(Arc::new(CappedFactory { inner: factory, cap: n.saturating_mul(PACKET_BYTES) })),
+            Some(n) => t.congestion_controller_factory(Arc::new(CappedFactory { inner: factory, cap: n.saturating_mul(unit) })),
             None => t.congestion_controller_factory(factory),
         };
         if let Some(us) = self.pacing_interval_us {
@@ -208,6 +247,13 @@ impl QuicKnobs {
                 return Err(WorkError::QuicConfig(format!("--quic-pacing-interval {us} µs: expected 10 µs to 100 ms")));
             }
             t.pacing_burst_interval(Duration::from_micros(us));
+        }
+        t.window_limited_by_flight(self.window_growth == Some(WindowGrowth::QuicGo));
+        if let Some(g) = self.pacing_gain {
+            if !(1.0..=10.0).contains(&g) {
+                return Err(WorkError::QuicConfig(format!("--quic-pacing-gain {g}: expected 1 to 10 windows per RTT")));
+            }
+            t.pacing_gain(g);
         }
         self.validate().map_err(WorkError::QuicConfig)?;
         if let Some(n) = self.ack_every {
@@ -275,6 +321,13 @@ impl Controller for Capped {
     }
     fn window(&self) -> u64 {
         self.inner.window().min(self.cap)
+    }
+    /// The controller's own (its slow-start threshold tells quinn whether
+    /// it is in slow start), with the capped window.
+    fn metrics(&self) -> quinn_proto::congestion::ControllerMetrics {
+        let mut m = self.inner.metrics();
+        m.congestion_window = self.window();
+        m
     }
     fn clone_box(&self) -> Box<dyn Controller> {
         Box::new(Capped { inner: self.inner.clone_box(), cap: self.cap })
@@ -346,152 +399,6 @@ pub fn client_endpoint(server: std::net::SocketAddr, knobs: &QuicKnobs, alpn: &[
     };
     ep.set_default_client_config(cfg);
     Ok(ep)
-}
-
-/// The QUIC flags of the workload programs: a preset, and changes on top.
-#[derive(clap::Args, Clone, Debug, PartialEq)]
-pub struct QuicArgs {
-    /// QUIC preset: quinn (quinn's defaults), default, h-bdp1, h-bdp2 (seed
-    /// 003's quic-go settings mapped to quinn), sat (ours for GEO paths:
-    /// give it --quic-rate); see docs/guide.md.
-    #[arg(long, default_value = "quinn", help_heading = "QUIC")]
-    pub quic_preset: Preset,
-    /// QUIC congestion control (default cubic; sat: the preset's own, rate
-    /// from ACKs, random loss not taken as congestion).
-    #[arg(long, help_heading = "QUIC")]
-    pub quic_cc: Option<QuicCc>,
-    /// QUIC initial window, packets of 1252 B.
-    #[arg(long, help_heading = "QUIC")]
-    pub quic_iw: Option<u64>,
-    /// QUIC per-stream receive window, bytes.
-    #[arg(long, help_heading = "QUIC")]
-    pub quic_stream_window: Option<u64>,
-    /// QUIC connection receive (and send) window, bytes.
-    #[arg(long, help_heading = "QUIC")]
-    pub quic_conn_window: Option<u64>,
-    /// The path's rate in the direction this end sends, e.g. 10Mbit/s
-    /// (congestion control sat: the first window is this rate × RTT,
-    /// paced, instead of slow start).
-    #[arg(long, value_name = "RATE", value_parser = parse_rate_bps, help_heading = "QUIC")]
-    pub quic_rate: Option<u64>,
-    /// Ask the peer to acknowledge every N ack-eliciting packets (QUIC ACK
-    /// frequency extension; quinn's default 2).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1000), help_heading = "QUIC")]
-    pub quic_ack_every: Option<u64>,
-    /// First UDP payload size tried, bytes (quinn's default 1200, then
-    /// path MTU discovery).
-    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u16).range(1200..=9000), help_heading = "QUIC")]
-    pub quic_mtu: Option<u16>,
-    /// Cap the congestion window at N packets of 1252 B, whatever the
-    /// controller would allow (quic-go's DefaultMaxCongestionWindowPackets:
-    /// presets default 1000, h-bdp1/h-bdp2 2500).
-    #[arg(long, value_name = "PACKETS", value_parser = clap::value_parser!(u64).range(1..=10_000_000), help_heading = "QUIC")]
-    pub quic_max_cwnd: Option<u64>,
-    /// The pacer's burst interval, e.g. 1.01ms: it lets out this long's
-    /// worth of the window at a time (quinn 2ms; seed 003's MinPacingDelay
-    /// plus quic-go's 1 ms timer granularity: 1.1ms, h-bdp 1.01ms).
-    #[arg(long, value_name = "DURATION", value_parser = parse_pacing_us, help_heading = "QUIC")]
-    pub quic_pacing_interval: Option<u64>,
-}
-
-/// A pacing burst interval for `--quic-pacing-interval` /
-/// `quic_pacing_interval`, µs: 10 µs to 100 ms.
-pub fn parse_pacing_us(s: &str) -> std::result::Result<u64, String> {
-    let d = aerolink_link::units::parse_duration(s)?;
-    let us = d.0 / 1000;
-    if !(10..=100_000).contains(&us) {
-        return Err(format!("{s}: a burst interval from 10us to 100ms"));
-    }
-    Ok(us)
-}
-
-/// A path rate for `--quic-rate` / `quic_rate`, bit/s: at least 1 kbit/s.
-pub fn parse_rate_bps(s: &str) -> std::result::Result<u64, String> {
-    let r = aerolink_link::units::parse_rate(s)?;
-    if !(r.bits_per_sec >= 1000.0 && r.bits_per_sec.is_finite()) {
-        return Err(format!("{s}: a path rate of at least 1 kbit/s"));
-    }
-    Ok(r.bits_per_sec as u64)
-}
-
-impl QuicArgs {
-    /// The knobs these flags ask for.
-    pub fn knobs(&self) -> QuicKnobs {
-        let mut k = QuicKnobs::preset(self.quic_preset);
-        if let Some(cc) = self.quic_cc {
-            k.cc = cc;
-        }
-        if let Some(v) = self.quic_iw {
-            k.initial_window_packets = Some(v);
-        }
-        if let Some(v) = self.quic_stream_window {
-            k.stream_window_bytes = Some(v);
-        }
-        if let Some(v) = self.quic_conn_window {
-            k.conn_window_bytes = Some(v);
-        }
-        if let Some(v) = self.quic_rate {
-            k.rate_bps = Some(v);
-        }
-        if let Some(v) = self.quic_ack_every {
-            k.ack_every = Some(v);
-        }
-        if let Some(v) = self.quic_mtu {
-            k.initial_mtu = Some(v);
-        }
-        if let Some(v) = self.quic_max_cwnd {
-            k.max_cwnd_packets = Some(v);
-        }
-        if let Some(v) = self.quic_pacing_interval {
-            k.pacing_interval_us = Some(v);
-        }
-        k
-    }
-
-    /// The flags, as a command line parses them back.
-    pub fn to_args(&self) -> Vec<String> {
-        let mut a = vec!["--quic-preset".into(), self.quic_preset.to_string()];
-        if let Some(cc) = self.quic_cc {
-            a.extend(["--quic-cc".into(), cc.to_string()]);
-        }
-        for (flag, v) in [
-            ("--quic-iw", self.quic_iw),
-            ("--quic-stream-window", self.quic_stream_window),
-            ("--quic-conn-window", self.quic_conn_window),
-            ("--quic-ack-every", self.quic_ack_every),
-            ("--quic-mtu", self.quic_mtu.map(u64::from)),
-            ("--quic-max-cwnd", self.quic_max_cwnd),
-        ] {
-            if let Some(v) = v {
-                a.extend([flag.into(), v.to_string()]);
-            }
-        }
-        if let Some(r) = self.quic_rate {
-            a.extend(["--quic-rate".into(), format!("{r}bit/s")]);
-        }
-        if let Some(us) = self.quic_pacing_interval {
-            a.extend(["--quic-pacing-interval".into(), format!("{us}us")]);
-        }
-        a
-    }
-}
-
-/// Every value explicit, so the far end needs no defaults of its own.
-impl From<&QuicKnobs> for QuicArgs {
-    fn from(k: &QuicKnobs) -> Self {
-        QuicArgs {
-            quic_preset: k.preset,
-            quic_cc: Some(k.cc),
-            quic_iw: k.initial_window_packets,
-            quic_stream_window: k.stream_window_bytes,
-            quic_conn_window: k.conn_window_bytes,
-            quic_rate: k.rate_bps,
-            quic_ack_every: k.ack_every,
-            quic_mtu: k.initial_mtu,
-            quic_max_cwnd: k.max_cwnd_packets,
-            quic_pacing_interval: k.pacing_interval_us,
-        }
-    }
 }
 
 #[cfg(test)]

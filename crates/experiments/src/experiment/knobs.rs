@@ -4,7 +4,7 @@
 //!
 //! Adding a knob: a field of `Knobs` (workload/knobs.rs), one entry here.
 
-use aerolink_work::quic::{Preset, QuicCc, QuicKnobs};
+use aerolink_work::quic::{Preset, QuicCc, QuicKnobs, WindowGrowth};
 use aerolink_work::sock::TcpCc;
 
 use crate::gateways::PepSpec;
@@ -90,7 +90,43 @@ pub const KNOBS: &[KnobDef] = &[
             Ok(())
         },
     },
+    KnobDef {
+        key: "quic_pacing_gain",
+        pep: false,
+        set: |k, v| {
+            let g = v.as_float().or_else(|| v.as_integer().map(|i| i as f64)).filter(|g| (1.0..=10.0).contains(g));
+            k.quic.pacing_gain = Some(g.ok_or_else(|| format!("{v}: expected the pacer's rate in windows per RTT, from 1 to 10, like 2"))?);
+            Ok(())
+        },
+    },
+    KnobDef {
+        key: "quic_window_unit",
+        pep: false,
+        set: |k, v| {
+            k.quic.window_unit_bytes = Some(whole(v, 1200, 9000, "bytes per packet of the windows given in packets")?);
+            Ok(())
+        },
+    },
+    KnobDef { key: "quic_window_growth", pep: false, set: |k, v| choice(v, WindowGrowth::allowed).map(|g| k.quic.window_growth = Some(g)) },
     KnobDef { key: "cross", pep: false, set: |k, v| choice(v, Cross::allowed).map(|c: Cross| k.cross = (c != Cross::None).then_some(c)) },
+    KnobDef {
+        key: "cross_flows",
+        pep: false,
+        set: |k, v| {
+            k.cross_flows = whole(v, 1, 16, "TCP connections of the competing traffic")?;
+            Ok(())
+        },
+    },
+    KnobDef {
+        key: "cross_lead",
+        pep: false,
+        set: |k, v| {
+            let d = v.as_str().and_then(|s| aerolink_link::units::parse_duration(s).ok()).filter(|d| d.0 <= 600_000_000_000);
+            let d = d.ok_or_else(|| format!("{v}: expected how long the competing traffic runs first, from \"0 s\" to \"10 min\", like \"20 s\""))?;
+            k.cross_lead_ms = Some(d.0 / 1_000_000);
+            Ok(())
+        },
+    },
     KnobDef {
         key: "mss",
         pep: false,

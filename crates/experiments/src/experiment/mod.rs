@@ -20,7 +20,7 @@
 //! type = "web"           # web | bulk | objects | messages | realtime | ping | browser | dns (crate::workload's KINDS)
 //! protocols = ["h1", "h2", "h3"]
 //! pages = ["1x100KB", "10x100KB"]
-//! tcp_cc = "cubic"       # knobs (knobs.rs KNOBS): tcp_cc, initcwnd, quic_preset, quic_cc, quic_rate, quic_max_cwnd, quic_pacing_interval, nagle, push (HTTP/2 server push, % of objects), cross (competing traffic: none, tcp-down, tcp-up), mss, rcvbuf, quickack, tcp_reordering (adaptive, strict), message_stamp (schedule, send), ipv6 (true: the client reaches the server at its IPv6 address), tcp_timestamps (false: 20 B TCP headers), tcp_sack (false: no selective acknowledgements) (a value or a list to sweep)
+//! tcp_cc = "cubic"       # knobs (knobs.rs KNOBS): tcp_cc, initcwnd, quic_preset, quic_cc, quic_rate, quic_max_cwnd, quic_pacing_interval, quic_window_growth (quinn, quic-go: which ACKs grow the window), quic_pacing_gain (the pacer's rate in windows per RTT, quinn 1.25), quic_window_unit (bytes per packet of windows given in packets: 1252, quic-go ≤ v0.14 1460), nagle, push (HTTP/2 server push, % of objects), cross (competing traffic: none, tcp-down, tcp-up), cross_flows (its TCP connections, 1–16), cross_lead (how long it runs before the workload, e.g. "30 s"), mss, rcvbuf, quickack, tcp_reordering (adaptive, strict), message_stamp (schedule, send), ipv6 (true: the client reaches the server at its IPv6 address), tcp_timestamps (false: 20 B TCP headers), tcp_sack (false: no selective acknowledgements) (a value or a list to sweep)
 //! ```
 //!
 //! With `topology = "ifc"` every run goes over the gateway chain (client ↔

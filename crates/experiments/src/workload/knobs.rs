@@ -34,9 +34,17 @@ pub struct Knobs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pep: Option<crate::gateways::PepSpec>,
     /// Competing traffic on the same link while the workload runs (seed
-    /// 003's congestion): one TCP cubic flow of iperf3, started first.
+    /// 003's congestion): TCP cubic flows of iperf3, started first.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cross: Option<Cross>,
+    /// The competing traffic's TCP connections (iperf3 `-P`); 1 unless set.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub cross_flows: u8,
+    /// How long the competing traffic runs before the workload starts, ms;
+    /// `None`: until it carries data (its first half-second report), so the
+    /// workload meets a flow still in slow start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_lead_ms: Option<u64>,
     /// How the end hosts' kernel TCP treats reordered segments.
     #[serde(default, skip_serializing_if = "Reordering::is_adaptive")]
     pub tcp_reordering: Reordering,
@@ -58,6 +66,14 @@ pub struct Knobs {
 
 fn yes() -> bool {
     true
+}
+
+fn one() -> u8 {
+    1
+}
+
+fn is_one(n: &u8) -> bool {
+    *n == 1
 }
 
 fn is_yes(b: &bool) -> bool {
@@ -131,6 +147,8 @@ impl Default for Knobs {
             tcp: TcpClientArgs::default(),
             pep: None,
             cross: None,
+            cross_flows: 1,
+            cross_lead_ms: None,
             tcp_reordering: Reordering::Adaptive,
             message_stamp: Stamp::Schedule,
             ipv6: false,
@@ -161,6 +179,15 @@ impl Knobs {
         }
         if self.quic.cc != aerolink_work::quic::QuicKnobs::preset(self.quic.preset).cc {
             parts.push(format!("quic-{}", self.quic.cc));
+        }
+        if let Some(g) = self.quic.window_growth {
+            parts.push(format!("growth-{g}"));
+        }
+        if let Some(g) = self.quic.pacing_gain {
+            parts.push(format!("pacing×{g}"));
+        }
+        if let Some(u) = self.quic.window_unit_bytes {
+            parts.push(format!("unit{u}B"));
         }
         if self.nagle {
             parts.push("nagle".into());
@@ -196,7 +223,13 @@ impl Knobs {
             parts.push(format!("via {}", p.label()));
         }
         if let Some(c) = self.cross.filter(|c| *c != Cross::None) {
-            parts.push(format!("cross:{c}"));
+            let flows = if self.cross_flows == 1 { String::new() } else { format!("×{}", self.cross_flows) };
+            let lead = match self.cross_lead_ms {
+                None => String::new(),
+                Some(ms) if ms % 1000 == 0 => format!(" lead{}s", ms / 1000),
+                Some(ms) => format!(" lead{ms}ms"),
+            };
+            parts.push(format!("cross:{c}{flows}{lead}"));
         }
         parts.join(" ")
     }

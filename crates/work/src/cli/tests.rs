@@ -17,6 +17,9 @@ fn quics() -> Vec<QuicArgs> {
             quic_mtu: None,
             quic_max_cwnd: None,
             quic_pacing_interval: None,
+            quic_window_growth: None,
+            quic_pacing_gain: None,
+            quic_window_unit: None,
         });
     }
     v.push(QuicArgs {
@@ -30,6 +33,9 @@ fn quics() -> Vec<QuicArgs> {
         quic_mtu: Some(1452),
         quic_max_cwnd: Some(2500),
         quic_pacing_interval: Some(1010),
+        quic_window_growth: Some(crate::quic::WindowGrowth::QuicGo),
+        quic_pacing_gain: Some(2.0),
+        quic_window_unit: Some(1460),
     });
     v
 }
