@@ -112,8 +112,8 @@ pub struct QuicKnobs {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub window_growth: Option<WindowGrowth>,
     /// The pacer's rate in windows per RTT (quinn's 1.25; quic-go up to
-    /// v0.17 spaced packets RTT × 1460 B / (2 × window), 1.715 for its
-    /// 1252 B packets).
+    /// v0.14 spaced its 1252 B packets RTT × 1460 B / (2 × window) apart,
+    /// 1.715; v0.15 to v0.17 RTT × 1252 B / (2 × window), 2).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pacing_gain: Option<f64>,
     /// Bytes per packet of the windows given in packets (initial window,
