@@ -38,6 +38,14 @@ pub use args::{parse_pacing_gain, parse_pacing_us, parse_rate_bps, QuicArgs};
 /// packet size).
 pub const PACKET_BYTES: u64 = 1252;
 
+/// The pacing gains accepted (`--quic-pacing-gain`, `quic_pacing_gain`),
+/// windows per RTT: a pacer slower than the window would leave it unused.
+pub const PACING_GAIN: std::ops::RangeInclusive<f64> = 1.0..=10.0;
+
+/// The window units accepted (`--quic-window-unit`, `quic_window_unit`),
+/// bytes per packet: QUIC's least datagram to a jumbo frame.
+pub const WINDOW_UNIT_BYTES: std::ops::RangeInclusive<u64> = 1200..=9000;
+
 /// `sat` preset: initial window (packets) when no path rate is given.
 pub const SAT_IW: u64 = 32;
 /// `sat` preset: stream and connection windows, bytes. They must never
@@ -250,7 +258,7 @@ impl QuicKnobs {
         }
         t.window_limited_by_flight(self.window_growth == Some(WindowGrowth::QuicGo));
         if let Some(g) = self.pacing_gain {
-            if !(1.0..=10.0).contains(&g) {
+            if !PACING_GAIN.contains(&g) {
                 return Err(WorkError::QuicConfig(format!("--quic-pacing-gain {g}: expected 1 to 10 windows per RTT")));
             }
             t.pacing_gain(g);

@@ -4,7 +4,7 @@
 //!
 //! Adding a knob: a field of `Knobs` (workload/knobs.rs), one entry here.
 
-use aerolink_work::quic::{Preset, QuicCc, QuicKnobs, WindowGrowth};
+use aerolink_work::quic::{Preset, QuicCc, QuicKnobs, WindowGrowth, PACING_GAIN, WINDOW_UNIT_BYTES};
 use aerolink_work::sock::TcpCc;
 
 use crate::gateways::PepSpec;
@@ -94,7 +94,7 @@ pub const KNOBS: &[KnobDef] = &[
         key: "quic_pacing_gain",
         pep: false,
         set: |k, v| {
-            let g = v.as_float().or_else(|| v.as_integer().map(|i| i as f64)).filter(|g| (1.0..=10.0).contains(g));
+            let g = v.as_float().or_else(|| v.as_integer().map(|i| i as f64)).filter(|g| PACING_GAIN.contains(g));
             k.quic.pacing_gain = Some(g.ok_or_else(|| format!("{v}: expected the pacer's rate in windows per RTT, from 1 to 10, like 2"))?);
             Ok(())
         },
@@ -103,7 +103,8 @@ pub const KNOBS: &[KnobDef] = &[
         key: "quic_window_unit",
         pep: false,
         set: |k, v| {
-            k.quic.window_unit_bytes = Some(whole(v, 1200, 9000, "bytes per packet of the windows given in packets")?);
+            let (lo, hi) = (*WINDOW_UNIT_BYTES.start() as i64, *WINDOW_UNIT_BYTES.end() as i64);
+            k.quic.window_unit_bytes = Some(whole(v, lo, hi, "bytes per packet of the windows given in packets")?);
             Ok(())
         },
     },

@@ -1,7 +1,7 @@
 //! The QUIC flags of the workload programs (`--quic-preset` and the changes
 //! on top), their parsers, and their round trip to and from [`QuicKnobs`].
 
-use super::{Preset, QuicCc, QuicKnobs, WindowGrowth};
+use super::{Preset, QuicCc, QuicKnobs, WindowGrowth, PACING_GAIN, WINDOW_UNIT_BYTES};
 
 /// The QUIC flags of the workload programs: a preset, and changes on top.
 #[derive(clap::Args, Clone, Debug, PartialEq)]
@@ -61,7 +61,7 @@ pub struct QuicArgs {
     /// Bytes per packet of the windows given in packets (--quic-iw,
     /// --quic-max-cwnd and the presets'): 1252 (quic-go from v0.15, 2020)
     /// unless set; quic-go up to v0.14 (2019) counted TCP's 1460.
-    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(1200..=9000), help_heading = "QUIC")]
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u64).range(WINDOW_UNIT_BYTES), help_heading = "QUIC")]
     pub quic_window_unit: Option<u64>,
 }
 
@@ -69,7 +69,7 @@ pub struct QuicArgs {
 /// windows per RTT.
 pub fn parse_pacing_gain(s: &str) -> std::result::Result<f64, String> {
     match s.trim().parse::<f64>() {
-        Ok(g) if (1.0..=10.0).contains(&g) => Ok(g),
+        Ok(g) if PACING_GAIN.contains(&g) => Ok(g),
         _ => Err(format!("{s}: a pacing rate from 1 to 10 windows per RTT, like 2")),
     }
 }
