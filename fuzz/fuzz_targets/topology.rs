@@ -2,7 +2,4 @@
 #![no_main]
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
-    let _ = aerolink_experiments::topology::Topology::parse(text, "fuzz.toml");
-});
+fuzz_target!(|data: &[u8]| aerolink_fuzzing::topology(data));
