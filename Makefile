@@ -47,13 +47,16 @@ toolchain:
 
 deps: apt-deps toolchain
 
-# Compiles while apt installs what is missing (on a fresh machine the two
-# take minutes each); either failing fails the build.
-build: toolchain
-	@mkdir -p target; ( $(MAKE) --no-print-directory apt-deps > target/apt-deps.log 2>&1 ) & apt=$$!; \
-	$(CARGO) build --release --locked; b=$$?; \
+# $(call with-apt,COMMAND): COMMAND (a compile) while apt installs what
+# is missing (on a fresh machine the two take minutes each); either
+# failing fails.
+with-apt = mkdir -p target; ( $(MAKE) --no-print-directory apt-deps > target/apt-deps.log 2>&1 ) & apt=$$!; \
+	$(1); b=$$?; \
 	if ! wait $$apt; then cat target/apt-deps.log; echo "make: installing the Debian packages failed (above)"; exit 1; fi; \
 	cat target/apt-deps.log; exit $$b
+
+build: toolchain
+	@$(call with-apt,$(CARGO) build --release --locked)
 
 # The main job: seed 000 §6 (experiments/ifc-web.toml), about 10 minutes on
 # 2 cores; resumable (a second `make run` only redraws the report).
@@ -74,18 +77,15 @@ reproduce: build
 demo: build
 	$(SUDO) ./scripts/demo.sh
 
-# Lint, unit tests (simulated time) and end-to-end tests (real namespaces,
-# real traffic), grouped by scripts/test.sh: the tests that judge timing or
-# look at the whole host run alone, the other end-to-end tests in five
-# lanes side by side (the fuzz targets build meanwhile); then the fuzz
-# smoke run. The fuzzing tools (Rust nightly, cargo-fuzz: minutes on a
-# fresh machine) install while the build compiles.
+# Lint, unit tests (simulated time, and the fuzz targets over their seeds
+# and seeded mutations: crates/fuzzing) and end-to-end tests (real
+# namespaces, real traffic), grouped by scripts/test.sh: the tests that
+# judge timing or look at the whole host run alone, the other end-to-end
+# tests in lanes side by side. One compile builds the program and every
+# test binary (cargo schedules both on all cores), while apt installs.
 test: toolchain
-	@mkdir -p target; ( $(MAKE) --no-print-directory fuzz-deps > target/fuzz-deps.log 2>&1 ) & f=$$!; \
-	$(MAKE) --no-print-directory build; b=$$?; \
-	if ! wait $$f; then cat target/fuzz-deps.log; echo "make: installing the fuzzing tools failed (above)"; exit 1; fi; \
-	[ $$b = 0 ] || exit $$b
-	$(SUDO) env FUZZ_SMOKE_SECONDS=$(FUZZ_SMOKE_SECONDS) ./scripts/test.sh
+	@$(call with-apt,$(CARGO) test --release --locked --workspace --no-run)
+	$(SUDO) ./scripts/test.sh
 
 # An hour of one experiment with faults injected all along (crates/cli/
 # tests/soak.rs): memory, descriptors and leftovers checked, figures in
@@ -94,10 +94,12 @@ SOAK_SECONDS ?= 3600
 soak: build
 	$(SUDO) env SOAK_SECONDS=$(SOAK_SECONDS) $(CARGO) test --release --locked -p aerolink --test soak -- --ignored --nocapture
 
-# Fuzzing every parser of outside input (fuzz/): cargo fuzz needs a nightly
-# toolchain (rustup's, beside stable) and cargo-fuzz from crates.io.
-# `make test` runs the same 100 000 inputs of each target on every machine
-# (seed 1: a green commit stays green); `make fuzz` explores for long.
+# Fuzzing every parser of outside input (fuzz/, the targets' bodies in
+# crates/fuzzing): cargo fuzz needs a nightly toolchain (rustup's, beside
+# stable) and cargo-fuzz from crates.io. `make fuzz` explores for long,
+# coverage-guided; `make fuzz-smoke` runs the same 100 000 inputs of each
+# target on every machine (seed 1). `make test` replays the seeds and kept
+# crashes with seeded mutations on stable (crates/fuzzing/tests/replay.rs).
 FUZZ_SMOKE_SECONDS ?= runs:100000
 FUZZ_SECONDS ?= 600
 fuzz-deps:

@@ -5,9 +5,11 @@
 # target/fuzz-corpus. A crash stops it with the input's path.
 #   scripts/fuzz.sh SECONDS [TARGET...]   explore for SECONDS each, random
 #   scripts/fuzz.sh runs:N [TARGET...]    N inputs each from seed 1: the same
-#                                         inputs on every machine (make test)
-#   scripts/fuzz.sh build                 only build the targets (make test
-#                                         does it beside its slow tests)
+#                                         inputs on every machine (make
+#                                         fuzz-smoke)
+#   scripts/fuzz.sh build                 only build the targets
+# The targets' bodies are crates/fuzzing's; make test runs them on stable
+# (its tests/replay.rs), without libFuzzer.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:?seconds per target}; shift

@@ -9,18 +9,18 @@
 #                when "together" is not asked
 #   2. build     every test binary, once (cargo test --no-run)
 #   3. libraries simulated time, parsers, stores: each binary with all cores
+#                (among them crates/fuzzing's replay: every fuzz target
+#                over its seeds, kept crash inputs and 20 000 seeded
+#                mutations each; libFuzzer itself is `make fuzz`)
 #   4. alone     tests that judge timing (accuracy, also as an ordinary
 #                user, nobody, in a user namespace of its own) or that
 #                look at the whole host (they SIGKILL aerolink and count
 #                what it leaves, or run `down --all`), one at a time
-#   5. together  every other end-to-end test, in five lanes side by side
-#                (they mostly wait on emulated round trips: the lanes keep
-#                about a tenth of the CPU busy), one test at a time in
-#                each; their leftover checks count only what no running
-#                aerolink owns (tests/common.rs), their faults hit only
-#                their own labs. The fuzz targets build meanwhile (from
-#                "alone" on, as an idle-priority task).
-#   6. fuzz      100 000 inputs of each fuzz target (scripts/fuzz.sh)
+#   5. together  every other end-to-end test, in seven lanes side by side
+#                (they mostly wait on emulated round trips), one test at a
+#                time in each; their leftover checks count only what no
+#                running aerolink owns (tests/common.rs), their faults hit
+#                only their own labs.
 # Each phase prints its start time; a failure stops the run with the
 # phase, the binary and its log's last lines.
 #   scripts/test.sh            everything
@@ -29,7 +29,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
 phases=("$@")
-[ ${#phases[@]} -gt 0 ] || phases=(lint libraries alone together fuzz)
+[ ${#phases[@]} -gt 0 ] || phases=(lint libraries alone together)
 want() { [[ " ${phases[*]} " == *" $1 "* ]]; }
 t0=$SECONDS
 phase() { echo "== $1 (at $((SECONDS - t0)) s)"; }
@@ -96,15 +96,18 @@ ALONE=(accuracy
 # link models' own timing (LEO steps, on-demand grants) is the same code
 # whoever runs it, judged once above.
 NOBODY_SKIP=(starlink_pings_show_the_15_second_steps on_demand_return_links_make_an_idle_terminal_wait)
-# The rest (BINARY or BINARY::TEST), in lanes balanced by their time alone
-# on a 2-core machine (docs/measurements.md, 2026-11-27): flight 221 s (90 s flights; 70 s since),
-# the guide's three parts 143/173/151, pep 127, workloads 117, faults 85,
-# browser 28, cluster 24, experiments 24, rootless 13, lifecycle 9.
+# The rest (BINARY or BINARY::TEST), in lanes balanced by their time in
+# this phase on a 2-core machine (a fresh-clone make test, docs/
+# measurements.md 2026-11-28): the guide's three parts 184/190/160 s,
+# flight 182, pep 150, workloads 139, faults 88, browser 86,
+# experiments 40, cluster 26, irtt 24, rootless 16, lifecycle 11, live 9.
 LANES=("flight"
-  "guide::the_guide_s_browser_and_quic_examples_run_as_written experiments cluster irtt pcap live"
-  "guide::the_guide_s_other_examples_run_as_written browser lifecycle rootless errors manners keylog"
-  "guide::the_guide_s_workload_examples_run_as_written faults"
-  "pep workloads")
+  "guide::the_guide_s_browser_and_quic_examples_run_as_written pcap keylog"
+  "guide::the_guide_s_other_examples_run_as_written errors manners"
+  "guide::the_guide_s_workload_examples_run_as_written live irtt"
+  "pep cluster"
+  "workloads experiments"
+  "faults browser lifecycle rootless")
 # What a lane skips of a binary it runs whole: the tests that run alone.
 skips() {
   local a
@@ -121,23 +124,18 @@ one() {
   esac
 }
 
-# Clippy and the fuzz targets' build (minutes of compiling each) start
-# now, as SCHED_IDLE tasks: they take only the CPU time nothing else wants
-# — the alone phase's tests mostly wait on their links, and a waking test
+# Clippy (two minutes of compiling on 2 cores) starts now, as a
+# SCHED_IDLE task: it takes only the CPU time nothing else wants — the
+# alone phase's tests mostly wait on their links, and a waking test
 # thread preempts an idle-policy task at once (the accuracy tests pass
 # beside two such busy loops, in the same time: docs/measurements.md,
-# 2026-11-27 night) — and the together phase need not wait on them.
-# Each in a process group of its own (setsid), so that a failure, which
-# stops this script, stops them and their compilers too.
+# 2026-11-27 night) — and the together phase need not wait on it. In a
+# process group of its own (setsid), so that a failure, which stops this
+# script, stops it and its compilers too.
 idle=(setsid nice -n 19)
 command -v chrt >/dev/null && idle=(setsid chrt -i 0 nice -n 19)
-fuzz_build= fuzz_pid= clippy_pid=
-trap 'for p in $fuzz_pid $clippy_pid; do kill -- -"$p" 2>/dev/null || true; done' EXIT
-if want fuzz && want together; then
-  fuzz_build=$logs/fuzz-build.log
-  "${idle[@]}" ./scripts/fuzz.sh build >"$fuzz_build" 2>&1 &
-  fuzz_pid=$!
-fi
+clippy_pid=
+trap '[ -z "$clippy_pid" ] || kill -- -"$clippy_pid" 2>/dev/null || true' EXIT
 if want lint && want together; then
   "${idle[@]}" bash -c "$(declare -f clippy); clippy" >"$logs/clippy.log" 2>&1 &
   clippy_pid=$!
@@ -175,11 +173,4 @@ if want together; then
   fi
 fi
 
-if want fuzz; then
-  if [ -n "$fuzz_build" ]; then
-    wait "$fuzz_pid" || { tail -30 "$fuzz_build" >&2; echo "fuzz: building the targets failed: $fuzz_build" >&2; exit 1; }
-  fi
-  phase "fuzz: 100 000 inputs of each target"
-  ./scripts/fuzz.sh "${FUZZ_SMOKE_SECONDS:-runs:100000}"
-fi
 phase "done: every test passed"
