@@ -12,6 +12,7 @@ mod probe;
 mod profiles;
 mod replay;
 mod results;
+mod route;
 mod run;
 mod stats;
 mod updown;
@@ -114,6 +115,12 @@ enum Cmd {
         #[command(subcommand)]
         what: aerolink_work::cli::WorkloadCmd,
     },
+    /// The link along a flight's route (GEO, LEO, air to ground): delay,
+    /// handovers and outages against time and position.
+    Route {
+        #[command(subcommand)]
+        what: route::RouteCmd,
+    },
     /// Print shell completions (bash, zsh, fish, elvish, powershell).
     Completions(manners::CompletionsArgs),
     /// Print the manual page, or write one per command with --dir.
@@ -204,6 +211,7 @@ fn main() {
     let printing = matches!(
         cli.cmd,
         Cmd::Profiles { .. }
+            | Cmd::Route { .. }
             | Cmd::Completions(_)
             | Cmd::Man(_)
             | Cmd::Replay { what: replay::ReplayCmd::List { .. } }
@@ -248,6 +256,7 @@ fn main() {
         Cmd::Probe { what } => probe::run(what),
         Cmd::Analyze(a) => probe::analyze(a),
         Cmd::Fit(a) => probe::fit(a),
+        Cmd::Route { what } => route::run(what),
         Cmd::Completions(a) => manners::completions(&a),
         Cmd::Man(a) => manners::man(&a),
     };

@@ -261,3 +261,60 @@ pub fn waterfall(title: &str, subtitle: &str, spans: &[Span], x_max: f64) -> Str
     s.push_str("</svg>");
     s
 }
+
+/// The report's chart styles, for an SVG saved on its own.
+pub const STANDALONE_STYLE: &str = "<style>svg{background:#fff;font-family:sans-serif}.t{font-size:14px;font-weight:600}.ax{font-size:11px;fill:#333}.grid{stroke:#e6e6e6}.band{fill:#d62728;fill-opacity:.25}.mark{stroke:#555;stroke-dasharray:2 3}</style>";
+
+/// A time series with gaps (`None`: no value), shaded `bands` (from, to:
+/// outages) and dotted `marks` (events, their labels as tooltips), wide
+/// enough for hours of samples. Standalone: it carries its own styles.
+pub fn timeline(title: &str, x_label: &str, y_label: &str, pts: &[(f64, Option<f64>)], bands: &[(f64, f64)], marks: &[(f64, String)]) -> String {
+    let (w, h, ml, mr, mt, mb) = (900.0, 300.0, 56.0, 16.0, 30.0, 46.0);
+    let (pw, ph) = (w - ml - mr, h - mt - mb);
+    let (xm, xs) = nice_axis(pts.last().map_or(0.0, |p| p.0));
+    let (ym, ys) = nice_axis(pts.iter().filter_map(|p| p.1).fold(0.0, f64::max));
+    let fx = |v: f64| ml + (v / xm * pw).clamp(0.0, pw);
+    let fy = |v: f64| mt + ph - (v / ym * ph).clamp(0.0, ph);
+    let mut s = String::new();
+    let _ = write!(s, r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{}">{STANDALONE_STYLE}"#, esc(title));
+    let _ = write!(s, r#"<text x="{ml}" y="18" class="t">{}</text>"#, esc(title));
+    let mut t = 0.0;
+    while t <= ym + 1e-9 {
+        let _ = write!(
+            s,
+            r#"<line x1="{ml}" x2="{}" y1="{y:.1}" y2="{y:.1}" class="grid"/><text x="{}" y="{:.1}" class="ax" text-anchor="end">{}</text>"#,
+            w - mr,
+            ml - 5.0,
+            fy(t) + 4.0,
+            fmt_tick(t),
+            y = fy(t)
+        );
+        t += ys;
+    }
+    let mut t = 0.0;
+    while t <= xm + 1e-9 {
+        let _ = write!(s, r#"<text x="{:.1}" y="{}" class="ax" text-anchor="middle">{}</text>"#, fx(t), mt + ph + 15.0, fmt_tick(t));
+        t += xs;
+    }
+    let _ = write!(s, r#"<text x="{}" y="{}" class="ax" text-anchor="middle">{}</text>"#, ml + pw / 2.0, mt + ph + 32.0, esc(x_label));
+    let _ = write!(s, r#"<text transform="translate(12,{}) rotate(-90)" class="ax" text-anchor="middle">{}</text>"#, mt + ph / 2.0, esc(y_label));
+    for &(a, b) in bands {
+        let _ = write!(s, r#"<rect x="{:.1}" y="{mt}" width="{:.1}" height="{ph}" class="band"/>"#, fx(a), (fx(b) - fx(a)).max(1.0));
+    }
+    for (x, label) in marks {
+        let _ = write!(s, r#"<line x1="{x:.1}" x2="{x:.1}" y1="{mt}" y2="{}" class="mark"><title>{}</title></line>"#, mt + ph, esc(label), x = fx(*x));
+    }
+    let mut d = String::new();
+    let mut pen_up = true;
+    for (x, y) in pts {
+        match y {
+            Some(y) => {
+                let _ = write!(d, "{}{:.1},{:.1} ", if pen_up { "M" } else { "L" }, fx(*x), fy(*y));
+                pen_up = false;
+            }
+            None => pen_up = true,
+        }
+    }
+    let _ = write!(s, r#"<path d="{d}" fill="none" stroke="{}" stroke-width="1.6"/></svg>"#, PALETTE[0]);
+    s
+}

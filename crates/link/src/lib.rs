@@ -33,6 +33,7 @@ pub mod profile;
 pub mod queue;
 pub mod rate;
 pub mod registry;
+pub mod route;
 pub mod stage;
 pub mod time;
 pub mod units;

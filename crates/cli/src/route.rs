@@ -1,0 +1,187 @@
+//! `aerolink route show ROUTE --tech geo|leo|atg` and `aerolink route
+//! airports`: the link a flight would have, computed along its route
+//! (aerolink_link::route), as a table, JSON or an SVG timeline.
+use aerolink_link::route::{airports, clock, RouteSpec};
+use clap::{Args, Subcommand, ValueEnum};
+use serde_json::json;
+use std::path::PathBuf;
+
+use crate::error::user;
+
+#[derive(Subcommand, Debug)]
+pub enum RouteCmd {
+    /// The link along a route: one-way delay, service, handovers and
+    /// outages against flight time and position. E.g. `aerolink route show
+    /// LHR-JFK --tech leo --svg leo.svg`; in a profile the same keys go
+    /// into `[link]` as `route = { from = "LHR", to = "JFK", tech = "leo" }`
+    /// (docs/guide.md, "Routes").
+    Show(ShowArgs),
+    /// The built-in airports: IATA code, latitude, longitude.
+    Airports {
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// A route's technology.
+#[derive(ValueEnum, Clone, Copy, Debug)]
+pub enum TechArg {
+    /// Geostationary satellites (default 55°W, 62.6°E, 179.6°E).
+    Geo,
+    /// A LEO shell (default Starlink's 53°, 550 km, 72 × 22).
+    Leo,
+    /// Air-to-ground towers.
+    Atg,
+}
+
+#[derive(Args, Debug)]
+pub struct ShowArgs {
+    /// FROM-TO (airport codes, e.g. LHR-JFK; see `aerolink route airports`)
+    /// or a TOML file with `route = { … }` (at the top or in `[link]`, as a
+    /// profile has it).
+    pub route: String,
+    /// The technology (overrides the file's `tech`).
+    #[arg(long, value_enum)]
+    pub tech: Option<TechArg>,
+    /// A route key as TOML, repeatable: --set 'cruise_kmh = 850' --set
+    /// 'satellites = [-15.5, 25.5]' --set 'time_scale = 60'.
+    #[arg(long = "set", value_name = "KEY = VALUE")]
+    pub set: Vec<String>,
+    /// Flight time between the table's rows.
+    #[arg(long, default_value = "30 min", value_name = "DURATION")]
+    pub every: String,
+    /// Print JSON (every sample, event and outage) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// Also draw the one-way delay, outages (shaded) and events (dotted)
+    /// against flight time into this SVG file.
+    #[arg(long, value_name = "FILE")]
+    pub svg: Option<PathBuf>,
+}
+
+pub fn run(cmd: RouteCmd) -> anyhow::Result<i32> {
+    match cmd {
+        RouteCmd::Show(a) => show(a),
+        RouteCmd::Airports { json } => {
+            if json {
+                let v: Vec<_> = airports::AIRPORTS.iter().map(|(c, lat, lon)| json!({"code": c, "lat": lat, "lon": lon})).collect();
+                println!("{}", serde_json::to_string_pretty(&v)?);
+            } else {
+                for (c, lat, lon) in airports::AIRPORTS {
+                    println!("{c}  {lat:>9.4}  {lon:>9.4}");
+                }
+            }
+            Ok(0)
+        }
+    }
+}
+
+/// The route's keys: from FROM-TO or a file, then --tech and --set.
+fn table(a: &ShowArgs) -> anyhow::Result<(toml::Table, String)> {
+    let looks_like_pair = a.route.len() == 7 && a.route.as_bytes()[3] == b'-' && !std::path::Path::new(&a.route).exists();
+    let (mut t, origin) = if looks_like_pair {
+        let mut t = toml::Table::new();
+        t.insert("from".into(), a.route[..3].into());
+        t.insert("to".into(), a.route[4..].into());
+        (t, "the command line".to_string())
+    } else {
+        let text = std::fs::read_to_string(&a.route).map_err(|e| user(format!("route show: {}: {e} (give FROM-TO such as LHR-JFK, or a TOML file)", a.route)))?;
+        let doc: toml::Table = toml::from_str(&text).map_err(|e| user(format!("{}: {}", a.route, e.message())))?;
+        let r = doc.get("route").or_else(|| doc.get("link").and_then(|l| l.get("route")));
+        let t = r.and_then(|r| r.as_table()).ok_or_else(|| user(format!("{}: expected `route = {{ … }}` at the top or in [link]", a.route)))?;
+        (t.clone(), a.route.clone())
+    };
+    if let Some(tech) = a.tech {
+        let name = tech.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default();
+        t.insert("tech".into(), name.into());
+    }
+    for s in &a.set {
+        let one: toml::Table = toml::from_str(s).map_err(|e| user(format!("--set {s:?}: expected KEY = VALUE in TOML ({})", e.message().trim())))?;
+        t.extend(one);
+    }
+    Ok((t, origin))
+}
+
+fn show(a: ShowArgs) -> anyhow::Result<i32> {
+    let (t, origin) = table(&a)?;
+    if !t.contains_key("tech") {
+        return Err(user(format!("route show: {origin} gives no technology: add --tech geo, leo or atg")));
+    }
+    let spec = RouteSpec::parse(&t).map_err(|m| user(format!("{origin}: route: {m}")))?;
+    let every = aerolink_link::units::parse_duration(&a.every).map_err(|m| user(format!("--every: expected {m}")))?.as_secs_f64().max(spec.step_s);
+    let tl = spec.timeline();
+    let sample = |i: usize| {
+        let t = i as f64 * tl.step_s;
+        let (p, phase) = spec.track.at(t);
+        (t, p, phase, tl.delay_ms[i])
+    };
+    if let Some(path) = &a.svg {
+        let pts: Vec<(f64, Option<f64>)> = (0..tl.delay_ms.len()).map(|i| (i as f64 * tl.step_s / 3600.0, tl.delay_ms[i])).collect();
+        // Out of reach and the interruptions other than LEO's 15 s
+        // reconfigurations (shaded); events but LEO's satellite changes
+        // (dotted): those come every 15 s and would cover the chart.
+        let mut bands: Vec<(f64, f64)> = tl.outages.iter().filter(|o| o.2 != "reconfiguration").map(|o| (o.0 / 3600.0, (o.0 + o.1) / 3600.0)).collect();
+        let h = |i: usize| i as f64 * tl.step_s / 3600.0;
+        let mut i = 0;
+        while i < tl.delay_ms.len() {
+            let g = i;
+            while i < tl.delay_ms.len() && tl.delay_ms[i].is_none() {
+                i += 1;
+            }
+            if i > g {
+                bands.push((h(g), h(i)));
+            }
+            i += 1;
+        }
+        let marks: Vec<(f64, String)> = tl
+            .events
+            .iter()
+            .filter(|e| !e.1.contains(" → ") || !e.1.starts_with("satellite ") || e.1.starts_with("satellite handover"))
+            .map(|e| (e.0 / 3600.0, format!("{}: {}", clock(e.0), e.1)))
+            .collect();
+        let title = format!("{} over {}: one-way delay", spec.track.label, spec.tech.name());
+        let svg = aerolink_experiments::svg::timeline(&title, "flight time (h); shaded: outages, dotted: events", "one-way delay (ms)", &pts, &bands, &marks);
+        std::fs::write(path, svg).map_err(|e| user(format!("--svg {}: {e}", path.display())))?;
+    }
+    if a.json {
+        let samples: Vec<_> = (0..tl.delay_ms.len())
+            .map(|i| {
+                let (t, p, phase, d) = sample(i);
+                json!({"t_s": t, "phase": phase.as_str(), "lat": p.lat, "lon": p.lon, "alt_m": p.alt_m, "delay_ms": d})
+            })
+            .collect();
+        let v = json!({
+            "route": spec.track.label, "tech": spec.tech.name(), "summary": spec.describe(&tl),
+            "length_km": spec.track.length_km(), "duration_s": spec.track.duration(), "step_s": tl.step_s,
+            "samples": samples,
+            "events": tl.events.iter().map(|e| json!({"t_s": e.0, "what": e.1})).collect::<Vec<_>>(),
+            "outages": tl.outages.iter().map(|o| json!({"start_s": o.0, "duration_s": o.1, "why": o.2})).collect::<Vec<_>>(),
+        });
+        println!("{}", serde_json::to_string_pretty(&v)?);
+        return Ok(0);
+    }
+    println!("{}", spec.describe(&tl));
+    println!("\n{:>10}  {:<9} {:>8} {:>9} {:>7}  {:>12}", "flight", "phase", "lat", "lon", "alt m", "one-way ms");
+    let stride = ((every / tl.step_s).round() as usize).max(1);
+    let last = tl.delay_ms.len() - 1;
+    for i in (0..=last).step_by(stride).chain((last % stride != 0).then_some(last)) {
+        let (t, p, phase, d) = sample(i);
+        let d = d.map_or("no service".to_string(), |d| format!("{d:.1}"));
+        println!("{:>10}  {:<9} {:>8.2} {:>9.2} {:>7.0}  {:>12}", clock(t), phase.as_str(), p.lat, p.lon, p.alt_m, d);
+    }
+    const SHOWN: usize = 15;
+    println!("\nevents ({}):", tl.events.len());
+    for (t, what) in tl.events.iter().take(SHOWN) {
+        println!("  {:>10}  {what}", clock(*t));
+    }
+    if tl.events.len() > SHOWN {
+        println!("  … and {} more (--json lists every one)", tl.events.len() - SHOWN);
+    }
+    let gaps = tl.delay_ms.iter().filter(|d| d.is_none()).count() as f64 * tl.step_s;
+    let cut: f64 = tl.outages.iter().map(|o| o.1).sum();
+    println!("\nwithout service: {} out of reach, and {} interruptions of {:.1} s in all", clock(gaps), tl.outages.len(), cut);
+    if let Some(p) = &a.svg {
+        println!("drawn: {}", p.display());
+    }
+    Ok(0)
+}

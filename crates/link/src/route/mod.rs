@@ -1,0 +1,184 @@
+//! Routes: a flight plan becomes the link's timeline. Profile key `route`
+//! (in `[link]`: both directions follow the same geometry), e.g.
+//! `route = { from = "LHR", to = "JFK", tech = "leo", time_scale = 60 }`,
+//! or `aerolink route show LHR-JFK --tech leo` to see the timeline.
+//!
+//! The track ([`track`]) comes from `from`/`to` (airports of the built-in
+//! table, [`airports`]; `cruise_kmh`, `altitude_m`, `taxi`) or from
+//! `waypoints = [{ lat, lon, alt_m, at }, …]`. The technology ([`tech`]:
+//! `geo`, `leo`, `atg`) computes the one-way delay every `step` of flight
+//! time and the outages (handovers, reconfigurations, no service); the
+//! profile takes them as its delay trace and outage windows (the rate,
+//! queue and loss stay the profile's own keys).
+//!
+//! Time: run time 0 is flight time `start`; one run second is
+//! `time_scale` flight seconds (1 by default). Scaling keeps the order
+//! and size of every delay and the length of every outage (those stay in
+//! run time); it compresses the time between them: the delay changes
+//! `time_scale` times faster (a congestion controller sees a satellite
+//! move 60 times faster at 60), and LEO reconfigurations come every
+//! `slot / time_scale`. After the flight's end the timeline starts over.
+pub mod airports;
+pub mod earth;
+pub mod parse;
+pub mod tech;
+pub mod track;
+
+use crate::delay::BaseDelay;
+use crate::outage::{OutageMode, OutageWindow};
+use crate::profile::keys::RawKeys;
+use crate::profile::{DirectionSpec, Loader, ProfileError};
+use crate::registry::StageKind;
+use crate::stage::{Stage, StageContext};
+use crate::{Duration, Instant};
+pub use parse::RouteSpec;
+pub use tech::{Tech, Timeline};
+
+impl RouteSpec {
+    /// The technology's timeline along the track, in flight time.
+    pub fn timeline(&self) -> Timeline {
+        match &self.tech {
+            Tech::Geo(g) => tech::geo(&self.track, g, self.step_s, self.extra_ms),
+            Tech::Leo(l) => tech::leo(&self.track, l, &self.sites, self.step_s, self.extra_ms),
+            Tech::Atg(a) => tech::atg(&self.track, a, &self.sites, self.step_s, self.extra_ms),
+        }
+    }
+
+    /// Flight seconds → run time.
+    fn run_time(&self, flight_s: f64) -> Duration {
+        Duration::from_secs_f64(((flight_s - self.start_s) / self.time_scale).max(0.0))
+    }
+
+    /// The delay trace and outage windows a profile gets, in run time:
+    /// samples from `start` on (a change at an event is a step, not a
+    /// ramp); runs without service and each interruption as drop windows,
+    /// LEO reconfigurations as one repeating window.
+    pub fn link(&self, tl: &Timeline) -> (BaseDelay, Vec<OutageWindow>) {
+        let first_i = ((self.start_s / tl.step_s).floor() as usize).min(tl.delay_ms.len().saturating_sub(1));
+        let events: std::collections::HashSet<usize> = tl.events.iter().map(|e| (e.0 / tl.step_s).round() as usize).collect();
+        let mut points: Vec<(Duration, Duration)> = Vec::new();
+        let mut prev: Option<f64> = None;
+        for i in first_i..tl.delay_ms.len() {
+            let t = i as f64 * tl.step_s;
+            // Without service nothing passes (an outage window); the trace
+            // starts from the first known value and skips the gaps.
+            let ms = match (tl.delay_ms[i], i == first_i) {
+                (Some(ms), _) => ms,
+                (None, true) => match tl.delay_ms.iter().flatten().next() {
+                    Some(&ms) => ms,
+                    None => continue,
+                },
+                (None, false) => continue,
+            };
+            let at = if i == first_i { Duration::ZERO } else { self.run_time(t) };
+            if let (Some(p), true) = (prev, events.contains(&i)) {
+                points.push((Duration(at.0.saturating_sub(1_000)), Duration::from_secs_f64(p / 1e3)));
+            }
+            points.push((at, Duration::from_secs_f64(ms / 1e3)));
+            prev = Some(ms);
+        }
+        if points.is_empty() {
+            points.push((Duration::ZERO, Duration::ZERO));
+        }
+        let mut windows = Vec::new();
+        // A drop window from flight time `start`, `secs` long in run time.
+        let drop = |start: f64, secs: f64| OutageWindow { start: Instant(self.run_time(start).0), duration: Duration::from_secs_f64(secs), every: None, mode: OutageMode::Drop };
+        // No service: from the first sample without it to the next with it.
+        let n = tl.delay_ms.len();
+        let mut i = 0;
+        while i < n {
+            if tl.delay_ms[i].is_some() {
+                i += 1;
+                continue;
+            }
+            let g = i;
+            while i < n && tl.delay_ms[i].is_none() {
+                i += 1;
+            }
+            let (s, e) = ((g as f64 * tl.step_s).max(self.start_s), i as f64 * tl.step_s);
+            if e > s {
+                windows.push(drop(s, (e - s) / self.time_scale));
+            }
+        }
+        for (s, len, why) in &tl.outages {
+            if why == "reconfiguration" || *s < self.start_s {
+                continue;
+            }
+            windows.push(drop(*s, *len));
+        }
+        if let Tech::Leo(l) = &self.tech {
+            if l.glitch_s > 0.0 {
+                let first = l.slot_from_s + ((self.start_s - l.slot_from_s) / l.slot_s).ceil().max(0.0) * l.slot_s;
+                windows.push(OutageWindow {
+                    start: Instant(self.run_time(first).0),
+                    duration: Duration::from_secs_f64(l.glitch_s),
+                    every: Some(Duration::from_secs_f64(l.slot_s / self.time_scale)),
+                    mode: OutageMode::Drop,
+                });
+            }
+        }
+        windows.retain(|w| w.duration.0 > 0);
+        (BaseDelay::Trace(points), windows)
+    }
+
+    /// One line for `profiles show` and the profile's hash.
+    pub fn describe(&self, tl: &Timeline) -> String {
+        let served = tl.delay_ms.iter().flatten().count();
+        let (lo, hi) = tl.delay_ms.iter().flatten().fold((f64::MAX, 0f64), |(a, b), &d| (a.min(d), b.max(d)));
+        format!(
+            "{} over {}: {:.0} km, {} of flight from {} at ×{}; one-way {:.1}–{:.1} ms, in service {:.0} % of the time; {} events, {} interruptions; {}",
+            self.track.label,
+            self.tech.name(),
+            self.track.length_km(),
+            clock(self.track.duration()),
+            clock(self.start_s),
+            self.time_scale,
+            if served > 0 { lo } else { 0.0 },
+            hi,
+            100.0 * served as f64 / tl.delay_ms.len().max(1) as f64,
+            tl.events.len(),
+            tl.outages.len(),
+            self.params
+        )
+    }
+}
+
+/// Flight time as h:mm:ss.
+pub fn clock(secs: f64) -> String {
+    let s = secs.max(0.0).round() as u64;
+    format!("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60)
+}
+
+/// Routes in the stage registry: key `route`. Not a stage of its own: it
+/// writes the delay (a trace) and outage windows the delay stage and the
+/// bottleneck carry out; `delay` beside it is refused, `outages` beside it
+/// add to its own.
+pub struct Kind;
+
+pub static KIND: Kind = Kind;
+
+impl StageKind for Kind {
+    fn name(&self) -> &'static str {
+        "route"
+    }
+    fn keys(&self) -> &'static [&'static str] {
+        &["route"]
+    }
+    fn parse(&self, raw: &RawKeys, _load: Loader<'_>, d: &mut DirectionSpec) -> Result<(), ProfileError> {
+        let Some(r) = raw.get("route") else { return Ok(()) };
+        if raw.contains_key("delay") {
+            return Err(r.err("route sets the delay along the route: remove `delay` (or `route`)"));
+        }
+        let t = r.value.as_table().ok_or_else(|| r.err("expected a table like { from = \"LHR\", to = \"JFK\", tech = \"geo\" }"))?;
+        let spec = RouteSpec::parse(t).map_err(|m| r.err(m))?;
+        let tl = spec.timeline();
+        let (delay, windows) = spec.link(&tl);
+        d.delay = delay;
+        d.outages.extend(windows);
+        d.described.insert("route".into(), spec.describe(&tl));
+        Ok(())
+    }
+    fn build(&self, _spec: &DirectionSpec, _ctx: &StageContext) -> Option<Box<dyn Stage>> {
+        None
+    }
+}

@@ -1,0 +1,215 @@
+//! A route's keys, parsed and checked: `RouteSpec::parse` reads one TOML
+//! table (the profile's `route = { … }`, or what `aerolink route show`
+//! builds from its flags) and names the key and what it allows on error.
+use super::airports;
+use super::earth::Point;
+use super::tech::{Atg, Geo, Leo, Tech};
+use super::track::Track;
+use crate::units;
+
+/// The longest flight a route may describe, s (two days).
+const MAX_FLIGHT_S: f64 = 172_800.0;
+/// The most samples a timeline may have.
+const MAX_SAMPLES: f64 = 400_000.0;
+
+/// A parsed route: where the aircraft flies, over which technology, and
+/// how flight time maps onto run time.
+#[derive(Clone, Debug)]
+pub struct RouteSpec {
+    pub track: Track,
+    pub tech: Tech,
+    /// Ground sites (LEO ground stations, ATG towers).
+    pub sites: Vec<super::tech::Site>,
+    /// Flight seconds between samples.
+    pub step_s: f64,
+    /// The flight time at run time 0, s.
+    pub start_s: f64,
+    /// Flight seconds per run second.
+    pub time_scale: f64,
+    /// Added to every one-way delay: the ground network, ms.
+    pub extra_ms: f64,
+    /// The technology's parameters as written, for descriptions.
+    pub params: String,
+}
+
+const COMMON: &[&str] = &["tech", "from", "to", "waypoints", "cruise_kmh", "altitude_m", "taxi", "time_scale", "step", "start", "extra", "sites"];
+const GEO_KEYS: &[&str] = &["satellites", "min_elevation", "hysteresis", "gateway_elevation", "beam_km", "beam_outage", "satellite_outage"];
+const LEO_KEYS: &[&str] = &["inclination", "altitude_km", "planes", "per_plane", "phasing", "min_elevation", "slot", "slot_from", "glitch"];
+const ATG_KEYS: &[&str] = &["range_km", "hysteresis_km", "handover_outage"];
+
+/// The table's typed reader: each getter names the key in its error.
+struct Keys<'a>(&'a toml::Table);
+
+impl Keys<'_> {
+    fn num(&self, key: &str, default: f64, lo: f64, hi: f64) -> Result<f64, String> {
+        let v = match self.0.get(key) {
+            None => return Ok(default),
+            Some(toml::Value::Integer(i)) => *i as f64,
+            Some(toml::Value::Float(f)) => *f,
+            Some(_) => return Err(format!("{key}: expected a number from {lo} to {hi}")),
+        };
+        if !(lo..=hi).contains(&v) {
+            return Err(format!("{key}: expected a number from {lo} to {hi}, got {v}"));
+        }
+        Ok(v)
+    }
+
+    fn secs(&self, key: &str, default: &str, lo: f64, hi: f64) -> Result<f64, String> {
+        let s = match self.0.get(key) {
+            None => default.to_string(),
+            Some(toml::Value::String(s)) => s.clone(),
+            Some(_) => return Err(format!("{key}: expected {} in quotes", units::DURATION_HELP)),
+        };
+        let d = units::parse_duration(&s).map_err(|m| format!("{key}: expected {m}"))?.as_secs_f64();
+        if !(lo..=hi).contains(&d) {
+            return Err(format!("{key}: expected from {lo} s to {hi} s, got {s}"));
+        }
+        Ok(d)
+    }
+
+    fn point(&self, key: &str, v: &toml::Value, i: usize, with_time: bool) -> Result<(Point, f64), String> {
+        let what = if with_time { "{ lat, lon, alt_m, at = \"1 h\" }" } else { "{ lat, lon }" };
+        let t = v.as_table().ok_or_else(|| format!("{key}: entry {}: expected {what}", i + 1))?;
+        let allowed: &[&str] = if with_time { &["lat", "lon", "alt_m", "at"] } else { &["lat", "lon"] };
+        if let Some(k) = t.keys().find(|k| !allowed.contains(&k.as_str())) {
+            return Err(format!("{key}: entry {}: unknown key `{k}`; allowed: {}", i + 1, allowed.join(", ")));
+        }
+        let k = Keys(t);
+        let at_err = |m: String| format!("{key}: entry {}: {m}", i + 1);
+        let (lat, lon) = (k.num("lat", f64::NAN, -90.0, 90.0).map_err(at_err)?, k.num("lon", f64::NAN, -180.0, 180.0).map_err(at_err)?);
+        if lat.is_nan() || lon.is_nan() {
+            return Err(format!("{key}: entry {}: expected {what}", i + 1));
+        }
+        let alt = k.num("alt_m", 0.0, 0.0, 20_000.0).map_err(at_err)?;
+        let at = if with_time { k.secs("at", "", 0.0, MAX_FLIGHT_S).map_err(at_err)? } else { 0.0 };
+        Ok((Point::new(lat, lon, alt), at))
+    }
+
+    fn list(&self, key: &str) -> Result<Option<&Vec<toml::Value>>, String> {
+        match self.0.get(key) {
+            None => Ok(None),
+            Some(toml::Value::Array(a)) => Ok(Some(a)),
+            Some(_) => Err(format!("{key}: expected a list")),
+        }
+    }
+}
+
+impl RouteSpec {
+    pub fn parse(t: &toml::Table) -> Result<RouteSpec, String> {
+        let k = Keys(t);
+        let tech_name = match t.get("tech") {
+            Some(toml::Value::String(s)) => s.as_str(),
+            _ => return Err("tech: expected \"geo\", \"leo\" or \"atg\"".into()),
+        };
+        let own: &[&str] = match tech_name {
+            "geo" => GEO_KEYS,
+            "leo" => LEO_KEYS,
+            "atg" => ATG_KEYS,
+            other => return Err(format!("tech: expected \"geo\", \"leo\" or \"atg\", got {other:?}")),
+        };
+        if let Some(bad) = t.keys().find(|x| !COMMON.contains(&x.as_str()) && !own.contains(&x.as_str())) {
+            return Err(format!("unknown key `{bad}`; allowed with tech = {tech_name:?}: {}, {}", COMMON.join(", "), own.join(", ")));
+        }
+        let track = parse_track(&k)?;
+        if track.duration() > MAX_FLIGHT_S {
+            return Err(format!("the flight lasts {:.0} s; at most {MAX_FLIGHT_S} s (two days)", track.duration()));
+        }
+        let (tech, default_step, default_extra) = parse_tech(&k, tech_name)?;
+        let step_s = k.secs("step", default_step, 0.1, 600.0)?;
+        if track.duration() / step_s > MAX_SAMPLES {
+            return Err(format!("step: {step_s} s gives more than {MAX_SAMPLES} samples over this flight; take a longer step"));
+        }
+        let sites = match k.list("sites")? {
+            None => airports::AIRPORTS.iter().map(|&(c, lat, lon)| (c.to_string(), Point::new(lat, lon, 0.0))).collect(),
+            Some(a) if a.is_empty() => return Err("sites: expected at least one { lat, lon }".into()),
+            Some(a) => a.iter().enumerate().map(|(i, v)| k.point("sites", v, i, false).map(|p| (format!("site {}", i + 1), p.0))).collect::<Result<_, _>>()?,
+        };
+        let params = t.iter().filter(|(x, _)| own.contains(&x.as_str())).map(|(x, v)| format!("{x} = {v}")).collect::<Vec<_>>().join(", ");
+        Ok(RouteSpec {
+            start_s: k.secs("start", "0 s", 0.0, track.duration())?,
+            track,
+            tech,
+            sites,
+            step_s,
+            time_scale: k.num("time_scale", 1.0, 1.0, 3600.0)?,
+            extra_ms: k.secs("extra", default_extra, 0.0, 10.0)? * 1e3,
+            params: if params.is_empty() { "defaults".into() } else { params },
+        })
+    }
+}
+
+fn parse_track(k: &Keys) -> Result<Track, String> {
+    if let Some(w) = k.list("waypoints")? {
+        if k.0.contains_key("from") || k.0.contains_key("to") {
+            return Err("waypoints: give either waypoints or from and to".into());
+        }
+        let pts = w.iter().enumerate().map(|(i, v)| k.point("waypoints", v, i, true)).collect::<Result<Vec<_>, _>>()?;
+        if pts.len() < 2 || pts[0].1 != 0.0 || pts.windows(2).any(|p| p[1].1 <= p[0].1) {
+            return Err("waypoints: expected at least two, the first at \"0 s\", times increasing".into());
+        }
+        return Ok(Track::through(&pts));
+    }
+    let airport = |key: &str| -> Result<(String, Point), String> {
+        let code = match k.0.get(key) {
+            Some(toml::Value::String(s)) => s.to_uppercase(),
+            _ => return Err(format!("{key}: expected an airport code (one of {}), or give waypoints", airports::codes())),
+        };
+        let (lat, lon) = airports::find(&code).ok_or_else(|| format!("{key}: unknown airport {code:?}; known: {}", airports::codes()))?;
+        Ok((code, Point::new(lat, lon, 0.0)))
+    };
+    let ((a, pa), (b, pb)) = (airport("from")?, airport("to")?);
+    let cruise = k.num("cruise_kmh", 900.0, 100.0, 3000.0)?;
+    let alt = k.num("altitude_m", 11_000.0, 100.0, 20_000.0)?;
+    let taxi = k.secs("taxi", "10 min", 0.0, 7200.0)?;
+    Ok(Track::between(format!("{a}→{b}"), pa, pb, cruise, alt, taxi))
+}
+
+/// The technology, its default step and its default `extra`.
+fn parse_tech(k: &Keys, name: &str) -> Result<(Tech, &'static str, &'static str), String> {
+    Ok(match name {
+        "geo" => {
+            let satellites = match k.list("satellites")? {
+                None => vec![-55.0, 62.6, 179.6],
+                Some(a) if !a.is_empty() && a.len() <= 64 => a
+                    .iter()
+                    .map(|v| v.as_float().or(v.as_integer().map(|i| i as f64)).filter(|l| (-180.0..=180.0).contains(l)))
+                    .collect::<Option<Vec<f64>>>()
+                    .ok_or("satellites: expected longitudes in degrees, -180 to 180")?,
+                Some(_) => return Err("satellites: expected 1 to 64 longitudes".into()),
+            };
+            let g = Geo {
+                satellites,
+                min_elevation: k.num("min_elevation", 5.0, 0.0, 80.0)?,
+                hysteresis: k.num("hysteresis", 5.0, 0.0, 90.0)?,
+                gateway_elevation: k.num("gateway_elevation", 30.0, 0.0, 90.0)?,
+                beam_km: k.num("beam_km", 600.0, 0.0, 40_000.0)?,
+                beam_outage_s: k.secs("beam_outage", "1 s", 0.0, 600.0)?,
+                satellite_outage_s: k.secs("satellite_outage", "30 s", 0.0, 3600.0)?,
+            };
+            (Tech::Geo(g), "10 s", "20 ms")
+        }
+        "leo" => {
+            let (planes, per_plane) = (k.num("planes", 72.0, 1.0, 1000.0)?, k.num("per_plane", 22.0, 1.0, 1000.0)?);
+            if planes * per_plane > 10_000.0 {
+                return Err("planes × per_plane: at most 10 000 satellites".into());
+            }
+            let l = Leo {
+                inclination: k.num("inclination", 53.0, 0.0, 180.0)?,
+                altitude_km: k.num("altitude_km", 550.0, 200.0, 2000.0)?,
+                planes: planes as u32,
+                per_plane: per_plane as u32,
+                phasing: k.num("phasing", 1.0, 0.0, planes - 1.0)? as u32,
+                min_elevation: k.num("min_elevation", 25.0, 0.0, 80.0)?,
+                slot_s: k.secs("slot", "15 s", 1.0, 3600.0)?,
+                slot_from_s: k.secs("slot_from", "12 s", 0.0, 3600.0)?,
+                glitch_s: k.secs("glitch", "50 ms", 0.0, 10.0)?,
+            };
+            (Tech::Leo(l), "1 s", "6 ms")
+        }
+        _ => {
+            let a =
+                Atg { range_km: k.num("range_km", 300.0, 1.0, 1000.0)?, hysteresis_km: k.num("hysteresis_km", 20.0, 0.0, 1000.0)?, handover_outage_s: k.secs("handover_outage", "1 s", 0.0, 600.0)? };
+            (Tech::Atg(a), "10 s", "25 ms")
+        }
+    })
+}

@@ -1,0 +1,243 @@
+//! The link along a route, per technology: each computes, every `step` of
+//! flight time, the one-way delay (propagation over the path it models
+//! plus a fixed `extra` for the ground network) or no service, and the
+//! events that interrupt it (handovers, reconfigurations), as a
+//! [`Timeline`] the profile turns into a delay trace and outage windows.
+//!
+//! - **GEO**: geostationary satellites by longitude; the aircraft uses the
+//!   highest one in view (above `min_elevation`), keeps it until another
+//!   stands `hysteresis` degrees higher (a satellite handover:
+//!   `satellite_outage` without service), and changes spot beam every
+//!   `beam_km` flown (`beam_outage`). Path: aircraft → satellite →
+//!   gateway, the gateway seen at `gateway_elevation`.
+//! - **LEO**: a Walker-delta shell (`inclination`, `altitude_km`,
+//!   `planes`, `per_plane`, `phasing`) on circular orbits; at each
+//!   reconfiguration (every `slot` from `slot_from`, Starlink's 15 s at
+//!   seconds 12, 27, 42, 57) the terminal takes the highest satellite
+//!   above `min_elevation` that also sees a ground station above it, and
+//!   the reconfiguration itself costs `glitch`. Path: aircraft → satellite
+//!   → the ground station nearest the satellite (bent pipe; inter-satellite
+//!   links are not modelled, so over an ocean far from ground stations
+//!   there is no service).
+//! - **ATG** (air to ground): towers within `range_km` (radio line of
+//!   sight from cruise height reaches about 400 km); the aircraft uses the
+//!   nearest and hands over (`handover_outage`) when another becomes
+//!   nearer by `hysteresis_km`. No tower in range: no service.
+//!
+//! Ground sites (LEO ground stations, ATG towers) default to the airports
+//! of the built-in table: a stand-in, since operators do not publish their
+//! sites; give `sites = [{ lat, lon }, …]` for real ones.
+use super::earth::{elevation_deg, geo_satellite, norm, slant_range_km, sub, CircularOrbit, Point, Vec3, EARTH_RADIUS_KM, GEO_ALTITUDE_KM, LIGHT_KM_S};
+use super::track::Track;
+
+/// A ground site: its name (an airport's code, or `site N`) and place.
+pub type Site = (String, Point);
+
+/// What a technology computed along a route, in flight time.
+#[derive(Clone, Debug, Default)]
+pub struct Timeline {
+    /// Seconds between samples.
+    pub step_s: f64,
+    /// One-way delay in ms at each step from 0, `None` without service.
+    pub delay_ms: Vec<Option<f64>>,
+    /// Interruptions: start, length (s) and why.
+    pub outages: Vec<(f64, f64, String)>,
+    /// What happened when (handovers, satellite changes), for the timeline.
+    pub events: Vec<(f64, String)>,
+}
+
+/// GEO parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Geo {
+    pub satellites: Vec<f64>,
+    pub min_elevation: f64,
+    pub hysteresis: f64,
+    pub gateway_elevation: f64,
+    pub beam_km: f64,
+    pub beam_outage_s: f64,
+    pub satellite_outage_s: f64,
+}
+
+/// LEO parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Leo {
+    pub inclination: f64,
+    pub altitude_km: f64,
+    pub planes: u32,
+    pub per_plane: u32,
+    pub phasing: u32,
+    pub min_elevation: f64,
+    pub slot_s: f64,
+    pub slot_from_s: f64,
+    pub glitch_s: f64,
+}
+
+/// Air-to-ground parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Atg {
+    pub range_km: f64,
+    pub hysteresis_km: f64,
+    pub handover_outage_s: f64,
+}
+
+/// The technology and its parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Tech {
+    Geo(Geo),
+    Leo(Leo),
+    Atg(Atg),
+}
+
+impl Tech {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Tech::Geo(_) => "geo",
+            Tech::Leo(_) => "leo",
+            Tech::Atg(_) => "atg",
+        }
+    }
+}
+
+fn one_way_ms(km: f64, extra_ms: f64) -> f64 {
+    km / LIGHT_KM_S * 1e3 + extra_ms
+}
+
+/// Steps of `step` from 0 to the end of the track (inclusive).
+fn times(track: &Track, step: f64) -> impl Iterator<Item = f64> {
+    let n = (track.duration() / step).ceil() as usize;
+    (0..=n).map(move |i| i as f64 * step)
+}
+
+pub fn geo(track: &Track, g: &Geo, step: f64, extra_ms: f64) -> Timeline {
+    let sats: Vec<Vec3> = g.satellites.iter().map(|&lon| geo_satellite(lon)).collect();
+    let gateway_km = slant_range_km(GEO_ALTITUDE_KM, g.gateway_elevation);
+    let mut tl = Timeline { step_s: step, ..Timeline::default() };
+    let (mut serving, mut since_beam_km, mut last): (Option<usize>, f64, Option<Point>) = (None, 0.0, None);
+    for t in times(track, step) {
+        let (p, _) = track.at(t);
+        let ac = p.ecef();
+        if let Some(q) = last {
+            since_beam_km += super::earth::surface_km(&q, &p);
+        }
+        last = Some(p);
+        let el: Vec<f64> = sats.iter().map(|&s| elevation_deg(ac, s)).collect();
+        let best = (0..sats.len()).filter(|&i| el[i] >= g.min_elevation).max_by(|&a, &b| el[a].total_cmp(&el[b]));
+        let keep = serving.filter(|&s| el[s] >= g.min_elevation && best.is_none_or(|b| el[b] < el[s] + g.hysteresis));
+        let now = keep.or(best);
+        match (serving, now) {
+            (Some(a), Some(b)) if a != b => {
+                tl.events.push((t, format!("satellite handover: {}° → {}°", g.satellites[a], g.satellites[b])));
+                tl.outages.push((t, g.satellite_outage_s, "satellite handover".into()));
+                since_beam_km = 0.0;
+            }
+            (None, Some(b)) => tl.events.push((t, format!("satellite at {}° in view", g.satellites[b]))),
+            (Some(_), None) => tl.events.push((t, "no satellite in view".into())),
+            _ => {}
+        }
+        if now.is_some() && g.beam_km > 0.0 && since_beam_km >= g.beam_km {
+            since_beam_km -= g.beam_km;
+            tl.events.push((t, "beam handover".into()));
+            tl.outages.push((t, g.beam_outage_s, "beam handover".into()));
+        }
+        serving = now;
+        tl.delay_ms.push(now.map(|s| one_way_ms(norm(sub(sats[s], ac)) + gateway_km, extra_ms)));
+    }
+    tl
+}
+
+/// The shell's satellites on their orbits at time 0.
+pub fn shell(l: &Leo) -> Vec<CircularOrbit> {
+    let (p, s) = (l.planes.max(1), l.per_plane.max(1));
+    let total = f64::from(p * s);
+    let tau = std::f64::consts::TAU;
+    let mut out = Vec::with_capacity((p * s) as usize);
+    for i in 0..p {
+        for j in 0..s {
+            let u0 = tau * (f64::from(j) / f64::from(s) + f64::from(l.phasing) * f64::from(i) / total);
+            out.push(CircularOrbit { raan: tau * f64::from(i) / f64::from(p), u0, incl: l.inclination.to_radians(), radius_km: EARTH_RADIUS_KM + l.altitude_km });
+        }
+    }
+    out
+}
+
+/// The nearest site the satellite sees above `min_el`, and its range (km).
+fn ground_station(sat: Vec3, sites: &[Vec3], min_el: f64) -> Option<(usize, f64)> {
+    sites.iter().enumerate().filter(|(_, &g)| elevation_deg(g, sat) >= min_el).map(|(i, &g)| (i, norm(sub(sat, g)))).min_by(|a, b| a.1.total_cmp(&b.1))
+}
+
+/// Satellite `i` of the shell as "plane P, slot S" (from 1).
+fn sat_name(l: &Leo, i: usize) -> String {
+    let per = l.per_plane.max(1) as usize;
+    format!("{}/{}", i / per + 1, i % per + 1)
+}
+
+pub fn leo(track: &Track, l: &Leo, sites: &[Site], step: f64, extra_ms: f64) -> Timeline {
+    let orbits = shell(l);
+    let ground: Vec<Vec3> = sites.iter().map(|s| s.1.ecef()).collect();
+    let mut tl = Timeline { step_s: step, ..Timeline::default() };
+    let mut serving: Option<(usize, usize)> = None;
+    let mut next_slot = l.slot_from_s;
+    let mut first = true;
+    for t in times(track, step) {
+        let ac = track.at(t).0.ecef();
+        let boundary = t >= next_slot;
+        if boundary {
+            while next_slot <= t {
+                next_slot += l.slot_s;
+            }
+        }
+        // A new plan at each reconfiguration, at the start, or when the
+        // serving satellite left the sky.
+        let lost = serving.is_some_and(|(s, _)| elevation_deg(ac, orbits[s].ecef(t)) < l.min_elevation);
+        if boundary || first || lost {
+            let before = serving;
+            serving = (0..orbits.len())
+                .map(|i| (i, orbits[i].ecef(t)))
+                .map(|(i, s)| (i, s, elevation_deg(ac, s)))
+                .filter(|&(_, _, e)| e >= l.min_elevation)
+                .filter_map(|(i, s, e)| ground_station(s, &ground, l.min_elevation).map(|(g, _)| (i, g, e)))
+                .max_by(|a, b| a.2.total_cmp(&b.2))
+                .map(|(i, g, _)| (i, g));
+            if boundary && !first && l.glitch_s > 0.0 && serving.is_some() {
+                tl.outages.push((t, l.glitch_s, "reconfiguration".into()));
+            }
+            match (before, serving) {
+                (Some(a), Some(b)) if a != b => tl.events.push((t, format!("satellite {} → {} (ground site {})", sat_name(l, a.0), sat_name(l, b.0), sites[b.1].0))),
+                (None, Some(b)) => tl.events.push((t, format!("satellite {} in view (ground site {})", sat_name(l, b.0), sites[b.1].0))),
+                (Some(_), None) | (None, None) if first || before.is_some() => tl.events.push((t, "no satellite with a ground station in view".into())),
+                _ => {}
+            }
+            first = false;
+        }
+        tl.delay_ms.push(serving.map(|(s, g)| {
+            let sat = orbits[s].ecef(t);
+            one_way_ms(norm(sub(sat, ac)) + norm(sub(sat, ground[g])), extra_ms)
+        }));
+    }
+    tl
+}
+
+pub fn atg(track: &Track, a: &Atg, sites: &[Site], step: f64, extra_ms: f64) -> Timeline {
+    let towers: Vec<Vec3> = sites.iter().map(|s| s.1.ecef()).collect();
+    let mut tl = Timeline { step_s: step, ..Timeline::default() };
+    let mut serving: Option<usize> = None;
+    for t in times(track, step) {
+        let ac = track.at(t).0.ecef();
+        let range: Vec<f64> = towers.iter().map(|&g| norm(sub(ac, g))).collect();
+        let best = (0..towers.len()).filter(|&i| range[i] <= a.range_km).min_by(|&x, &y| range[x].total_cmp(&range[y]));
+        let keep = serving.filter(|&s| range[s] <= a.range_km && best.is_none_or(|b| range[b] + a.hysteresis_km > range[s]));
+        let now = keep.or(best);
+        match (serving, now) {
+            (Some(x), Some(y)) if x != y => {
+                tl.events.push((t, format!("handover: {} → {}", sites[x].0, sites[y].0)));
+                tl.outages.push((t, a.handover_outage_s, "handover".into()));
+            }
+            (None, Some(y)) => tl.events.push((t, format!("{} in range", sites[y].0))),
+            (Some(_), None) => tl.events.push((t, "no site in range".into())),
+            _ => {}
+        }
+        serving = now;
+        tl.delay_ms.push(now.map(|s| one_way_ms(range[s], extra_ms)));
+    }
+    tl
+}
