@@ -127,6 +127,67 @@ fn legend(s: &mut String, series: &[String], x0: f64, y0: f64, mark: Option<&str
     }
 }
 
+/// A chart's frame: its size and margins, and both axes' maxima and steps.
+struct Frame {
+    w: f64,
+    h: f64,
+    ml: f64,
+    mr: f64,
+    mt: f64,
+    mb: f64,
+    x: (f64, f64),
+    y: (f64, f64),
+}
+
+impl Frame {
+    /// `(w, h, ml, mr, mt, mb)`, and the largest x and y to show.
+    fn new((w, h, ml, mr, mt, mb): (f64, f64, f64, f64, f64, f64), xmax: f64, ymax: f64) -> Frame {
+        Frame { w, h, ml, mr, mt, mb, x: nice_axis(xmax), y: nice_axis(ymax) }
+    }
+    fn pw(&self) -> f64 {
+        self.w - self.ml - self.mr
+    }
+    fn ph(&self) -> f64 {
+        self.h - self.mt - self.mb
+    }
+    fn fx(&self, v: f64) -> f64 {
+        self.ml + (v / self.x.0 * self.pw()).clamp(0.0, self.pw())
+    }
+    fn fy(&self, v: f64) -> f64 {
+        self.mt + self.ph() - (v / self.y.0 * self.ph()).clamp(0.0, self.ph())
+    }
+
+    /// The SVG's start (with `style`, for a file on its own): title, grid,
+    /// ticks and axis labels.
+    fn open(&self, title: &str, x_label: &str, y_label: &str, style: &str) -> String {
+        let (w, h, ml, mt, ph) = (self.w, self.h, self.ml, self.mt, self.ph());
+        let mut s = String::new();
+        let _ = write!(s, r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{}">{style}"#, esc(title));
+        let _ = write!(s, r#"<text x="{ml}" y="18" class="t">{}</text>"#, esc(title));
+        let mut t = 0.0;
+        while t <= self.y.0 + 1e-9 {
+            let yy = self.fy(t);
+            let _ = write!(
+                s,
+                r#"<line x1="{ml}" x2="{}" y1="{yy:.1}" y2="{yy:.1}" class="grid"/><text x="{}" y="{:.1}" class="ax" text-anchor="end">{}</text>"#,
+                w - self.mr,
+                ml - 5.0,
+                yy + 4.0,
+                fmt_tick(t)
+            );
+            t += self.y.1;
+        }
+        let mut t = 0.0;
+        while t <= self.x.0 + 1e-9 {
+            let _ = write!(s, r#"<text x="{:.1}" y="{}" class="ax" text-anchor="middle">{}</text>"#, self.fx(t), mt + ph + 15.0, fmt_tick(t));
+            t += self.x.1;
+        }
+        let _ = write!(s, r#"<text x="{}" y="{}" class="ax" text-anchor="middle">{}</text>"#, ml + self.pw() / 2.0, mt + ph + 30.0, esc(x_label));
+        let _ = write!(s, r#"<text transform="translate(12,{}) rotate(-90)" class="ax" text-anchor="middle">{}</text>"#, mt + ph / 2.0, esc(y_label));
+        s
+    }
+}
+
 /// Lines: `series[i]` is a name and its points `(x, y)`.
 pub fn lines(title: &str, x_label: &str, y_label: &str, series: &[(String, Vec<(f64, f64)>)], step: bool) -> String {
     lines_with(title, x_label, y_label, series, step, None, false)
@@ -137,37 +198,11 @@ pub fn lines(title: &str, x_label: &str, y_label: &str, series: &[(String, Vec<(
 /// joined (for a handful of runs, where a staircase would mislead).
 pub fn lines_with(title: &str, x_label: &str, y_label: &str, series: &[(String, Vec<(f64, f64)>)], step: bool, x_max: Option<f64>, points: bool) -> String {
     let (w, h, ml, mr, mt, mb) = (370.0, 260.0, 56.0, 12.0, 30.0, 64.0);
-    let pw = w - ml - mr;
-    let ph = h - mt - mb;
     let xmax = series.iter().flat_map(|s| s.1.iter().map(|p| p.0)).fold(x_max.unwrap_or(0.0), f64::max);
-    let ymax_raw = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(0.0, f64::max);
-    let (xm, xs) = nice_axis(xmax);
-    let (ym, ys) = nice_axis(ymax_raw);
-    let fx = |v: f64| ml + (v / xm * pw).clamp(0.0, pw);
-    let fy = |v: f64| mt + ph - (v / ym * ph).clamp(0.0, ph);
-    let mut s = String::new();
-    let _ = write!(s, r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{}">"#, esc(title));
-    let _ = write!(s, r#"<text x="{ml}" y="18" class="t">{}</text>"#, esc(title));
-    let mut t = 0.0;
-    while t <= ym + 1e-9 {
-        let _ = write!(
-            s,
-            r#"<line x1="{ml}" x2="{}" y1="{yy:.1}" y2="{yy:.1}" class="grid"/><text x="{}" y="{:.1}" class="ax" text-anchor="end">{}</text>"#,
-            w - mr,
-            ml - 5.0,
-            fy(t) + 4.0,
-            fmt_tick(t),
-            yy = fy(t)
-        );
-        t += ys;
-    }
-    let mut t = 0.0;
-    while t <= xm + 1e-9 {
-        let _ = write!(s, r#"<text x="{:.1}" y="{}" class="ax" text-anchor="middle">{}</text>"#, fx(t), mt + ph + 15.0, fmt_tick(t));
-        t += xs;
-    }
-    let _ = write!(s, r#"<text x="{}" y="{}" class="ax" text-anchor="middle">{}</text>"#, ml + pw / 2.0, mt + ph + 30.0, esc(x_label));
-    let _ = write!(s, r#"<text transform="translate(12,{}) rotate(-90)" class="ax" text-anchor="middle">{}</text>"#, mt + ph / 2.0, esc(y_label));
+    let ymax = series.iter().flat_map(|s| s.1.iter().map(|p| p.1)).fold(0.0, f64::max);
+    let f = Frame::new((w, h, ml, mr, mt, mb), xmax, ymax);
+    let (fx, fy) = (|v| f.fx(v), |v| f.fy(v));
+    let mut s = f.open(title, x_label, y_label, "");
     for (i, (name, pts)) in series.iter().enumerate() {
         if pts.is_empty() {
             continue;
@@ -269,35 +304,9 @@ pub const STANDALONE_STYLE: &str = "<style>svg{background:#fff;font-family:sans-
 /// outages) and dotted `marks` (events, their labels as tooltips), wide
 /// enough for hours of samples. Standalone: it carries its own styles.
 pub fn timeline(title: &str, x_label: &str, y_label: &str, pts: &[(f64, Option<f64>)], bands: &[(f64, f64)], marks: &[(f64, String)]) -> String {
-    let (w, h, ml, mr, mt, mb) = (900.0, 300.0, 56.0, 16.0, 30.0, 46.0);
-    let (pw, ph) = (w - ml - mr, h - mt - mb);
-    let (xm, xs) = nice_axis(pts.last().map_or(0.0, |p| p.0));
-    let (ym, ys) = nice_axis(pts.iter().filter_map(|p| p.1).fold(0.0, f64::max));
-    let fx = |v: f64| ml + (v / xm * pw).clamp(0.0, pw);
-    let fy = |v: f64| mt + ph - (v / ym * ph).clamp(0.0, ph);
-    let mut s = String::new();
-    let _ = write!(s, r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{}">{STANDALONE_STYLE}"#, esc(title));
-    let _ = write!(s, r#"<text x="{ml}" y="18" class="t">{}</text>"#, esc(title));
-    let mut t = 0.0;
-    while t <= ym + 1e-9 {
-        let _ = write!(
-            s,
-            r#"<line x1="{ml}" x2="{}" y1="{y:.1}" y2="{y:.1}" class="grid"/><text x="{}" y="{:.1}" class="ax" text-anchor="end">{}</text>"#,
-            w - mr,
-            ml - 5.0,
-            fy(t) + 4.0,
-            fmt_tick(t),
-            y = fy(t)
-        );
-        t += ys;
-    }
-    let mut t = 0.0;
-    while t <= xm + 1e-9 {
-        let _ = write!(s, r#"<text x="{:.1}" y="{}" class="ax" text-anchor="middle">{}</text>"#, fx(t), mt + ph + 15.0, fmt_tick(t));
-        t += xs;
-    }
-    let _ = write!(s, r#"<text x="{}" y="{}" class="ax" text-anchor="middle">{}</text>"#, ml + pw / 2.0, mt + ph + 32.0, esc(x_label));
-    let _ = write!(s, r#"<text transform="translate(12,{}) rotate(-90)" class="ax" text-anchor="middle">{}</text>"#, mt + ph / 2.0, esc(y_label));
+    let f = Frame::new((900.0, 300.0, 56.0, 16.0, 30.0, 46.0), pts.last().map_or(0.0, |p| p.0), pts.iter().filter_map(|p| p.1).fold(0.0, f64::max));
+    let (fx, fy, mt, ph) = (|v| f.fx(v), |v| f.fy(v), f.mt, f.ph());
+    let mut s = f.open(title, x_label, y_label, STANDALONE_STYLE);
     for &(a, b) in bands {
         let _ = write!(s, r#"<rect x="{:.1}" y="{mt}" width="{:.1}" height="{ph}" class="band"/>"#, fx(a), (fx(b) - fx(a)).max(1.0));
     }
