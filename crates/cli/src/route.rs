@@ -1,7 +1,7 @@
 //! `aerolink route show ROUTE --tech geo|leo|atg` and `aerolink route
 //! airports`: the link a flight would have, computed along its route
 //! (aerolink_link::route), as a table, JSON or an SVG timeline.
-use aerolink_link::route::{airports, clock, RouteSpec};
+use aerolink_link::route::{airports, clock, Cause, EventKind, RouteSpec};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::json;
 use std::path::PathBuf;
@@ -120,7 +120,7 @@ fn show(a: ShowArgs) -> anyhow::Result<i32> {
         // Out of reach and the interruptions other than LEO's 15 s
         // reconfigurations (shaded); events but LEO's satellite changes
         // (dotted): those come every 15 s and would cover the chart.
-        let mut bands: Vec<(f64, f64)> = tl.outages.iter().filter(|o| o.2 != "reconfiguration").map(|o| (o.0 / 3600.0, (o.0 + o.1) / 3600.0)).collect();
+        let mut bands: Vec<(f64, f64)> = tl.outages.iter().filter(|o| o.2 != Cause::Reconfiguration).map(|o| (o.0 / 3600.0, (o.0 + o.1) / 3600.0)).collect();
         let h = |i: usize| i as f64 * tl.step_s / 3600.0;
         let mut i = 0;
         while i < tl.delay_ms.len() {
@@ -133,12 +133,7 @@ fn show(a: ShowArgs) -> anyhow::Result<i32> {
             }
             i += 1;
         }
-        let marks: Vec<(f64, String)> = tl
-            .events
-            .iter()
-            .filter(|e| !e.1.contains(" → ") || !e.1.starts_with("satellite ") || e.1.starts_with("satellite handover"))
-            .map(|e| (e.0 / 3600.0, format!("{}: {}", clock(e.0), e.1)))
-            .collect();
+        let marks: Vec<(f64, String)> = tl.events.iter().filter(|e| e.1 != EventKind::Interruption(Cause::Reconfiguration)).map(|e| (e.0 / 3600.0, format!("{}: {}", clock(e.0), e.2))).collect();
         let title = format!("{} over {}: one-way delay", spec.track.label, spec.tech.name());
         let svg = aerolink_experiments::svg::timeline(&title, "flight time (h); shaded: outages, dotted: events", "one-way delay (ms)", &pts, &bands, &marks);
         std::fs::write(path, svg).map_err(|e| user(format!("--svg {}: {e}", path.display())))?;
@@ -154,8 +149,8 @@ fn show(a: ShowArgs) -> anyhow::Result<i32> {
             "route": spec.track.label, "tech": spec.tech.name(), "summary": spec.describe(&tl),
             "length_km": spec.track.length_km(), "duration_s": spec.track.duration(), "step_s": tl.step_s,
             "samples": samples,
-            "events": tl.events.iter().map(|e| json!({"t_s": e.0, "what": e.1})).collect::<Vec<_>>(),
-            "outages": tl.outages.iter().map(|o| json!({"start_s": o.0, "duration_s": o.1, "why": o.2})).collect::<Vec<_>>(),
+            "events": tl.events.iter().map(|e| json!({"t_s": e.0, "what": e.2})).collect::<Vec<_>>(),
+            "outages": tl.outages.iter().map(|o| json!({"start_s": o.0, "duration_s": o.1, "why": o.2.as_str()})).collect::<Vec<_>>(),
         });
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(0);
@@ -171,7 +166,7 @@ fn show(a: ShowArgs) -> anyhow::Result<i32> {
     }
     const SHOWN: usize = 15;
     println!("\nevents ({}):", tl.events.len());
-    for (t, what) in tl.events.iter().take(SHOWN) {
+    for (t, _, what) in tl.events.iter().take(SHOWN) {
         println!("  {:>10}  {what}", clock(*t));
     }
     if tl.events.len() > SHOWN {

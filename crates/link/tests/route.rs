@@ -25,8 +25,8 @@ fn london_to_new_york_over_geo_keeps_one_satellite_and_changes_beam_every_600_km
     // satellite → gateway at 30° (38 609 km), + 20 ms of ground network.
     let (lo, hi) = d.iter().fold((f64::MAX, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
     assert!(lo > 268.0 && hi < 290.0, "one-way {lo:.1}–{hi:.1} ms");
-    let sat = tl.events.iter().filter(|e| e.1.starts_with("satellite handover")).count();
-    let beams = tl.events.iter().filter(|e| e.1 == "beam handover").count();
+    let sat = tl.events.iter().filter(|e| e.2.starts_with("satellite handover")).count();
+    let beams = tl.events.iter().filter(|e| e.2 == "beam handover").count();
     assert_eq!(sat, 0);
     assert_eq!(beams, (r.track.length_km() / 600.0).floor() as usize, "{:?}", tl.events);
 }
@@ -34,10 +34,10 @@ fn london_to_new_york_over_geo_keeps_one_satellite_and_changes_beam_every_600_km
 #[test]
 fn london_to_singapore_over_geo_hands_over_between_satellites_with_an_outage() {
     let tl = spec(r#"{ from = "LHR", to = "SIN", tech = "geo" }"#).timeline();
-    let handovers: Vec<_> = tl.events.iter().filter(|e| e.1.starts_with("satellite handover")).collect();
+    let handovers: Vec<_> = tl.events.iter().filter(|e| e.2.starts_with("satellite handover")).collect();
     assert_eq!(handovers.len(), 1, "{:?}", tl.events);
-    assert_eq!(handovers[0].1, "satellite handover: -55° → 62.6°");
-    assert!(tl.outages.iter().any(|o| o.2 == "satellite handover" && o.1 == 30.0));
+    assert_eq!(handovers[0].2, "satellite handover: -55° → 62.6°");
+    assert!(tl.outages.iter().any(|o| o.2.as_str() == "satellite handover" && o.1 == 30.0));
 }
 
 #[test]

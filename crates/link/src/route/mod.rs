@@ -32,7 +32,7 @@ use crate::registry::StageKind;
 use crate::stage::{Stage, StageContext};
 use crate::{Duration, Instant};
 pub use parse::RouteSpec;
-pub use tech::{Tech, Timeline};
+pub use tech::{Cause, EventKind, Tech, Timeline};
 
 impl RouteSpec {
     /// The technology's timeline along the track, in flight time.
@@ -101,7 +101,7 @@ impl RouteSpec {
             }
         }
         for (s, len, why) in &tl.outages {
-            if why == "reconfiguration" || *s < self.start_s {
+            if *why == tech::Cause::Reconfiguration || *s < self.start_s {
                 continue;
             }
             windows.push(drop(*s, *len));

@@ -33,6 +33,37 @@ use super::track::Track;
 /// A ground site: its name (an airport's code, or `site N`) and place.
 pub type Site = (String, Point);
 
+/// Why the link is interrupted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cause {
+    SatelliteHandover,
+    BeamHandover,
+    /// A LEO reconfiguration (every `slot`): one repeating window in a
+    /// profile, not drawn by `route show`.
+    Reconfiguration,
+    /// An air-to-ground tower handover.
+    Handover,
+}
+
+impl Cause {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Cause::SatelliteHandover => "satellite handover",
+            Cause::BeamHandover => "beam handover",
+            Cause::Reconfiguration => "reconfiguration",
+            Cause::Handover => "handover",
+        }
+    }
+}
+
+/// What happened: service gained or lost, or a change of the path that
+/// interrupts it (`Cause`), or a LEO satellite change at a reconfiguration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    Service,
+    Interruption(Cause),
+}
+
 /// What a technology computed along a route, in flight time.
 #[derive(Clone, Debug, Default)]
 pub struct Timeline {
@@ -41,9 +72,10 @@ pub struct Timeline {
     /// One-way delay in ms at each step from 0, `None` without service.
     pub delay_ms: Vec<Option<f64>>,
     /// Interruptions: start, length (s) and why.
-    pub outages: Vec<(f64, f64, String)>,
-    /// What happened when (handovers, satellite changes), for the timeline.
-    pub events: Vec<(f64, String)>,
+    pub outages: Vec<(f64, f64, Cause)>,
+    /// What happened when (handovers, satellite changes), its kind and a
+    /// line for people.
+    pub events: Vec<(f64, EventKind, String)>,
 }
 
 /// GEO parameters.
@@ -126,18 +158,18 @@ pub fn geo(track: &Track, g: &Geo, step: f64, extra_ms: f64) -> Timeline {
         let now = keep.or(best);
         match (serving, now) {
             (Some(a), Some(b)) if a != b => {
-                tl.events.push((t, format!("satellite handover: {}° → {}°", g.satellites[a], g.satellites[b])));
-                tl.outages.push((t, g.satellite_outage_s, "satellite handover".into()));
+                tl.events.push((t, EventKind::Interruption(Cause::SatelliteHandover), format!("satellite handover: {}° → {}°", g.satellites[a], g.satellites[b])));
+                tl.outages.push((t, g.satellite_outage_s, Cause::SatelliteHandover));
                 since_beam_km = 0.0;
             }
-            (None, Some(b)) => tl.events.push((t, format!("satellite at {}° in view", g.satellites[b]))),
-            (Some(_), None) => tl.events.push((t, "no satellite in view".into())),
+            (None, Some(b)) => tl.events.push((t, EventKind::Service, format!("satellite at {}° in view", g.satellites[b]))),
+            (Some(_), None) => tl.events.push((t, EventKind::Service, "no satellite in view".into())),
             _ => {}
         }
         if now.is_some() && g.beam_km > 0.0 && since_beam_km >= g.beam_km {
             since_beam_km -= g.beam_km;
-            tl.events.push((t, "beam handover".into()));
-            tl.outages.push((t, g.beam_outage_s, "beam handover".into()));
+            tl.events.push((t, EventKind::Interruption(Cause::BeamHandover), "beam handover".into()));
+            tl.outages.push((t, g.beam_outage_s, Cause::BeamHandover));
         }
         serving = now;
         tl.delay_ms.push(now.map(|s| one_way_ms(norm(sub(sats[s], ac)) + gateway_km, extra_ms)));
@@ -199,12 +231,14 @@ pub fn leo(track: &Track, l: &Leo, sites: &[Site], step: f64, extra_ms: f64) -> 
                 .max_by(|a, b| a.2.total_cmp(&b.2))
                 .map(|(i, g, _)| (i, g));
             if boundary && !first && l.glitch_s > 0.0 && serving.is_some() {
-                tl.outages.push((t, l.glitch_s, "reconfiguration".into()));
+                tl.outages.push((t, l.glitch_s, Cause::Reconfiguration));
             }
             match (before, serving) {
-                (Some(a), Some(b)) if a != b => tl.events.push((t, format!("satellite {} → {} (ground site {})", sat_name(l, a.0), sat_name(l, b.0), sites[b.1].0))),
-                (None, Some(b)) => tl.events.push((t, format!("satellite {} in view (ground site {})", sat_name(l, b.0), sites[b.1].0))),
-                (Some(_), None) | (None, None) if first || before.is_some() => tl.events.push((t, "no satellite with a ground station in view".into())),
+                (Some(a), Some(b)) if a != b => {
+                    tl.events.push((t, EventKind::Interruption(Cause::Reconfiguration), format!("satellite {} → {} (ground site {})", sat_name(l, a.0), sat_name(l, b.0), sites[b.1].0)))
+                }
+                (None, Some(b)) => tl.events.push((t, EventKind::Service, format!("satellite {} in view (ground site {})", sat_name(l, b.0), sites[b.1].0))),
+                (Some(_), None) | (None, None) if first || before.is_some() => tl.events.push((t, EventKind::Service, "no satellite with a ground station in view".into())),
                 _ => {}
             }
             first = false;
@@ -229,11 +263,11 @@ pub fn atg(track: &Track, a: &Atg, sites: &[Site], step: f64, extra_ms: f64) -> 
         let now = keep.or(best);
         match (serving, now) {
             (Some(x), Some(y)) if x != y => {
-                tl.events.push((t, format!("handover: {} → {}", sites[x].0, sites[y].0)));
-                tl.outages.push((t, a.handover_outage_s, "handover".into()));
+                tl.events.push((t, EventKind::Interruption(Cause::Handover), format!("handover: {} → {}", sites[x].0, sites[y].0)));
+                tl.outages.push((t, a.handover_outage_s, Cause::Handover));
             }
-            (None, Some(y)) => tl.events.push((t, format!("{} in range", sites[y].0))),
-            (Some(_), None) => tl.events.push((t, "no site in range".into())),
+            (None, Some(y)) => tl.events.push((t, EventKind::Service, format!("{} in range", sites[y].0))),
+            (Some(_), None) => tl.events.push((t, EventKind::Service, "no site in range".into())),
             _ => {}
         }
         serving = now;
