@@ -14,6 +14,7 @@ pub mod agent;
 pub mod irtt;
 pub mod plain;
 pub mod record;
+pub mod stamp;
 pub mod trace;
 pub mod wire;
 

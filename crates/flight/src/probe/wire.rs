@@ -316,6 +316,10 @@ impl Reflector {
 pub async fn serve(socket: tokio::net::UdpSocket) -> std::io::Result<()> {
     let mut state = Reflector::default();
     let mut buf = [0u8; 2048];
+    // The reply carries one time of the reflector's: its clock when it
+    // answers (read after waking), which stands for when the reply leaves.
+    // A late wake-up here thus counts in the up delay, never in the down
+    // one; the agent stamps replies on arrival in the kernel (`stamp`).
     loop {
         let (n, from) = socket.recv_from(&mut buf).await?;
         let synced = super::record::clock_state().synced;

@@ -181,6 +181,11 @@ async fn udp_task(a: Arc<AgentArgs>, target: SocketAddr, session: u64, token: To
             return std::future::pending().await;
         }
     };
+    // Replies are stamped by the kernel on arrival (a one-way delay without
+    // this task's wake-up in it); without it, by the clock when read.
+    if let Err(e) = super::stamp::enable(&sock) {
+        eprintln!("aerolink probe: receive times from the clock when read (the kernel's stamps are off: {e})");
+    }
     let mut pending: HashMap<u64, (f64, Instant)> = HashMap::new();
     let mut tick = tokio::time::interval(a.udp_every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
@@ -204,9 +209,8 @@ async fn udp_task(a: Arc<AgentArgs>, target: SocketAddr, session: u64, token: To
                     log(&w, t, Measurement::Udp(UdpProbe { seq: s, session, rtt_ms: None, up_ms: None, down_ms: None, rx_max: None, rx_bitmap: None, up_arrived: None }));
                 }
             }
-            got = sock.recv_from(&mut buf) => {
-                let Ok((n, from)) = got else { continue };
-                let now = now_ns();
+            got = super::stamp::recv_from(&sock, &mut buf) => {
+                let Ok((n, from, now)) = got else { continue };
                 let Some(rep) = Reply::decode(&buf[..n]).filter(|r| r.session == session && from == target) else { continue };
                 *token.lock().expect("not poisoned") = Some(rep.token);
                 let Some((t, at)) = pending.remove(&rep.seq) else { continue };
@@ -310,6 +314,8 @@ async fn rate(target: SocketAddr, session: u64, token: Token, a: Arc<AgentArgs>,
         Ok(s) => s,
         Err(e) => return log(&w, epoch_s(), failed("down", e.to_string())),
     };
+    // A train's spacing on arrival, as the kernel stamped it.
+    let _ = super::stamp::enable(&sock);
     let mut buf = [0u8; 2048];
     // Down.
     let t = epoch_s();
@@ -320,20 +326,20 @@ async fn rate(target: SocketAddr, session: u64, token: Token, a: Arc<AgentArgs>,
         Some(tok) => {
             let train = now_ns();
             let _ = sock.send_to(&super::wire::TrainRequest { session, train, count, size, token: tok }.encode(), target).await;
-            let mut got: Vec<(u32, Instant)> = Vec::new();
+            let mut got: Vec<(u32, u64)> = Vec::new();
             let deadline = tokio::time::Instant::now() + a.udp_timeout;
             while got.len() < count as usize {
-                match tokio::time::timeout_at(deadline, sock.recv_from(&mut buf)).await {
-                    Ok(Ok((n, from))) if from == target => {
+                match tokio::time::timeout_at(deadline, super::stamp::recv_from(&sock, &mut buf)).await {
+                    Ok(Ok((n, from, at))) if from == target => {
                         if let Some(p) = super::wire::TrainPacket::decode(&buf[..n], false).filter(|p| p.session == session && p.train == train) {
-                            got.push((p.idx, Instant::now()));
+                            got.push((p.idx, at));
                         }
                     }
                     Ok(_) => {}
                     Err(_) => break,
                 }
             }
-            train_result("down", count, size, got.iter().map(|(i, at)| (*i, at.duration_since(got[0].1).as_nanos() as f64)).collect())
+            train_result("down", count, size, got.iter().map(|(i, at)| (*i, at.saturating_sub(got[0].1) as f64)).collect())
         }
     };
     guard.done(m);
