@@ -26,7 +26,12 @@ const REQ_MAGIC: &[u8; 4] = b"ALP1";
 const REP_MAGIC: &[u8; 4] = b"ALR1";
 /// Requests are padded to this length so that a reply is never larger.
 pub const REQUEST_LEN: usize = 80;
-const REPLY_LEN: usize = 4 + 8 * 6 + 1 + 16 + 2 + 8;
+const REPLY_LEN: usize = 4 + 8 * 6 + 1 + 16 + 2 + 8 + 1;
+/// A reply before the turnaround byte (it reads as a turnaround of 0).
+const REPLY_LEN_V1: usize = REPLY_LEN - 1;
+/// The unit of [`Reply::turnaround_us`] on the wire, and its largest value.
+const TURNAROUND_UNIT_US: u64 = 100;
+pub const MAX_TURNAROUND_US: u64 = 255 * TURNAROUND_UNIT_US;
 // A reply is never larger than its request: the reflector amplifies nothing.
 const _: () = assert!(REPLY_LEN <= REQUEST_LEN);
 const TRAIN_REQ_MAGIC: &[u8; 4] = b"ALD1";
@@ -55,8 +60,14 @@ pub struct Reply {
     pub session: u64,
     pub seq: u64,
     pub sent_ns: u64,
-    /// The reflector's clock when the request arrived.
+    /// The reflector's clock when the request arrived (the kernel's
+    /// receive stamp, `stamp`).
     pub recv_ns: u64,
+    /// How long after that the reply left, µs, in steps of 100 µs up to
+    /// [`MAX_TURNAROUND_US`] (one byte): the reflector's own wake-up, which
+    /// belongs to neither direction. Set by [`set_turnaround`] as the reply
+    /// is sent.
+    pub turnaround_us: u64,
     /// The highest sequence number the reflector has received, and bit i
     /// set when it has received `rx_max - i` (i < 64).
     pub rx_max: u64,
@@ -107,11 +118,12 @@ impl Reply {
         b[53..69].copy_from_slice(&ip.octets());
         b[69..71].copy_from_slice(&self.from.port().to_be_bytes());
         b[71..79].copy_from_slice(&self.token.to_be_bytes());
+        b[79] = turnaround_byte(self.turnaround_us);
         b
     }
 
     pub fn decode(b: &[u8]) -> Option<Reply> {
-        if b.len() != REPLY_LEN || &b[..4] != REP_MAGIC {
+        if !(b.len() == REPLY_LEN || b.len() == REPLY_LEN_V1) || &b[..4] != REP_MAGIC {
             return None;
         }
         let ip = Ipv6Addr::from(<[u8; 16]>::try_from(&b[53..69]).expect("16 bytes"));
@@ -126,6 +138,7 @@ impl Reply {
             synced: b[52] != 0,
             from: SocketAddr::new(ip, u16::from_be_bytes([b[69], b[70]])),
             token: u64_at(b, 71),
+            turnaround_us: b.get(79).map_or(0, |t| *t as u64 * TURNAROUND_UNIT_US),
         })
     }
 
@@ -308,7 +321,19 @@ impl Reflector {
         let seen = self.sessions.entry(req.session).or_default();
         seen.mark(req.seq);
         seen.last_used = self.tick;
-        Some(Reply { session: req.session, seq: req.seq, sent_ns: req.sent_ns, recv_ns: now_ns, rx_max: seen.max, rx_bitmap: seen.bitmap, synced, from, token }.encode())
+        Some(Reply { session: req.session, seq: req.seq, sent_ns: req.sent_ns, recv_ns: now_ns, rx_max: seen.max, rx_bitmap: seen.bitmap, synced, from, token, turnaround_us: 0 }.encode())
+    }
+}
+
+fn turnaround_byte(us: u64) -> u8 {
+    ((us + TURNAROUND_UNIT_US / 2) / TURNAROUND_UNIT_US).min(255) as u8
+}
+
+/// Writes the turnaround (µs) into an encoded reply about to be sent; any
+/// other datagram is left as it is.
+pub fn set_turnaround(datagram: &mut [u8], us: u64) {
+    if datagram.len() == REPLY_LEN && &datagram[..4] == REP_MAGIC {
+        datagram[79] = turnaround_byte(us);
     }
 }
 
@@ -316,14 +341,15 @@ impl Reflector {
 pub async fn serve(socket: tokio::net::UdpSocket) -> std::io::Result<()> {
     let mut state = Reflector::default();
     let mut buf = [0u8; 2048];
-    // The reply carries one time of the reflector's: its clock when it
-    // answers (read after waking), which stands for when the reply leaves.
-    // A late wake-up here thus counts in the up delay, never in the down
-    // one; the agent stamps replies on arrival in the kernel (`stamp`).
+    // A request's receive time is when it reached the socket (the kernel's
+    // stamp); the reply says how long after that it left, so that this
+    // task's late wake-up on a busy machine counts in neither direction.
+    super::stamp::enable(&socket)?;
     loop {
-        let (n, from) = socket.recv_from(&mut buf).await?;
+        let (n, from, at) = super::stamp::recv_from(&socket, &mut buf).await?;
         let synced = super::record::clock_state().synced;
-        for reply in state.respond(&buf[..n], from, aerolink_work::clock::now_ns(), synced) {
+        for mut reply in state.respond(&buf[..n], from, at, synced) {
+            set_turnaround(&mut reply, aerolink_work::clock::now_ns().saturating_sub(at) / 1000);
             // A reply that cannot be sent now is a lost reply: the agent
             // counts it. (A train's packets go out back to back.)
             let _ = socket.send_to(&reply, from).await;
@@ -340,9 +366,28 @@ mod tests {
         let r = Request { session: 7, seq: 1 << 40, sent_ns: 123_456_789 };
         assert_eq!(Request::decode(&r.encode()), Some(r));
         for from in ["198.18.0.1:40000", "[2001:2::1]:9"] {
-            let rep = Reply { session: 1, seq: 2, sent_ns: 3, recv_ns: 4, rx_max: 5, rx_bitmap: 6, synced: true, from: from.parse().unwrap(), token: 7 };
+            let rep = Reply { session: 1, seq: 2, sent_ns: 3, recv_ns: 4, rx_max: 5, rx_bitmap: 6, synced: true, from: from.parse().unwrap(), token: 7, turnaround_us: 300 };
             assert_eq!(Reply::decode(&rep.encode()), Some(rep));
         }
+    }
+
+    /// The turnaround travels in one byte of 100 µs steps (rounded, capped
+    /// at 25.5 ms), is written into a reply as it is sent and into nothing
+    /// else, and a reply of a reflector without it reads as 0.
+    #[test]
+    fn the_turnaround_byte_rounds_caps_and_is_absent_from_old_replies() {
+        let rep = Reply { session: 1, seq: 2, sent_ns: 3, recv_ns: 4, rx_max: 5, rx_bitmap: 6, synced: false, from: "198.18.0.1:9".parse().unwrap(), token: 7, turnaround_us: 0 };
+        for (us, read) in [(0, 0), (49, 0), (50, 100), (1_234, 1_200), (25_500, 25_500), (10_000_000, MAX_TURNAROUND_US)] {
+            let mut b = rep.encode().to_vec();
+            set_turnaround(&mut b, us);
+            assert_eq!(Reply::decode(&b).unwrap().turnaround_us, read, "{us} µs");
+        }
+        let old = &rep.encode()[..REPLY_LEN_V1];
+        assert_eq!(Reply::decode(old), Some(rep));
+        let mut ack = TrainAck { session: 1, train: 2, idx: 3, recv_ns: 4 }.encode().to_vec();
+        let before = ack.clone();
+        set_turnaround(&mut ack, 5_000);
+        assert_eq!(ack, before);
     }
 
     #[test]

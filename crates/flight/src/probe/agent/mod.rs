@@ -217,7 +217,7 @@ async fn udp_task(a: Arc<AgentArgs>, target: SocketAddr, session: u64, token: To
                 let rtt_ms = at.elapsed().as_secs_f64() * 1e3;
                 let one_way = a.same_clock || (rep.synced && super::record::clock_state().synced);
                 let (up_ms, down_ms) = if one_way {
-                    (Some((rep.recv_ns as f64 - rep.sent_ns as f64) / 1e6), Some((now as f64 - rep.recv_ns as f64) / 1e6))
+                    (Some((rep.recv_ns as f64 - rep.sent_ns as f64) / 1e6), Some((now as f64 - rep.recv_ns as f64 - rep.turnaround_us as f64 * 1e3) / 1e6))
                 } else {
                     (None, None)
                 };
