@@ -117,6 +117,8 @@ bench: build
 	$(SUDO) $(AEROLINK) bench pep
 	$(SUDO) $(AEROLINK) bench queue
 	$(SUDO) $(AEROLINK) bench parallel
+	$(SUDO) $(AEROLINK) bench fleet
+	$(SUDO) $(AEROLINK) bench fleet --terminals 10,100,1000 --load ping
 	$(SUDO) $(AEROLINK) bench flight
 	$(SUDO) $(AEROLINK) bench sat-targets
 

@@ -24,12 +24,16 @@
 //! probe's round trips and each saturated link's goodput at N = 0…4 links
 //! at once; what it finds safe bounds the experiment runner's parallelism.
 //!
+//! [`fleet`]: many links on one host — set-up, pump CPU per link and per
+//! packet, departure error and fairness at N = 1, 10, 100… terminals.
+//!
 //! [`orchestration`] times experiment runs at several degrees
 //! of parallelism; `aerolink bench web|bulk|…` repeats one workload.
 //!
 //! Results print as text (or JSON) and are appended to `bench-results.jsonl`.
 
 mod emulator;
+mod fleet;
 mod flight;
 mod orchestration;
 mod parallel;
@@ -43,6 +47,7 @@ pub use emulator::EmulatorArgs;
 fn user(msg: impl Into<String>) -> anyhow::Error {
     anyhow::Error::new(aerolink_experiments::UserError(msg.into()))
 }
+pub use fleet::FleetArgs;
 pub use flight::FlightArgs;
 pub use orchestration::OrchestrationArgs;
 pub use parallel::ParallelArgs;
@@ -95,6 +100,14 @@ pub enum BenchCmd {
     /// machine's own pauses). The largest N that meets the targets is this
     /// machine's safe parallelism.
     Parallel(ParallelArgs),
+    /// Many links on one host: N = 1, 10, 100… terminals (each its own
+    /// lab and link, all at once) with a TCP download at their link's
+    /// rate or a ping a second, and a delay probe beside them: set-up and
+    /// tear-down per terminal, pump CPU per link and per packet, departure
+    /// error p50/p99/max, the downloads' fairness (Jain's index), the
+    /// pings' mean against the configured RTT; e.g. `aerolink bench fleet
+    /// --terminals 1,10,100 --load download --rate 2Mbit/s`.
+    Fleet(FleetArgs),
     /// Downloads of 2, 10 and 100 MB at 650 ms RTT on the QUIC-over-
     /// satellite targets' links (10/2, 50/10, 250/3 Mbit/s, with 1 % and
     /// burst loss), for kernel TCP cubic and BBR, quinn's defaults, the
@@ -220,6 +233,10 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
         BenchCmd::Parallel(a) => {
             stop_flag();
             return exit_on_interrupt(parallel::run(a));
+        }
+        BenchCmd::Fleet(a) => {
+            stop_flag();
+            return exit_on_interrupt(fleet::run(a));
         }
         BenchCmd::Orchestration(a) => return orchestration::run(a),
         BenchCmd::SatTargets(a) => return exit_on_interrupt(sat::run(a)),

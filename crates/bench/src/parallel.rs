@@ -121,12 +121,12 @@ fn lab(profile: Profile) -> anyhow::Result<Lab> {
 
 /// What ping reported: its summary (µs precision; the per-reply lines
 /// round to whole ms past 100 ms).
-struct Probed {
-    sent: usize,
-    received: usize,
-    min_ms: f64,
-    mean_ms: f64,
-    max_ms: f64,
+pub(crate) struct Probed {
+    pub sent: usize,
+    pub received: usize,
+    pub min_ms: f64,
+    pub mean_ms: f64,
+    pub max_ms: f64,
 }
 
 /// Ping every 20 ms for `seconds` from the probe lab's client.
@@ -145,7 +145,7 @@ fn ping(lab: &Lab, seconds: u32) -> anyhow::Result<Probed> {
 }
 
 /// `N packets transmitted, M received, …` and `rtt min/avg/max/mdev = a/b/c/d ms`.
-fn parse_ping(text: &str) -> Option<Probed> {
+pub(crate) fn parse_ping(text: &str) -> Option<Probed> {
     let counts = text.lines().find(|l| l.contains("packets transmitted"))?;
     let mut words = counts.split(", ");
     let sent = words.next()?.split_whitespace().next()?.parse().ok()?;
