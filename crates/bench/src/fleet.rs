@@ -24,11 +24,12 @@
 use std::process::Stdio;
 use std::time::Instant;
 
+use super::parallel::lab;
 use aerolink_link::units::Rate;
 use aerolink_link::Profile;
 use aerolink_net::lab::netns_command;
 use aerolink_net::log::Dir;
-use aerolink_net::{Lab, LabReport, LabSpec};
+use aerolink_net::{Lab, LabReport};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
@@ -135,21 +136,6 @@ pub struct FleetResult {
 pub fn jain(x: &[f64]) -> Option<f64> {
     let sq: f64 = x.iter().map(|v| v * v).sum();
     (!x.is_empty() && sq > 0.0).then(|| x.iter().sum::<f64>().powi(2) / (x.len() as f64 * sq))
-}
-
-fn lab(profile: Profile, seed: u64) -> anyhow::Result<Lab> {
-    let spec = LabSpec {
-        run: run_id(),
-        hosts: vec!["client".into(), "server".into()],
-        hops: vec![profile],
-        seed,
-        log_meta: vec![],
-        lateness_target_ns: None,
-        packet_by_packet: false,
-        pcap: None,
-        live: None,
-    };
-    Ok(Lab::build(&spec, None)?)
 }
 
 fn profile(pairs: &[(&str, &str)]) -> anyhow::Result<Profile> {

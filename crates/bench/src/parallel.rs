@@ -104,12 +104,14 @@ pub struct ParallelResult {
     pub at: usize,
 }
 
-fn lab(profile: Profile) -> anyhow::Result<Lab> {
+/// A client and a server joined by one link with `profile`, its random
+/// choices drawn from `seed`.
+pub(crate) fn lab(profile: Profile, seed: u64) -> anyhow::Result<Lab> {
     let spec = LabSpec {
         run: run_id(),
         hosts: vec!["client".into(), "server".into()],
         hops: vec![profile],
-        seed: 1,
+        seed,
         log_meta: vec![],
         lateness_target_ns: None,
         packet_by_packet: false,
@@ -213,10 +215,10 @@ fn watch(stop: &AtomicBool, now: impl Fn() -> Instant, sleep: impl Fn(Duration))
 
 fn step(n: usize, seconds: u32, alone: Option<f64>) -> anyhow::Result<ParallelStep> {
     let load = &mut |_: &str| Err::<String, String>("no files".into());
-    let probe = lab(Profile::from_overrides(&flags(&[("delay", "150 ms")]), load)?)?;
+    let probe = lab(Profile::from_overrides(&flags(&[("delay", "150 ms")]), load)?, 1)?;
     let mut loaded = Vec::new();
     for _ in 0..n {
-        loaded.push(lab(Profile::from_overrides(&flags(&[("rate", "100 Mbit/s"), ("delay", "50 ms")]), load)?)?);
+        loaded.push(lab(Profile::from_overrides(&flags(&[("rate", "100 Mbit/s"), ("delay", "50 ms")]), load)?, 1)?);
     }
     // Every transfer and the probe at once; the transfers run a little
     // longer than the probe so it sees only the loaded part.
