@@ -313,7 +313,11 @@ fn run_part(part: Part, at_least: usize) {
             eprintln!("{here}: {} in {:.1} s: {one_line}", if ok { "ok" } else { "FAILED" }, took.as_secs_f64());
             ran += 1;
             if !ok {
-                failures.push(format!("{here}: `{one_line}` failed: {}", err.trim().lines().last().unwrap_or("(nothing on stderr)")));
+                // The last lines of stderr: a run's own error comes before
+                // its links' statistics.
+                let lines: Vec<&str> = err.trim().lines().collect();
+                let tail = if lines.is_empty() { "(nothing on stderr)".to_string() } else { lines[lines.len().saturating_sub(6)..].join(" ⏎ ") };
+                failures.push(format!("{here}: `{one_line}` failed: {tail}"));
             } else if !line.output.is_empty() {
                 let got: Vec<&str> = out.lines().collect();
                 if got != line.output.iter().map(String::as_str).collect::<Vec<_>>() {

@@ -233,24 +233,22 @@ async fn watch(tab: &chromiumoxide::Page, url: &str, o: &LoadOpts) -> Result<(Ve
     let mut bodies = BTreeMap::new();
     // Request id → URL, so a load that never settles names what it waits for.
     let mut in_flight: BTreeMap<String, String> = BTreeMap::new();
+    // Requests already over, so that a finish handled before its own
+    // request (another listener's channel) cannot leave it "in flight".
+    let mut over: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
     let mut loaded = false;
     let mut quiet_since = tokio::time::Instant::now();
     loop {
         let idle_wait = if loaded && in_flight.is_empty() { quiet_since + Duration::from_millis(1500) } else { deadline };
+        // Each event kind comes on its own channel, filled in the order
+        // Chromium sent them; polling the channels in that order (biased)
+        // keeps a request's events in order: sent, response, finished.
+        // An unbiased select took a finish before its request now and
+        // then on a busy host, and the load waited for it until --timeout.
         tokio::select! {
-            r = &mut nav, if navigating => {
-                navigating = false;
-                match r {
-                    Ok(r) => if let Some(e) = &r.result.error_text {
-                        return Err(WorkError::Browser(format!("{url}: {e}")));
-                    },
-                    Err(chromiumoxide::error::CdpError::Timeout) => {}
-                    Err(e) => return Err(chrome_err(url, e)),
-                }
-            }
-            Some(_) = load_fired.next() => { loaded = true; quiet_since = tokio::time::Instant::now(); }
+            biased;
             Some(e) = sent.next() => {
-                if e.request.url.starts_with("http") {
+                if e.request.url.starts_with("http") && !over.contains(e.request_id.inner()) {
                     in_flight.insert(e.request_id.inner().clone(), e.request.url.clone());
                 }
                 events.push(NetEvent { method: har::WILL_BE_SENT, params: to_json(&*e) });
@@ -258,6 +256,7 @@ async fn watch(tab: &chromiumoxide::Page, url: &str, o: &LoadOpts) -> Result<(Ve
             Some(e) = resp.next() => { events.push(NetEvent { method: har::RESPONSE, params: to_json(&*e) }); }
             Some(e) = fin.next() => {
                 in_flight.remove(e.request_id.inner());
+                over.insert(e.request_id.inner().clone());
                 quiet_since = tokio::time::Instant::now();
                 if o.bodies {
                     if let Ok(b) = tab.execute(GetResponseBodyParams::new(e.request_id.clone())).await {
@@ -269,8 +268,20 @@ async fn watch(tab: &chromiumoxide::Page, url: &str, o: &LoadOpts) -> Result<(Ve
             }
             Some(e) = fail.next() => {
                 in_flight.remove(e.request_id.inner());
+                over.insert(e.request_id.inner().clone());
                 quiet_since = tokio::time::Instant::now();
                 events.push(NetEvent { method: har::FAILED, params: to_json(&*e) });
+            }
+            Some(_) = load_fired.next() => { loaded = true; quiet_since = tokio::time::Instant::now(); }
+            r = &mut nav, if navigating => {
+                navigating = false;
+                match r {
+                    Ok(r) => if let Some(e) = &r.result.error_text {
+                        return Err(WorkError::Browser(format!("{url}: {e}")));
+                    },
+                    Err(chromiumoxide::error::CdpError::Timeout) => {}
+                    Err(e) => return Err(chrome_err(url, e)),
+                }
             }
             _ = tokio::time::sleep_until(idle_wait) => {
                 if !loaded || tokio::time::Instant::now() >= deadline {
