@@ -133,11 +133,33 @@ rate = "50 Mbit/s"
     let last = points.last().expect("points").0.as_secs_f64();
     assert!((2000.0..2200.0).contains(&last), "{last}");
     // Reconfigurations every 15 s of flight: every 1.5 s of run.
-    let glitch = p.down.outages.iter().find(|w| w.every.is_some()).expect("the reconfiguration window");
+    let glitch = p.down.outages.iter().find(|w| w.every == Some(Duration::from_millis(1500))).expect("the reconfiguration window");
     assert_eq!(glitch.every, Some(Duration::from_millis(1500)));
     assert!(glitch.start >= Instant::ZERO && glitch.duration == Duration::from_millis(50));
     let described = p.down.described.get("route").expect("described");
     assert!(described.starts_with("LHR→JFK over leo"), "{described}");
+}
+
+#[test]
+fn after_the_flight_it_starts_over_with_its_gaps_in_service() {
+    use aerolink_link::outage::{Gate, OutageSchedule};
+    let text = "[link]\nroute = { from = \"LHR\", to = \"JFK\", tech = \"atg\", time_scale = 60 }\n";
+    let p = Profile::parse(text, "r.toml", &[], &mut |_| Err("no files".into())).expect("a profile with a route");
+    let BaseDelay::Trace(points) = &p.down.delay else { panic!("a delay trace: {:?}", p.down.delay) };
+    let period = points.last().expect("points").0;
+    // About 7 h of flight at 60×: 7 minutes of run.
+    assert!((360.0..480.0).contains(&period.as_secs_f64()), "{period:?}");
+    let sched = OutageSchedule::new(p.down.outages.clone());
+    let dropped = |t: Instant| matches!(sched.gate(t), Gate::Dropped(_));
+    let mid = Instant(period.0 / 2);
+    assert!(dropped(mid), "no service mid-ocean");
+    assert!(!dropped(Instant(10_000_000_000)), "service near London");
+    for k in 1..3u64 {
+        let later = |t: Instant| Instant(t.0 + k * period.0);
+        assert!(dropped(later(mid)), "mid-ocean again on flight {}", k + 1);
+        assert!(!dropped(later(Instant(10_000_000_000))), "near London again on flight {}", k + 1);
+        assert_eq!(p.down.delay.at(later(Instant(10_000_000_000))), p.down.delay.at(Instant(10_000_000_000)));
+    }
 }
 
 #[test]

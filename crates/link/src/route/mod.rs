@@ -17,7 +17,11 @@
 //! run time); it compresses the time between them: the delay changes
 //! `time_scale` times faster (a congestion controller sees a satellite
 //! move 60 times faster at 60), and LEO reconfigurations come every
-//! `slot / time_scale`. After the flight's end the timeline starts over.
+//! `slot / time_scale`. After the flight's end the timeline starts over:
+//! the delays and the outages of handovers and of gaps in service repeat
+//! with the flight's length (LEO reconfigurations keep their own period,
+//! so their phase shifts at each repeat unless the flight is a whole
+//! number of slots).
 pub mod airports;
 pub mod earth;
 pub mod parse;
@@ -80,9 +84,20 @@ impl RouteSpec {
         if points.is_empty() {
             points.push((Duration::ZERO, Duration::ZERO));
         }
+        // The flight repeats from `start` once it is over: the trace with
+        // the period of its last point (BaseDelay::Trace), held to the last
+        // sample's time so a flight that ends without service keeps its
+        // length, and every outage window with the same period.
+        let end = self.run_time(tl.delay_ms.len().saturating_sub(1) as f64 * tl.step_s);
+        if let Some(&(t, d)) = points.last() {
+            if t < end && points.len() > 1 {
+                points.push((end, d));
+            }
+        }
+        let period = points.last().map(|p| p.0).filter(|p| p.0 > 0);
         let mut windows = Vec::new();
         // A drop window from flight time `start`, `secs` long in run time.
-        let drop = |start: f64, secs: f64| OutageWindow { start: Instant(self.run_time(start).0), duration: Duration::from_secs_f64(secs), every: None, mode: OutageMode::Drop };
+        let drop = |start: f64, secs: f64| OutageWindow { start: Instant(self.run_time(start).0), duration: Duration::from_secs_f64(secs), every: period, mode: OutageMode::Drop };
         // No service: from the first sample without it to the next with it.
         let n = tl.delay_ms.len();
         let mut i = 0;
