@@ -1,5 +1,7 @@
 //! The bottleneck stage: a drop-tail queue feeding a rate server, gated by
-//! an outage schedule. Profile keys: `rate`, `overhead`, `queue`, `outages`.
+//! an outage schedule. Profile keys: `rate`, `overhead`, `queue`, `outages`,
+//! `share` (`"fifo"`, the default, or `"fair"`: passengers share the rate
+//! equally, [`crate::fair`]).
 //!
 //! Times are logical: a packet's `tx_start` is `max(arrival, previous
 //! tx_end)` (moved past hold windows), whatever time the driver happened to
@@ -8,6 +10,7 @@
 
 use std::collections::VecDeque;
 
+use crate::fair::FairQueue;
 use crate::outage::{Gate, OutageMode, OutageSchedule};
 use crate::packet::{Drop, DropReason, Meta};
 use crate::profile::keys::{only_keys, parse_outages, table_str, RawKeys};
@@ -19,8 +22,56 @@ use crate::stage::{Stage, StageContext};
 use crate::time::{Duration, Instant};
 use crate::units::{self, Rate, Size};
 
+/// What waits for the link: first come, first served, or a queue per
+/// passenger served in turn.
+enum Waiting {
+    Fifo(VecDeque<Meta>),
+    Fair(FairQueue),
+}
+
+impl Waiting {
+    fn front(&mut self) -> Option<&Meta> {
+        match self {
+            Waiting::Fifo(q) => q.front(),
+            Waiting::Fair(q) => q.peek(),
+        }
+    }
+    fn pop_front(&mut self) -> Option<Meta> {
+        match self {
+            Waiting::Fifo(q) => q.pop_front(),
+            Waiting::Fair(q) => q.pop(),
+        }
+    }
+    fn push_back(&mut self, m: Meta) {
+        match self {
+            Waiting::Fifo(q) => q.push_back(m),
+            Waiting::Fair(q) => q.push(m),
+        }
+    }
+    fn len(&self) -> usize {
+        match self {
+            Waiting::Fifo(q) => q.len(),
+            Waiting::Fair(q) => q.len(),
+        }
+    }
+    fn drain(&mut self) -> Vec<Meta> {
+        match self {
+            Waiting::Fifo(q) => q.drain(..).collect(),
+            Waiting::Fair(q) => q.drain(),
+        }
+    }
+}
+
+/// How passengers share the link (key `share`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Share {
+    #[default]
+    Fifo,
+    Fair,
+}
+
 pub struct Bottleneck {
-    queue: VecDeque<Meta>,
+    queue: Waiting,
     accounting: DropTail,
     server: Box<dyn Server>,
     outages: OutageSchedule,
@@ -38,7 +89,15 @@ enum HeadFate {
 
 impl Bottleneck {
     pub fn new(server: Box<dyn Server>, queue: DropTail, outages: OutageSchedule) -> Self {
-        Bottleneck { queue: VecDeque::new(), accounting: queue, server, outages, free_at: Instant::ZERO, head: None }
+        Bottleneck { queue: Waiting::Fifo(VecDeque::new()), accounting: queue, server, outages, free_at: Instant::ZERO, head: None }
+    }
+
+    /// Passengers share it as `share` says.
+    pub fn shared(mut self, share: Share) -> Self {
+        if share == Share::Fair {
+            self.queue = Waiting::Fair(FairQueue::default());
+        }
+        self
     }
 
     fn plan_head(&mut self) {
@@ -68,9 +127,19 @@ impl Stage for Bottleneck {
     /// Accepts a packet at `at`, or drops it if the queue is full.
     fn enqueue(&mut self, at: Instant, mut pkt: Meta, drops: &mut Vec<Drop>) {
         pkt.due = at;
-        if !self.accounting.admit(pkt.len) {
-            drops.push(Drop { meta: pkt, at, reason: DropReason::Queue });
-            return;
+        while !self.accounting.admit(pkt.len) {
+            // Fair sharing makes room from the longest queue; first come,
+            // first served drops the arrival.
+            let victim = match &mut self.queue {
+                Waiting::Fair(q) => q.evict_for(pkt.user),
+                Waiting::Fifo(_) => None,
+            };
+            let Some(v) = victim else {
+                drops.push(Drop { meta: pkt, at, reason: DropReason::Queue });
+                return;
+            };
+            self.accounting.release(v.len);
+            drops.push(Drop { meta: v, at, reason: DropReason::Queue });
         }
         self.queue.push_back(pkt);
         if self.head.is_none() {
@@ -127,7 +196,7 @@ impl Stage for Bottleneck {
 
     fn cut(&mut self, at: Instant, drops: &mut Vec<Drop>) {
         // Everything still here has not finished its transmission by `at`.
-        while let Some(p) = self.queue.pop_front() {
+        for p in self.queue.drain() {
             self.accounting.release(p.len);
             drops.push(Drop { meta: p, at, reason: DropReason::Outage });
         }
@@ -148,7 +217,7 @@ impl StageKind for Kind {
         "bottleneck"
     }
     fn keys(&self) -> &'static [&'static str] {
-        &["rate", "overhead", "queue", "outages", "mtu"]
+        &["rate", "overhead", "queue", "outages", "mtu", "share"]
     }
     fn parse(&self, raw: &RawKeys, load: Loader<'_>, d: &mut DirectionSpec) -> Result<(), ProfileError> {
         if let Some(r) = raw.get("mtu") {
@@ -217,6 +286,16 @@ impl StageKind for Kind {
             QueueSpec::Limit(QueueLimit::Unlimited) => "unlimited".into(),
         };
         d.described.insert("queue".into(), queue);
+        if let Some(r) = raw.get("share") {
+            d.share = match r.str("\"fifo\" or \"fair\"")? {
+                "fifo" => Share::Fifo,
+                "fair" => Share::Fair,
+                other => return Err(r.err(format!("expected \"fifo\" (first come, first served) or \"fair\" (each passenger an equal share), got {other:?}"))),
+            };
+            // Described only when given: profiles without it keep their
+            // run keys.
+            d.described.insert("share".into(), if d.share == Share::Fair { "fair".into() } else { "fifo".into() });
+        }
         if let Some(r) = raw.get("outages") {
             d.outages = parse_outages(r)?;
             let txt: Vec<String> = d
@@ -235,6 +314,6 @@ impl StageKind for Kind {
         Ok(())
     }
     fn build(&self, spec: &DirectionSpec, ctx: &StageContext) -> Option<Box<dyn Stage>> {
-        Some(Box::new(Bottleneck::new(spec.build_server(), spec.build_queue(ctx.rtt), spec.build_outages())))
+        Some(Box::new(Bottleneck::new(spec.build_server(), spec.build_queue(ctx.rtt), spec.build_outages()).shared(spec.share)))
     }
 }

@@ -20,6 +20,10 @@ pub struct Meta {
     /// When it is due at the far end: the departure time the driver must
     /// honour. Drivers stamp this, not the time they happened to wake.
     pub due: Instant,
+    /// Whose packet it is, for stages that treat users apart (`per_user`):
+    /// the driver's key for a passenger (the pumps: the low 16 bits of the
+    /// cabin-side address); 0 when the driver does not say.
+    pub user: u32,
 }
 
 /// A packet travelling through a link: metadata plus the caller's payload.
@@ -31,7 +35,7 @@ pub struct Packet<P> {
 
 impl<P> Packet<P> {
     pub fn new(id: u64, len: u32, arrived: Instant, payload: P) -> Self {
-        Packet { meta: Meta { id, len, arrived, tx_start: arrived, tx_end: arrived, due: arrived }, payload }
+        Packet { meta: Meta { id, len, arrived, tx_start: arrived, tx_end: arrived, due: arrived, user: 0 }, payload }
     }
 }
 

@@ -58,10 +58,16 @@ impl<P> Pipeline<P> {
 
     /// A packet of `len` bytes enters the link at `now`. Returns its id.
     pub fn enqueue(&mut self, now: Instant, len: u32, payload: P) -> u64 {
+        self.enqueue_for(now, len, 0, payload)
+    }
+
+    /// [`enqueue`](Self::enqueue) for a packet of `user` ([`Meta::user`]).
+    pub fn enqueue_for(&mut self, now: Instant, len: u32, user: u32, payload: P) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
         self.payloads.push_back(Some(payload));
-        let meta = Packet::new(id, len, now, ()).meta;
+        let mut meta = Packet::new(id, len, now, ()).meta;
+        meta.user = user;
         // `from_stages` refuses an empty list.
         self.stages[0].enqueue(now, meta, &mut self.drops);
         self.release_dropped();

@@ -30,8 +30,17 @@ pub trait StageKind: Sync {
 }
 
 /// Every kind, in pipeline order.
-pub static KINDS: &[&dyn StageKind] =
-    &[&crate::handover::KIND, &crate::bottleneck::KIND, &crate::dama::KIND, &crate::ldacs::KIND, &crate::bonded::KIND, &crate::loss::KIND, &crate::route::KIND, &crate::delay::KIND];
+pub static KINDS: &[&dyn StageKind] = &[
+    &crate::handover::KIND,
+    &crate::cabin::KIND,
+    &crate::bottleneck::KIND,
+    &crate::dama::KIND,
+    &crate::ldacs::KIND,
+    &crate::bonded::KIND,
+    &crate::loss::KIND,
+    &crate::route::KIND,
+    &crate::delay::KIND,
+];
 
 /// Every direction key a profile may use, in registry order.
 pub fn direction_keys() -> Vec<&'static str> {

@@ -128,6 +128,10 @@ pub struct DirectionSpec {
     pub bonded: Option<crate::bonded::BondedSpec>,
     /// Handovers under Mobile IPv6 / NEMO (key `handover`, in `[link]`).
     pub handover: Option<crate::handover::HandoverSpec>,
+    /// A cap per passenger (key `per_user`).
+    pub per_user: Option<crate::cabin::PerUserSpec>,
+    /// How passengers share the link's queue (key `share`).
+    pub share: crate::bottleneck::Share,
     /// The largest IP packet this direction carries (key `mtu`): the MTU
     /// of the sending host's device. `None`: [`DEFAULT_MTU`].
     pub mtu: Option<u32>,
@@ -150,6 +154,8 @@ impl Default for DirectionSpec {
             dama: None,
             bonded: None,
             handover: None,
+            per_user: None,
+            share: crate::bottleneck::Share::Fifo,
             mtu: None,
             described: BTreeMap::new(),
         }
