@@ -117,6 +117,7 @@ pub(crate) fn lab(profile: Profile, seed: u64) -> anyhow::Result<Lab> {
         packet_by_packet: false,
         pcap: None,
         live: None,
+        passengers: 0,
     };
     Ok(Lab::build(&spec, None)?)
 }

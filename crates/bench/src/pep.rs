@@ -130,6 +130,7 @@ pub fn run(a: PepBenchArgs) -> anyhow::Result<i32> {
             packet_by_packet: false,
             pcap: None,
             live: None,
+            passengers: 0,
         };
         let lab = Lab::build(&spec, None)?;
         let pep = aerolink_experiments::gateways::PepSpec { mode, ..Default::default() };

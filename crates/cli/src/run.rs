@@ -60,6 +60,12 @@ pub struct RunArgs {
     pub json: bool,
     #[command(flatten)]
     pub pep: PepSpec,
+    /// Passengers in the cabin (the client's namespace): N extra addresses,
+    /// 198.18.0.11 … and 2001:2::b …, in $AEROLINK_PASSENGERS and
+    /// $AEROLINK_PASSENGERS_V6, for programs that bind one each (`iperf3
+    /// -B`, `curl --interface`). A link with `per_user` caps each address.
+    #[arg(long, default_value_t = 0, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=aerolink_net::lab::MAX_PASSENGERS as i64))]
+    pub passengers: u16,
 }
 
 /// The PEP flags (`--pep`, `--pep-at`, `--tunnel-cc`, …; they need the
@@ -181,7 +187,7 @@ pub fn lab_spec(link: &LinkArgs, run: String) -> anyhow::Result<(LabSpec, String
     for (i, h) in hops.iter().enumerate() {
         meta.push((format!("hop{i}"), h.name.clone()));
     }
-    Ok((LabSpec { run, hosts, hops, seed: link.seed, log_meta: meta, lateness_target_ns: None, packet_by_packet: false, pcap: None, live: None }, label))
+    Ok((LabSpec { run, hosts, hops, seed: link.seed, log_meta: meta, lateness_target_ns: None, packet_by_packet: false, pcap: None, live: None, passengers: 0 }, label))
 }
 
 fn open_log(path: &Option<PathBuf>) -> anyhow::Result<Option<Box<dyn Write + Send>>> {
@@ -272,6 +278,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     let timeout = args.ready_timeout;
     let pep = args.pep.checked_flags()?;
     let (mut spec, label) = lab_spec(&args.link, run_id())?;
+    spec.passengers = args.passengers;
     let live = args.capture.apply(&mut spec, &label)?;
     if pep.mode != PepMode::None && !spec.hosts.iter().any(|h| h == "airgw") {
         return Err(user(format!("--pep {}: needs the gateway chain (--topology ifc, or a topology with hosts airgw and groundgw)", pep.mode)));

@@ -357,3 +357,56 @@ fn a_fleet_of_terminals_runs_at_once_and_leaves_nothing() {
     let left = leftover_namespaces();
     assert!(left.is_empty(), "namespaces left: {left:?}");
 }
+
+#[test]
+fn each_passenger_is_held_to_the_per_user_cap() {
+    // Three passengers behind a 10 Mbit/s aircraft link that caps each at
+    // 1 Mbit/s down (seed 000's Row 44 held each to 100 kbit/s): each
+    // download gets the cap, not a third of the link.
+    let d = tempdir("cabin");
+    let prof = d.join("cabin.toml");
+    std::fs::write(&prof, "[link]\nrate = \"10 Mbit/s\"\ndelay = \"20 ms\"\n[down]\nper_user = \"1 Mbit/s\"\n").unwrap();
+    let serve = "for p in 5201 5202 5203; do iperf3 -s -1 -p $p & done; wait";
+    let out = d.join("p");
+    let client = format!("i=0; for a in $AEROLINK_PASSENGERS; do i=$((i+1)); iperf3 -c $AEROLINK_SERVER -p 520$i -B $a -R -t 4 -J > {}$i.json & done; wait", out.display());
+    let o = aerolink(&["run", "-q", "--profile", prof.to_str().unwrap(), "--passengers", "3", "--ready-port", "5201,5202,5203", "--server", serve, "--client", &client]);
+    let (stdout, err) = text(&o);
+    assert!(o.status.success(), "{stdout}{err}");
+    for i in 1..=3 {
+        let path = format!("{}{i}.json", out.display());
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let bound = r["start"]["connected"][0]["local_host"].as_str().unwrap_or_default().to_string();
+        assert_eq!(bound, format!("198.18.0.{}", 10 + i), "passenger {i}'s own address");
+        // The cap counts IP bytes: 1 Mbit/s is 0.965 Mbit/s of TCP payload.
+        let mbps = r["end"]["sum_received"]["bits_per_second"].as_f64().unwrap() / 1e6;
+        assert!((0.8..=1.0).contains(&mbps), "passenger {i}: {mbps:.3} Mbit/s");
+    }
+    let bad = aerolink(&["run", "-q", "--passengers", "241", "--client", "true"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", text(&bad).1);
+}
+
+#[test]
+fn fair_sharing_gives_a_passenger_with_one_connection_as_much_as_one_with_four() {
+    // Two passengers download over 4 Mbit/s down, one with four parallel
+    // connections: first come, first served gave it 1.6 times the other's
+    // rate (2.45 and 1.53 Mbit/s, 2026-11-28); `share = "fair"` gives each
+    // half (1.93 and 1.97).
+    let d = tempdir("fair");
+    let prof = d.join("fair.toml");
+    std::fs::write(&prof, "[link]\ndelay = \"20 ms\"\n[down]\nrate = \"4 Mbit/s\"\nqueue = \"100 packets\"\nshare = \"fair\"\n").unwrap();
+    let serve = "iperf3 -s -1 -p 5201 & iperf3 -s -1 -p 5202 & wait";
+    let out = d.join("p");
+    let o = out.display();
+    let client = format!("set -- $AEROLINK_PASSENGERS; iperf3 -c $AEROLINK_SERVER -p 5201 -B $1 -R -t 5 -P 4 -J > {o}1.json & iperf3 -c $AEROLINK_SERVER -p 5202 -B $2 -R -t 5 -J > {o}2.json & wait");
+    let run = aerolink(&["run", "-q", "--profile", prof.to_str().unwrap(), "--passengers", "2", "--ready-port", "5201,5202", "--server", serve, "--client", &client]);
+    let (stdout, err) = text(&run);
+    assert!(run.status.success(), "{stdout}{err}");
+    let mbps = |i: u32| {
+        let path = format!("{o}{i}.json");
+        let r: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap_or_else(|e| panic!("{path}: {e}"));
+        r["end"]["sum_received"]["bits_per_second"].as_f64().unwrap() / 1e6
+    };
+    let (four, one) = (mbps(1), mbps(2));
+    assert!(four + one > 3.2, "the link is used: {four:.2} + {one:.2} Mbit/s");
+    assert!((0.8..=1.25).contains(&(four / one)), "four connections {four:.2} Mbit/s, one {one:.2}");
+}

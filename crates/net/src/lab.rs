@@ -59,6 +59,23 @@ pub struct LabSpec {
     pub pcap: Option<crate::pcap::PcapSpec>,
     /// Feed the live view ([`crate::live`]) from every hop's events.
     pub live: Option<std::sync::Arc<crate::live::Feed>>,
+    /// Passengers: extra addresses of the first host (the cabin), one per
+    /// passenger, 198.18.0.11 … and 2001:2::b … ([`passenger_v4`]), for
+    /// programs that bind one each; links with `per_user` cap each.
+    pub passengers: u16,
+}
+
+/// The most passengers a lab holds (198.18.0.11 to .250).
+pub const MAX_PASSENGERS: u16 = 240;
+
+/// Passenger `k`'s (from 1) IPv4 address: 198.18.0.(10 + k).
+pub fn passenger_v4(k: u16) -> String {
+    std::net::Ipv4Addr::new(198, 18, 0, (10 + k) as u8).to_string()
+}
+
+/// Passenger `k`'s IPv6 address: 2001:2::(10 + k), the same low 16 bits.
+pub fn passenger_v6(k: u16) -> String {
+    std::net::Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 10 + k).to_string()
 }
 
 /// A host's place in the lab.
@@ -74,6 +91,7 @@ pub struct HostInfo {
 pub struct Lab {
     pub hosts: Vec<HostInfo>,
     pub seed: u64,
+    pub passengers: u16,
     namespaces: Vec<String>,
     stop: Arc<AtomicBool>,
     stop_fd: i32,
@@ -183,6 +201,19 @@ fn configure_device(ns: &str, dev: &str, i: usize, side: u8, mtu: u32) -> Result
     ip(&["-n", ns, "link", "set", "dev", dev, "up"])
 }
 
+/// The passengers' addresses, on the cabin's device (hop 0's left side,
+/// whose subnet the other hosts already route).
+fn add_passengers(ns: &str, dev: &str, n: u16) -> Result<(), NetError> {
+    if n > MAX_PASSENGERS {
+        return Err(NetError::Spec(format!("at most {MAX_PASSENGERS} passengers, got {n}")));
+    }
+    for k in 1..=n {
+        ip(&["-n", ns, "addr", "add", &format!("{}/32", passenger_v4(k)), "dev", dev])?;
+        ip(&["-n", ns, "-6", "addr", "add", &format!("{}/128", passenger_v6(k)), "dev", dev, "nodad"])?;
+    }
+    Ok(())
+}
+
 /// Routes: each host reaches the subnets beyond its neighbours through the
 /// device facing them; hosts between others forward. Only the
 /// benchmarking ranges are routed.
@@ -239,6 +270,7 @@ impl Lab {
         let mut lab = Lab {
             hosts: Vec::new(),
             seed: spec.seed,
+            passengers: spec.passengers,
             namespaces: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
             stop_fd,
@@ -291,6 +323,9 @@ impl Lab {
             // and a router forwarding onto it answers "too big".
             for (ns, dev, side, mtu) in [(l, &lname, 1u8, prof.up.mtu()), (r, &rname, 2u8, prof.down.mtu())] {
                 configure_device(ns, dev, i, side, mtu)?;
+            }
+            if i == 0 {
+                add_passengers(l, &lname, spec.passengers)?;
             }
             let largest = prof.up.mtu().max(prof.down.mtu()) as usize;
             let buf_len = if gso { 65_536 + VNET_HDR_LEN } else { largest + 100 + VNET_HDR_LEN };
@@ -346,6 +381,11 @@ impl Lab {
     /// directory, removed at teardown).
     pub fn env(&self) -> Vec<(String, String)> {
         let mut env = lab_env(&self.hosts, self.seed);
+        if self.passengers > 0 {
+            let list = |f: fn(u16) -> String| (1..=self.passengers).map(f).collect::<Vec<_>>().join(" ");
+            env.push(("AEROLINK_PASSENGERS".into(), list(passenger_v4)));
+            env.push(("AEROLINK_PASSENGERS_V6".into(), list(passenger_v6)));
+        }
         for (hop, path) in &self.monitors {
             env.push((format!("AEROLINK_LINK{hop}_MONITOR"), path.display().to_string()));
         }

@@ -345,9 +345,10 @@ impl<D: Device, T: Timer> Pump<D, T> {
                             } else {
                                 Arc::new(Cut { buf, len: n, burst })
                             };
+                            let user = passenger(&cut.buf[VNET_HDR_LEN..n], side.dir);
                             for seg in 0..burst.count() {
                                 let bytes = burst.segment_len(seg);
-                                let id = side.pipeline.enqueue(now, bytes, Frame::Segment { cut: cut.clone(), seg: seg as u16 });
+                                let id = side.pipeline.enqueue_for(now, bytes, user, Frame::Segment { cut: cut.clone(), seg: seg as u16 });
                                 rep.packets_in += 1;
                                 if self.log.is_some() {
                                     events.push(Event { t: now, hop, dir: side.dir, id, bytes, kind: EventKind::Arrive });
@@ -358,6 +359,7 @@ impl<D: Device, T: Timer> Pump<D, T> {
                         // The packet's bytes for the capture, before
                         // the buffer goes into the link.
                         let snapped = self.snap.map(|s| buf[VNET_HDR_LEN..n.min(VNET_HDR_LEN + s as usize)].to_vec());
+                        let user = passenger(&buf[VNET_HDR_LEN..n], side.dir);
                         let frame = if n <= SMALL_FRAME && buf.len() > SMALL_FRAME {
                             let mut small = bufs.small.pop().unwrap_or_else(|| vec![0u8; SMALL_FRAME]);
                             small[..n].copy_from_slice(&buf[..n]);
@@ -367,7 +369,7 @@ impl<D: Device, T: Timer> Pump<D, T> {
                             Frame::Whole { buf, len: n }
                         };
                         let bytes = (n - VNET_HDR_LEN) as u32;
-                        let id = side.pipeline.enqueue(now, bytes, frame);
+                        let id = side.pipeline.enqueue_for(now, bytes, user, frame);
                         rep.packets_in += 1;
                         if self.log.is_some() {
                             events.push(Event { t: now, hop, dir: side.dir, id, bytes, kind: EventKind::Arrive });
@@ -458,5 +460,46 @@ impl<D: Device, T: Timer> Pump<D, T> {
         }
         finish_reports(&mut reps, &late, self.timer.cpu_seconds());
         reps
+    }
+}
+
+/// The passenger a packet belongs to ([`aerolink_link::Meta::user`]): the
+/// low 16 bits of its cabin-side address — the source of what goes up,
+/// the destination of what comes down; 0 for what is not IP.
+pub fn passenger(ip: &[u8], dir: Dir) -> u32 {
+    let (v4, v6) = match dir {
+        Dir::Up => (12, 8),
+        Dir::Down => (16, 24),
+    };
+    let low16 = |at: usize| ip.get(at..at + 2).map(|b| u16::from_be_bytes([b[0], b[1]]) as u32).unwrap_or(0);
+    match ip.first().map(|b| b >> 4) {
+        Some(4) => low16(v4 + 2),
+        Some(6) => low16(v6 + 14),
+        _ => 0,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_passenger_is_the_cabin_side_address() {
+        // IPv4 198.18.0.11 → 198.18.2.2 (up): the source, 0x000b.
+        let mut v4 = [0u8; 20];
+        v4[0] = 0x45;
+        v4[12..16].copy_from_slice(&[198, 18, 0, 11]);
+        v4[16..20].copy_from_slice(&[198, 18, 2, 2]);
+        assert_eq!(passenger(&v4, Dir::Up), 11);
+        assert_eq!(passenger(&v4, Dir::Down), 0x0202);
+        // IPv6 2001:2::0:0:0:0:1:d (source) → 2001:2:0:2::2.
+        let mut v6 = [0u8; 40];
+        v6[0] = 0x60;
+        v6[22..24].copy_from_slice(&[0x01, 0x0d]);
+        v6[38..40].copy_from_slice(&[0, 2]);
+        assert_eq!(passenger(&v6, Dir::Up), 0x010d);
+        assert_eq!(passenger(&v6, Dir::Down), 2);
+        assert_eq!(passenger(&[0x45, 0, 0], Dir::Up), 0, "truncated");
+        assert_eq!(passenger(&[], Dir::Down), 0);
     }
 }
