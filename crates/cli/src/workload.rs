@@ -5,9 +5,9 @@
 
 use std::net::SocketAddr;
 
-use aerolink_work::cli::{BrowserArgs, BrowserParams, BulkArgs, ConnsArgs, ObjectsArgs, ObjectsParams, PingArgs, RealtimeArgs, RealtimeParams, ServeArgs, WebArgs, WebParams, WorkloadCmd};
+use aerolink_work::cli::{BrowserArgs, BrowserParams, BulkArgs, CabinArgs, ConnsArgs, ObjectsArgs, ObjectsParams, PingArgs, RealtimeArgs, RealtimeParams, ServeArgs, WebArgs, WebParams, WorkloadCmd};
 use aerolink_work::web::ObjectsMode;
-use aerolink_work::{browser, bulk, messages, page, server, web, Transport};
+use aerolink_work::{browser, bulk, cabin, messages, page, server, web, Transport};
 
 use crate::error::user;
 
@@ -47,10 +47,16 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                 print(&r)?;
                 Ok(if r.failed == 0 { 0 } else { 1 })
             }
+            WorkloadCmd::Cabin(CabinArgs { server, passengers, bytes, cc }) => {
+                let a = with_port(addr(&server)?, server::BULK_PORT);
+                let var = if a.is_ipv6() { cabin::ENV_V6 } else { cabin::ENV };
+                let from = cabin::addresses(std::env::var(var).ok().as_deref(), passengers, var).map_err(|m| user(format!("--passengers {passengers}: {m}")))?;
+                print(&cabin::run(a, &from, bytes, bulk::TcpClient { cc, ..Default::default() }).await?)
+            }
             WorkloadCmd::Bulk(BulkArgs { server, transport, direction, bytes, cc, tcp, quic }) => {
                 let a = with_port(addr(&server)?, server::BULK_PORT);
                 match transport {
-                    Transport::Tcp => print(&bulk::tcp(a, direction, bytes, bulk::TcpClient { cc, mss: tcp.mss, rcvbuf: tcp.rcvbuf, quickack: tcp.quickack }).await?),
+                    Transport::Tcp => print(&bulk::tcp(a, direction, bytes, bulk::TcpClient { cc, mss: tcp.mss, rcvbuf: tcp.rcvbuf, quickack: tcp.quickack, bind: None }).await?),
                     Transport::Quic => print(&bulk::quic(a, direction, bytes, &quic.knobs()).await?),
                 }
             }

@@ -410,3 +410,24 @@ fn fair_sharing_gives_a_passenger_with_one_connection_as_much_as_one_with_four()
     assert!(four + one > 3.2, "the link is used: {four:.2} + {one:.2} Mbit/s");
     assert!((0.8..=1.25).contains(&(four / one)), "four connections {four:.2} Mbit/s, one {one:.2}");
 }
+
+#[test]
+fn the_cabin_workload_downloads_once_per_passenger() {
+    let serve = format!("{} workload serve", bin());
+    let client = format!("{} workload cabin --server $AEROLINK_SERVER --passengers 2 --bytes 200KB", bin());
+    let o = aerolink(&["run", "-q", "--rate", "4Mbit/s", "--rtt", "40ms", "--passengers", "2", "--ready-port", "5201", "--server", &serve, "--client", &client]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    let r: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let addrs: Vec<&str> = r["passengers"].as_array().unwrap().iter().map(|p| p["address"].as_str().unwrap()).collect();
+    assert_eq!(addrs, ["198.18.0.11", "198.18.0.12"]);
+    // 400 KB over 4 Mbit/s: at least 0.8 s for the slower one.
+    let max = r["completion_ms_max"].as_f64().unwrap();
+    assert!(max >= 800.0 && r["completion_ms_median"].as_f64().unwrap() <= max, "{r}");
+    assert!(r["jain"].as_f64().unwrap() > 0.9, "{r}");
+    // Without passengers in the lab: the user's mistake, one line.
+    let o = aerolink(&["run", "-q", "--rtt", "10ms", "--ready-port", "5201", "--server", &serve, "--client", &client]);
+    let (_, err) = text(&o);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("--passengers 2: $AEROLINK_PASSENGERS is not set"), "{err}");
+}

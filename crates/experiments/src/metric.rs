@@ -109,6 +109,9 @@ metrics! {
     // Bulk transfers.
     CompletionMs = "completion_ms", "completion time", Ms, Lower;
     GoodputBps = "goodput_bps", "goodput", BitRate, Higher;
+    // Cabins: the slowest passenger, how evenly the link was shared.
+    CompletionMsMax = "completion_ms_max", "slowest passenger's completion time", Ms, Lower;
+    JainIndex = "jain_index", "Jain's fairness index over the passengers' goodputs", Number, Higher;
     SenderRetransmits = "sender_retransmits", "sender retransmits", Number, Lower;
     SenderSrttMsMax = "sender_srtt_ms_max", "largest smoothed RTT (sender)", Ms, Lower;
     SenderTimeouts = "sender_timeouts", "retransmission timeouts that expired at the sender (TCP downloads)", Number, Lower;

@@ -174,6 +174,7 @@ fn experiment_section(h: &mut String, e: &ExperimentRow, runs: &[&RunRow]) {
         settings.entry((r.workload.clone(), setting_size(r), r.params.clone())).or_default().push(r);
     }
     at_a_glance(h, e, &settings);
+    cabin_curves(h, runs);
     for ((workload, _, params), rs) in &settings {
         setting_section(h, e, workload, params, rs, &profiles);
     }
@@ -202,6 +203,47 @@ fn experiment_section(h: &mut String, e: &ExperimentRow, runs: &[&RunRow]) {
             let _ = write!(h, "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"fail\">{n}</td></tr>", esc(&r.profile), esc(&r.protocol), esc(&r.params), r.seed);
         }
         h.push_str("</table>");
+    }
+}
+
+/// A cabin filling up: the median and the slowest passenger's completion
+/// time (each the median over the runs) against the passengers, one line
+/// per link and size; drawn when the runs sweep two passenger counts or
+/// more.
+fn cabin_curves(h: &mut String, runs: &[&RunRow]) {
+    // (profile, size) → passengers → the runs' values of each metric.
+    type ByPassengers = BTreeMap<u16, [Vec<f64>; 2]>;
+    let mut by: BTreeMap<(String, u64), ByPassengers> = BTreeMap::new();
+    for r in runs.iter().filter(|r| r.ok) {
+        let Ok(Workload::Cabin(c)) = serde_json::from_str::<Workload>(&r.workload_json) else { continue };
+        let v = by.entry((r.profile.clone(), c.bytes)).or_default().entry(c.passengers).or_default();
+        for (i, m) in [Metric::CompletionMs, Metric::CompletionMsMax].into_iter().enumerate() {
+            v[i].extend(r.metrics.get(&m).copied());
+        }
+    }
+    if by.values().all(|x| x.len() < 2) {
+        return;
+    }
+    let sizes: BTreeSet<u64> = by.keys().map(|k| k.1).collect();
+    // The links' names less what they share, so the legend fits.
+    let names: Vec<&str> = by.keys().map(|k| k.0.as_str()).collect();
+    let common = names.iter().skip(1).fold(names[0].len(), |n, x| names[0].bytes().zip(x.bytes()).take(n).take_while(|(a, b)| a == b).count());
+    let common = if names.len() > 1 { names[0][..common].rfind('-').map_or(0, |i| i + 1) } else { 0 };
+    let _ = write!(
+        h,
+        "<h3>As the cabin fills</h3><p class=\"note\">Each point: the median over the runs with that many passengers downloading at once{}.</p>",
+        if common > 0 { format!("; links {}…", esc(&names[0][..common])) } else { String::new() }
+    );
+    for (i, who) in ["median passenger", "slowest passenger"].into_iter().enumerate() {
+        let lines: Vec<(String, Vec<(f64, f64)>)> = by
+            .iter()
+            .map(|((p, b), xs)| {
+                let p = &p[common..];
+                let name = if sizes.len() > 1 { format!("{p}, {}", crate::workload::human_bytes(*b)) } else { p.to_string() };
+                (name, xs.iter().filter_map(|(n, v)| summarize(&v[i]).map(|s| (*n as f64, s.median / 1e3))).collect())
+            })
+            .collect();
+        h.push_str(&svg::lines_with(who, "passengers", "completion time (s)", &lines, false, None, false));
     }
 }
 

@@ -273,7 +273,7 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
         packet_by_packet: false,
         pcap: req.pcap.clone(),
         live: req.live.clone(),
-        passengers: 0,
+        passengers: req.workload.passengers(),
     };
     let lab = match Lab::build(&spec, None).map_err(|e| e.to_string()).and_then(|l| end_host_tcp(l, &req.knobs)) {
         Ok(l) => l,

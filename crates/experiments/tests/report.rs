@@ -193,3 +193,33 @@ fn bulk_runs_get_a_throughput_against_delay_chart() {
     assert_eq!(chart.matches("<circle").count(), 6, "{chart}");
     let _ = std::fs::remove_file(&path);
 }
+
+#[test]
+fn a_cabin_sweep_gets_its_curve() {
+    let path = db("cabin");
+    let spec = "name = \"cabinfix\"\nrepetitions = 2\nprofiles = [\"mss\", \"da2gc\"]\n[[workload]]\ntype = \"cabin\"\npassengers = [1, 4, 16]\nsize = \"500KB\"\n";
+    let e = Experiment::parse(spec, "cabinfix.toml").unwrap();
+    assert_eq!(e.plan().len(), 12);
+    let mut store = Store::open(&path).unwrap();
+    store.record_experiment(&e.name, &e.file, &e.description, e.baseline.as_deref(), &e.source, "2026-11-22T00:00:00Z").unwrap();
+    for p in e.plan() {
+        let aerolink_experiments::workload::Workload::Cabin(c) = &e.cases[p.case].workload else { panic!("a cabin") };
+        let n = c.passengers as f64;
+        let result = serde_json::json!({ "passengers": [], "bytes_each": 500_000, "completion_ms_median": 1000.0 * n, "completion_ms_max": 1500.0 * n, "goodput_bps": 4e6, "jain": 0.99 });
+        let mut o = outcome(0.0, true);
+        o.result = Some(e.cases[p.case].workload.decode(&result.to_string()).unwrap());
+        let f = Finished { planned: p, outcome: o, started: SystemTime::UNIX_EPOCH, seconds: 5.0 };
+        store.insert_run(&record(&e, &f, "testhost")).unwrap();
+    }
+    let html = aerolink_experiments::report::render(&store.experiments().unwrap(), &store.runs(None).unwrap(), "cabin.db", "now");
+    let at = html.find("As the cabin fills").expect("the curves");
+    let charts = &html[at..];
+    // Two charts (median, slowest), a line per link, through three points.
+    for who in ["median passenger", "slowest passenger"] {
+        let c = &charts[charts.find(who).unwrap_or_else(|| panic!("{who}"))..];
+        let c = &c[..c.find("</svg>").unwrap()];
+        assert_eq!(c.matches("<path d=\"M").count(), 2, "{c}");
+        assert!(c.matches(" L").count() >= 4, "{c}");
+    }
+    let _ = std::fs::remove_file(&path);
+}

@@ -71,6 +71,9 @@ pub struct TcpClient {
     pub rcvbuf: Option<u32>,
     /// Acknowledge every segment at once (TCP_QUICKACK after every read).
     pub quickack: bool,
+    /// The local address to send from (a passenger's, [`crate::cabin`]);
+    /// `None`: the kernel's choice.
+    pub bind: Option<std::net::IpAddr>,
 }
 
 /// Receives `size` bytes, counting them into 100 ms bins from `t0`; with
@@ -246,6 +249,9 @@ pub async fn tcp(server: SocketAddr, direction: Direction, bytes: u64, client: T
     }
     if let Some(b) = client.rcvbuf {
         sock.set_recv_buffer_size(b).map_err(|source| WorkError::Sys { what: format!("SO_RCVBUF {b}"), source })?;
+    }
+    if let Some(ip) = client.bind {
+        sock.bind(SocketAddr::new(ip, 0)).map_err(|source| WorkError::Sys { what: format!("binding to {ip}"), source })?;
     }
     let mut s: TcpStream = sock.connect(server).await?;
     let quickack = client.quickack.then(|| std::os::fd::AsRawFd::as_raw_fd(&s));

@@ -15,6 +15,7 @@
 pub mod archive;
 pub mod browser;
 pub mod bulk;
+pub mod cabin;
 pub mod choice;
 pub mod cli;
 pub mod clock;

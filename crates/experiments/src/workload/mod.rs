@@ -15,6 +15,7 @@ use aerolink_work::cli::WorkloadCmd;
 
 mod browser;
 mod bulk;
+mod cabin;
 mod dns;
 mod knobs;
 mod linksim;
@@ -27,6 +28,7 @@ mod web;
 
 pub use browser::Browser;
 pub use bulk::Bulk;
+pub use cabin::Cabin;
 pub use dns::{Dns, ResolverAt};
 pub use knobs::{Cross, Knobs, Reordering};
 pub use linksim::LinkSim;
@@ -91,6 +93,11 @@ pub trait Kind {
     /// aircraft gateway, started by the runner).
     fn proxy_aboard(&self) -> bool {
         false
+    }
+    /// Passengers the run's lab gives the client's namespace (their
+    /// addresses, `run --passengers`); 0 for the rest.
+    fn passengers(&self) -> u16 {
+        0
     }
     /// A workload run in simulated time over the run's link model, in
     /// aerolink's own process (no lab): its result as its client would
@@ -201,6 +208,7 @@ workloads! {
     Browser(browser) = "browser",
     Dns(dns) = "dns",
     LinkSim(linksim) = "link-sim",
+    Cabin(cabin) = "cabin",
 }
 
 pub(crate) fn with_prefix(cmd: WorkloadCmd) -> Vec<String> {
@@ -273,6 +281,11 @@ impl Workload {
     /// Whether its client goes through the HTTP cache aboard.
     pub fn proxy_aboard(&self) -> bool {
         self.kind().proxy_aboard()
+    }
+
+    /// Passengers its lab gives the client's namespace.
+    pub fn passengers(&self) -> u16 {
+        self.kind().passengers()
     }
 
     /// The client's command line after `aerolink`, asking the services

@@ -56,6 +56,10 @@ pub enum WorkloadCmd {
     Conns(ConnsArgs),
     /// One transfer of N bytes over kernel TCP or QUIC.
     Bulk(BulkArgs),
+    /// Passengers behind one aircraft link: each of the lab's first N
+    /// passenger addresses downloads BYTES over TCP at once; the median and
+    /// slowest completion, total goodput and Jain's index.
+    Cabin(CabinArgs),
     /// Seed 003's object sets, one after another or in parallel.
     Objects(ObjectsArgs),
     /// Seed 001's real-time web: server update, client update, chat over
@@ -186,6 +190,22 @@ pub struct WebArgs {
     pub params: WebParams,
     #[command(flatten)]
     pub quic: QuicArgs,
+}
+
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct CabinArgs {
+    #[arg(long)]
+    pub server: String,
+    /// Passengers downloading at once, each from its own address: the
+    /// first N of the lab's $AEROLINK_PASSENGERS (`run --passengers`).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=240))]
+    pub passengers: u16,
+    /// Bytes each passenger downloads: 1000000, 500KB, 1MiB.
+    #[arg(long, default_value = "1000000", value_parser = bytes_arg)]
+    pub bytes: u64,
+    /// The client sockets' congestion control.
+    #[arg(long, default_value = "cubic")]
+    pub cc: TcpCc,
 }
 
 #[derive(Args, Debug, Clone, PartialEq)]
@@ -417,6 +437,7 @@ impl WorkloadCmd {
             WorkloadCmd::Serve(_) => "serve",
             WorkloadCmd::Web(_) => "web",
             WorkloadCmd::Conns(_) => "conns",
+            WorkloadCmd::Cabin(_) => "cabin",
             WorkloadCmd::Bulk(_) => "bulk",
             WorkloadCmd::Objects(_) => "objects",
             WorkloadCmd::Realtime(_) => "realtime",
@@ -453,6 +474,12 @@ impl WorkloadCmd {
                 flag(&mut a, "page", &w.params.page);
                 flag(&mut a, "depth", w.params.depth);
                 a.extend(w.quic.to_args());
+            }
+            WorkloadCmd::Cabin(c) => {
+                flag(&mut a, "server", &c.server);
+                flag(&mut a, "passengers", c.passengers);
+                flag(&mut a, "bytes", c.bytes);
+                flag(&mut a, "cc", c.cc);
             }
             WorkloadCmd::Conns(c) => {
                 flag(&mut a, "server", &c.server);

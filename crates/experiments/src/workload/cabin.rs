@@ -1,0 +1,80 @@
+//! `cabin`: N passengers behind one aircraft link, each downloading the
+//! same bytes over TCP at once from its own address (the run's lab gets N
+//! passengers). `passengers` is a sweepable key: a capacity curve — how
+//! long the median and the slowest passenger wait as the cabin fills — with
+//! the profile's `per_user` caps and `share` deciding who gets what.
+
+use aerolink_work::cabin::CabinResult;
+use aerolink_work::cli::{CabinArgs, WorkloadCmd};
+use serde::{Deserialize, Serialize};
+
+use super::table::{de, fields, KeyErr, Many, Size, Whole};
+use super::{human_bytes, Kind, Knobs, Measured, Workload, WorkloadError, WorkloadKind};
+use crate::metric::Metric::{self, *};
+use crate::metric::Metrics;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Cabin {
+    pub passengers: u16,
+    /// Bytes each passenger downloads.
+    pub bytes: u64,
+}
+
+pub const KIND: WorkloadKind = WorkloadKind { name: "cabin", keys: fields::<Table>, expand, base_knobs: Knobs::default };
+
+/// A `[[workload]]` table of type cabin: each key one value or a list.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Table {
+    passengers: Many<Whole<1, 240>>,
+    #[serde(alias = "size")]
+    sizes: Many<Size>,
+}
+
+fn expand(t: toml::Table) -> Result<Vec<Workload>, KeyErr> {
+    let t: Table = de(t)?;
+    let mut out = Vec::new();
+    for &Size(bytes) in &t.sizes.0 {
+        for n in &t.passengers.0 {
+            out.push(Workload::Cabin(Cabin { passengers: n.get::<u16>(), bytes }));
+        }
+    }
+    Ok(out)
+}
+
+impl Kind for Cabin {
+    fn expected_bytes(&self) -> u64 {
+        self.bytes * self.passengers as u64
+    }
+    fn validate(&self) -> Result<(), WorkloadError> {
+        if self.bytes == 0 {
+            return Err(WorkloadError::Empty);
+        }
+        Ok(())
+    }
+    fn passengers(&self) -> u16 {
+        self.passengers
+    }
+    fn protocol(&self) -> String {
+        "tcp".to_string()
+    }
+    fn params_label(&self) -> String {
+        format!("{} passengers × {}", self.passengers, human_bytes(self.bytes))
+    }
+    fn client_cmd(&self, server: String, knobs: &Knobs) -> WorkloadCmd {
+        WorkloadCmd::Cabin(CabinArgs { server, passengers: self.passengers, bytes: self.bytes, cc: knobs.tcp_cc })
+    }
+    fn table_metrics(&self) -> Vec<Metric> {
+        vec![CompletionMsMax, GoodputBps, JainIndex]
+    }
+    fn headline(&self) -> Metric {
+        CompletionMs
+    }
+}
+
+impl Measured for Cabin {
+    type Result = CabinResult;
+    fn metrics(r: &CabinResult) -> Metrics {
+        Metrics::from([(CompletionMs, r.completion_ms_median), (CompletionMsMax, r.completion_ms_max), (GoodputBps, r.goodput_bps), (JainIndex, r.jain)])
+    }
+}
