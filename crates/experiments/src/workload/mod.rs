@@ -417,6 +417,6 @@ mod tests {
         assert_eq!(serde_json::to_string(&w).unwrap(), r#"{"workload":"web","protocol":"h2","page":"1x1KB","depth":1}"#);
         let back: Workload = serde_json::from_str(r#"{"workload":"messages","direction":"up","size":64,"rate_bps":1024.0,"duration_s":60.0}"#).unwrap();
         assert_eq!(back.name(), "messages");
-        assert_eq!(KINDS.iter().map(|k| k.name).collect::<Vec<_>>(), ["web", "bulk", "objects", "messages", "realtime", "ping", "browser", "dns", "link-sim"]);
+        assert_eq!(KINDS.iter().map(|k| k.name).collect::<Vec<_>>(), ["web", "bulk", "objects", "messages", "realtime", "ping", "browser", "dns", "link-sim", "cabin"]);
     }
 }
