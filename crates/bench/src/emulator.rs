@@ -125,18 +125,7 @@ pub(super) fn through_lab(profile: Profile, seconds: u32, down: bool) -> anyhow:
 /// The same, run as `how` says.
 pub(super) fn through_lab_with(profile: Profile, seconds: u32, down: bool, how: Through) -> anyhow::Result<(f64, LabReport)> {
     let Through { lateness_target_ns, packet_by_packet, cc, seed } = how;
-    let spec = LabSpec {
-        run: run_id(),
-        hosts: vec!["client".into(), "server".into()],
-        hops: vec![profile],
-        seed,
-        log_meta: vec![],
-        lateness_target_ns,
-        packet_by_packet,
-        pcap: None,
-        live: None,
-        passengers: 0,
-    };
+    let spec = LabSpec { lateness_target_ns, packet_by_packet, ..LabSpec::one_link(run_id(), profile, seed) };
     let lab = Lab::build(&spec, None)?;
     let (c, s) = (lab.hosts[0].netns.clone(), lab.hosts[1].netns.clone());
     let bps = iperf_cc(&s, &c, &lab.hosts[1].ipv4.clone(), &lab.env(), seconds, down, cc);

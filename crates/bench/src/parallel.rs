@@ -107,19 +107,7 @@ pub struct ParallelResult {
 /// A client and a server joined by one link with `profile`, its random
 /// choices drawn from `seed`.
 pub(crate) fn lab(profile: Profile, seed: u64) -> anyhow::Result<Lab> {
-    let spec = LabSpec {
-        run: run_id(),
-        hosts: vec!["client".into(), "server".into()],
-        hops: vec![profile],
-        seed,
-        log_meta: vec![],
-        lateness_target_ns: None,
-        packet_by_packet: false,
-        pcap: None,
-        live: None,
-        passengers: 0,
-    };
-    Ok(Lab::build(&spec, None)?)
+    Ok(Lab::build(&LabSpec::one_link(run_id(), profile, seed), None)?)
 }
 
 /// What ping reported: its summary (µs precision; the per-reply lines

@@ -358,6 +358,11 @@ fn a_fleet_of_terminals_runs_at_once_and_leaves_nothing() {
     assert!(left.is_empty(), "namespaces left: {left:?}");
 }
 
+/// What `iperf3 -J` wrote to `path`.
+fn iperf3_json(path: &str) -> Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"))).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
 #[test]
 fn each_passenger_is_held_to_the_per_user_cap() {
     // Three passengers behind a 10 Mbit/s aircraft link that caps each at
@@ -373,8 +378,7 @@ fn each_passenger_is_held_to_the_per_user_cap() {
     let (stdout, err) = text(&o);
     assert!(o.status.success(), "{stdout}{err}");
     for i in 1..=3 {
-        let path = format!("{}{i}.json", out.display());
-        let r: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap_or_else(|e| panic!("{path}: {e}"));
+        let r = iperf3_json(&format!("{}{i}.json", out.display()));
         let bound = r["start"]["connected"][0]["local_host"].as_str().unwrap_or_default().to_string();
         assert_eq!(bound, format!("198.18.0.{}", 10 + i), "passenger {i}'s own address");
         // The cap counts IP bytes: 1 Mbit/s is 0.965 Mbit/s of TCP payload.
@@ -401,11 +405,7 @@ fn fair_sharing_gives_a_passenger_with_one_connection_as_much_as_one_with_four()
     let run = aerolink(&["run", "-q", "--profile", prof.to_str().unwrap(), "--passengers", "2", "--ready-port", "5201,5202", "--server", serve, "--client", &client]);
     let (stdout, err) = text(&run);
     assert!(run.status.success(), "{stdout}{err}");
-    let mbps = |i: u32| {
-        let path = format!("{o}{i}.json");
-        let r: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap_or_else(|e| panic!("{path}: {e}"));
-        r["end"]["sum_received"]["bits_per_second"].as_f64().unwrap() / 1e6
-    };
+    let mbps = |i: u32| iperf3_json(&format!("{o}{i}.json"))["end"]["sum_received"]["bits_per_second"].as_f64().unwrap() / 1e6;
     let (four, one) = (mbps(1), mbps(2));
     assert!(four + one > 3.2, "the link is used: {four:.2} + {one:.2} Mbit/s");
     assert!((0.8..=1.25).contains(&(four / one)), "four connections {four:.2} Mbit/s, one {one:.2}");

@@ -65,6 +65,25 @@ pub struct LabSpec {
     pub passengers: u16,
 }
 
+impl LabSpec {
+    /// A client and a server joined by one link with `profile`, nothing
+    /// else asked: no log, capture, live view or passengers.
+    pub fn one_link(run: String, profile: Profile, seed: u64) -> Self {
+        LabSpec {
+            run,
+            hosts: vec!["client".into(), "server".into()],
+            hops: vec![profile],
+            seed,
+            log_meta: vec![],
+            lateness_target_ns: None,
+            packet_by_packet: false,
+            pcap: None,
+            live: None,
+            passengers: 0,
+        }
+    }
+}
+
 /// The most passengers a lab holds (198.18.0.11 to .250).
 pub const MAX_PASSENGERS: u16 = 240;
 
