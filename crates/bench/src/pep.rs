@@ -120,18 +120,7 @@ pub fn run(a: PepBenchArgs) -> anyhow::Result<i32> {
         let space_mtu = space.up.mtu();
         eprintln!("bench {}/{}: TCP download through the gateway chain, every hop unlimited, space hop MTU {space_mtu}, pep {mode} ({} s)…", i + 1, cases.len(), a.seconds);
         let hosts = aerolink_experiments::topology::IFC_HOSTS.iter().map(|s| s.to_string()).collect();
-        let spec = LabSpec {
-            run: run_id(),
-            hosts,
-            hops: vec![open.clone(), space.clone(), open.clone()],
-            seed: 1,
-            log_meta: vec![],
-            lateness_target_ns: None,
-            packet_by_packet: false,
-            pcap: None,
-            live: None,
-            passengers: 0,
-        };
+        let spec = LabSpec::chain(run_id(), hosts, vec![open.clone(), space.clone(), open.clone()], 1);
         let lab = Lab::build(&spec, None)?;
         let pep = aerolink_experiments::gateways::PepSpec { mode, ..Default::default() };
         let dir = lab.tmp_dir().join("pep");

@@ -69,18 +69,12 @@ impl LabSpec {
     /// A client and a server joined by one link with `profile`, nothing
     /// else asked: no log, capture, live view or passengers.
     pub fn one_link(run: String, profile: Profile, seed: u64) -> Self {
-        LabSpec {
-            run,
-            hosts: vec!["client".into(), "server".into()],
-            hops: vec![profile],
-            seed,
-            log_meta: vec![],
-            lateness_target_ns: None,
-            packet_by_packet: false,
-            pcap: None,
-            live: None,
-            passengers: 0,
-        }
+        LabSpec::chain(run, vec!["client".into(), "server".into()], vec![profile], seed)
+    }
+
+    /// `hosts` joined by `hops`, nothing else asked.
+    pub fn chain(run: String, hosts: Vec<String>, hops: Vec<Profile>, seed: u64) -> Self {
+        LabSpec { run, hosts, hops, seed, log_meta: vec![], lateness_target_ns: None, packet_by_packet: false, pcap: None, live: None, passengers: 0 }
     }
 }
 
