@@ -90,8 +90,10 @@ pub enum BenchCmd {
     Queue(QueueArgs),
     /// The flight measurement loop: the probe agent over an MSS link with
     /// known bursty loss, jitter and an outage, and over `da2gc`; the
-    /// fitted values beside the truth with their 95 % intervals; a replay
-    /// of the fitted profile tested against the flight (loss per window).
+    /// fitted values beside the truth with their 95 % intervals (delays
+    /// allowing for the lab's own latency, which a third flight over a link
+    /// with no delay measures at the same time); a replay of the fitted
+    /// profile tested against the flight (loss per window).
     Flight(FlightArgs),
     /// Accuracy under load: N saturated 100 Mbit/s links (N = 0…4) beside
     /// one delay probe (ping over 300 ms), all at once; the probe's round
