@@ -71,3 +71,68 @@ fn contention_shares_the_carrier_fairly() {
     let rate = bytes * 8.0 / 5.0;
     assert!((180e3..220e3).contains(&rate), "our share {rate} bit/s");
 }
+
+/// Departures `(user, arrived, due)` of `(arrival ns, len, user)` packets.
+fn drive_users(prof: &Profile, arrivals: &[(u64, u32, u32)]) -> Vec<(u32, u64, u64)> {
+    let mut p: Pipeline<()> = Pipeline::new(&prof.up, prof.base_rtt(), 1, 0);
+    let (mut out, mut i) = (Vec::new(), 0);
+    loop {
+        let now = match (arrivals.get(i).map(|a| aerolink_link::time::Instant(a.0)), p.next_wakeup()) {
+            (Some(a), Some(w)) => a.min(w),
+            (a, w) => match a.or(w) {
+                Some(t) => t,
+                None => break,
+            },
+        };
+        while i < arrivals.len() && arrivals[i].0 <= now.0 {
+            p.enqueue_for(now, arrivals[i].1, arrivals[i].2, ());
+            i += 1;
+        }
+        while let Some(pkt) = p.dequeue(now) {
+            assert!(pkt.meta.due <= now, "a packet left before it was due");
+            out.push((pkt.meta.user, pkt.meta.arrived.0, pkt.meta.due.0));
+        }
+        assert_eq!(p.take_drops().count(), 0);
+    }
+    out
+}
+
+#[test]
+fn one_user_alone_is_the_single_terminal() {
+    // RBDC and VBDC (nothing granted before a terminal asks, so logging on
+    // costs nothing): a user as its own terminal leaves exactly as all
+    // traffic at one terminal does.
+    let arrivals: Vec<(u64, u32, u32)> = (0..300u64).map(|i| (i * 30 * MS + i % 7 * MS, 600 + (i % 5) as u32 * 150, 11)).collect();
+    let keys = "carrier = \"1 Mbit/s\", rbdc_max = \"512 kbit/s\", vbdc_max = \"16 KB\"";
+    let one = drive_users(&up(&format!("{{ {keys} }}")), &arrivals);
+    let each = drive_users(&up(&format!("{{ {keys}, each_user = true }}")), &arrivals);
+    assert_eq!(one.len(), 300);
+    assert_eq!(one, each);
+}
+
+#[test]
+fn each_user_is_a_terminal_the_ncc_serves_apart() {
+    // Two aircraft on a 1 Mbit/s return carrier: one sends 1 Mbit/s (more
+    // than it can have), the other 100 kbit/s. As terminals of their own
+    // the light one gets its rate (max-min fair) and its delay stays at the
+    // request cycle; behind one terminal its packets queue behind the
+    // greedy one's backlog, which grows by 100 kbit/s of excess a second.
+    let mut arrivals: Vec<(u64, u32, u32)> = (0..2500u64).map(|i| (i * 8 * MS, 1000, 1)).collect();
+    arrivals.extend((0..250u64).map(|i| (i * 80 * MS + 3 * MS, 1000, 2)));
+    arrivals.sort_by_key(|a| a.0);
+    let keys = "carrier = \"1 Mbit/s\", rbdc_max = \"1024 kbit/s\", buffer = \"10 MB\"";
+    let light_delays = |out: &[(u32, u64, u64)]| -> Vec<f64> { out.iter().filter(|(u, a, _)| *u == 2 && *a > 15_000 * MS).map(|(_, a, d)| (d - a) as f64 / 1e6).collect() };
+    let each = drive_users(&up(&format!("{{ {keys}, each_user = true }}")), &arrivals);
+    let one = drive_users(&up(&format!("{{ {keys} }}")), &arrivals);
+    let (apart, together) = (light_delays(&each), light_delays(&one));
+    let worst_apart = apart.iter().cloned().fold(0.0, f64::max);
+    let best_together = together.iter().cloned().fold(f64::INFINITY, f64::min);
+    // 270 ms of flight plus at most a few super-frames of waiting.
+    assert!(!apart.is_empty() && worst_apart < 270.0 + 10.0 * 26.5, "apart: {apart:?}");
+    assert!(best_together > 1_000.0, "together: {together:?}");
+    // The greedy one gets the rest of the carrier: 900 kbit/s between 5
+    // and 15 s.
+    let bytes = each.iter().filter(|(u, _, d)| *u == 1 && (5_000 * MS..15_000 * MS).contains(d)).count() as f64 * 1000.0;
+    let rate = bytes * 8.0 / 10.0;
+    assert!((850e3..950e3).contains(&rate), "the greedy one's share {rate} bit/s");
+}

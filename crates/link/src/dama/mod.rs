@@ -1,6 +1,7 @@
 //! DVB-RCS2 bandwidth on demand on a GEO return link (seed 001), as one
 //! stage. Profile key: `dama = { carrier, cra, rbdc_max, vbdc_max, fca,
-//! superframe, scheduler_latency, rbdc_timeout, loop, terminals, load }`.
+//! superframe, scheduler_latency, rbdc_timeout, loop, terminals, load,
+//! each_user }`.
 //!
 //! The terminal may send only what the network control centre (NCC)
 //! allocates it, super-frame by super-frame (26.5 ms by default):
@@ -24,15 +25,21 @@
 //! The allocation of a super-frame is a rate the terminal sends at during
 //! that super-frame (an approximation: the real allocation is a set of
 //! time slots). A packet that does not fit goes on in the next one.
+//!
+//! **Many real terminals** (`each_user = true`): each user
+//! ([`Meta::user`](crate::packet::Meta::user): each passenger address of
+//! `run --passengers`, standing for one aircraft on the beam) is a terminal
+//! of its own, with its own queue (`buffer` each), requests and grants;
+//! the NCC serves all of them and the `terminals` synthetic ones together
+//! (RBDC and VBDC max-min fair among those asking, CRA and FCA to each). A
+//! terminal logs on when it first sends and is granted from the next
+//! super-frame. Without it, everything queues at one terminal, as before.
 
-use std::collections::VecDeque;
-
-use crate::packet::{Drop, DropReason, Meta};
 use crate::profile::keys::{RawKeys, Table};
 use crate::profile::{DirectionSpec, Loader, ProfileError};
 use crate::registry::StageKind;
-use crate::stage::{pop_due, Note, Stage, StageContext, StageEvent};
-use crate::time::{Duration, Instant};
+use crate::stage::{Stage, StageContext};
+use crate::time::Duration;
 use crate::units;
 
 /// The model's parameters (rates in bit/s).
@@ -57,8 +64,10 @@ pub struct DamaSpec {
     /// Other terminals on the carrier, and the rate each asks for.
     pub terminals: u32,
     pub load_bps: f64,
-    /// Bytes the terminal queues before it drops arrivals.
+    /// Bytes a terminal queues before it drops arrivals.
     pub buffer_bytes: u64,
+    /// Each user a terminal of its own (else one terminal for all).
+    pub each_user: bool,
 }
 
 /// What the NCC granted for one super-frame, bit/s, by kind.
@@ -108,291 +117,48 @@ impl DamaSpec {
         lp.0.div_ceil(self.superframe.0.max(1)).saturating_add(self.scheduler_latency)
     }
 
-    /// The NCC's allocation to our terminal, given its live RBDC rate and
-    /// its VBDC volume due this super-frame.
+    /// The NCC's allocation to a lone terminal, given its live RBDC rate
+    /// and its VBDC volume due this super-frame.
     pub fn allocate(&self, rbdc_request: f64, vbdc_bytes: u64) -> Allocation {
-        let n = self.terminals as f64 + 1.0;
+        self.allocate_all(&[(rbdc_request, vbdc_bytes)])[0]
+    }
+
+    /// The NCC's allocation to each real terminal, given each one's live
+    /// RBDC rate and VBDC volume due this super-frame, with the `terminals`
+    /// synthetic ones asking `load` beside them: CRA to every terminal;
+    /// RBDC max-min fair among all (capped at `rbdc_max`); VBDC max-min
+    /// fair among the real ones from what is left; then FCA, what remains
+    /// shared evenly, up to `fca` each.
+    pub fn allocate_all(&self, asked: &[(f64, u64)]) -> Vec<Allocation> {
+        if asked.is_empty() {
+            return Vec::new();
+        }
+        let n = self.terminals as f64 + asked.len() as f64;
         let cra = self.cra_bps.min(self.carrier_bps / n);
         let mut free = self.carrier_bps - n * cra;
         let others = self.load_bps.min(self.rbdc_max_bps.max(0.0));
-        let mut demands = vec![rbdc_request.min(self.rbdc_max_bps)];
+        let mut demands: Vec<f64> = asked.iter().map(|a| a.0.min(self.rbdc_max_bps)).collect();
         demands.extend(std::iter::repeat_n(others, self.terminals as usize));
-        let shares = fair_shares(free, &demands);
-        let rbdc = shares[0];
-        free -= shares.iter().sum::<f64>();
-        let want_vbdc = vbdc_bytes as f64 * 8.0 / self.superframe.as_secs_f64();
-        let vbdc = want_vbdc.min(free.max(0.0));
-        free -= vbdc;
-        // FCA: what is left, shared evenly, up to `fca` each.
+        let rbdc = fair_shares(free, &demands);
+        free -= rbdc.iter().sum::<f64>();
+        let want: Vec<f64> = asked.iter().map(|a| a.1 as f64 * 8.0 / self.superframe.as_secs_f64()).collect();
+        let vbdc = if want.len() == 1 { vec![want[0].min(free.max(0.0))] } else { fair_shares(free.max(0.0), &want) };
+        free -= vbdc.iter().sum::<f64>();
         let fca = (free.max(0.0) / n).min(self.fca_bps);
-        Allocation { cra, rbdc, vbdc, fca }
+        (0..asked.len()).map(|i| Allocation { cra, rbdc: rbdc[i], vbdc: vbdc[i], fca }).collect()
     }
 }
 
-struct Queued {
-    meta: Meta,
-    /// Bytes not yet sent.
-    left: f64,
-}
+mod terminal;
 
-/// The DVB-RCS2 terminal of one return link.
-pub struct Dama {
-    spec: DamaSpec,
-    cycle: u64,
-    queue: VecDeque<Queued>,
-    held_bytes: u64,
-    /// The super-frame being served and its rate, bit/s.
-    sf: u64,
-    rate: f64,
-    /// Where in the current super-frame sending has got to.
-    pos: Instant,
-    /// Requests in flight: (super-frame they take effect in, RBDC rate,
-    /// VBDC bytes).
-    requests: VecDeque<(u64, f64, u64)>,
-    /// The live RBDC grant and the super-frame it lapses at.
-    rbdc: (f64, u64),
-    /// VBDC bytes asked for and not yet granted or used.
-    vbdc_pending: u64,
-    /// Bytes that arrived in the current super-frame, and in each of the
-    /// last `rbdc_timeout` ones.
-    arrived: u64,
-    window: VecDeque<u64>,
-    out: VecDeque<Meta>,
-    /// Bytes sent in the current super-frame.
-    used: f64,
-    /// Super-frames ended and not yet taken.
-    events: Vec<StageEvent>,
-}
-
-impl Dama {
-    pub fn new(spec: DamaSpec, one_way: Duration) -> Self {
-        let cycle = spec.request_cycle(one_way);
-        let mut d = Dama {
-            spec,
-            cycle,
-            queue: VecDeque::new(),
-            held_bytes: 0,
-            sf: 0,
-            rate: 0.0,
-            pos: Instant::ZERO,
-            requests: VecDeque::new(),
-            rbdc: (0.0, 0),
-            vbdc_pending: 0,
-            arrived: 0,
-            window: VecDeque::new(),
-            out: VecDeque::new(),
-            used: 0.0,
-            events: Vec::new(),
-        };
-        d.rate = d.allocation_for(0).total();
-        d
-    }
-
-    fn sf_start(&self, k: u64) -> Instant {
-        Instant(k * self.spec.superframe.0)
-    }
-
-    /// The allocation of super-frame `k`, consuming the requests due then.
-    fn allocation_for(&mut self, k: u64) -> Allocation {
-        let mut vbdc = 0;
-        while let Some(&(at, r, v)) = self.requests.front() {
-            if at > k {
-                break;
-            }
-            self.requests.pop_front();
-            if self.spec.rbdc_max_bps > 0.0 {
-                self.rbdc = (r, at + self.spec.rbdc_timeout);
-            }
-            vbdc += v;
-        }
-        let live_rbdc = if k < self.rbdc.1 { self.rbdc.0 } else { 0.0 };
-        let a = self.spec.allocate(live_rbdc, vbdc);
-        // A VBDC grant beyond what the carrier had left is lost; the
-        // terminal asks again for what is still queued.
-        self.vbdc_pending = self.vbdc_pending.saturating_sub(vbdc);
-        a
-    }
-
-    /// Whether nothing is queued, asked for or granted: super-frames can
-    /// be skipped.
-    fn idle(&self) -> bool {
-        self.queue.is_empty() && self.requests.is_empty() && self.arrived == 0 && self.window.iter().all(|b| *b == 0) && !(self.rbdc.0 > 0.0 && self.sf < self.rbdc.1)
-    }
-
-    /// Reports the super-frames from the current one up to `k` (excluded)
-    /// as ended: the current one with what it carried, the ones skipped
-    /// while idle with their standing allocation and nothing sent.
-    fn end_superframes(&mut self, k: u64) {
-        let sf_secs = self.spec.superframe.as_secs_f64();
-        let bytes = |rate: f64, n: u64| (rate * sf_secs * n as f64 / 8.0).round() as u64;
-        let note = Note::Superframe { index: self.sf, count: 1, allocated_bytes: bytes(self.rate, 1), used_bytes: self.used.round() as u64 };
-        self.events.push(StageEvent { at: self.sf_start(self.sf + 1), note });
-        self.used = 0.0;
-        if k > self.sf + 1 {
-            let count = k - self.sf - 1;
-            let standing = self.spec.allocate(0.0, 0).total();
-            let note = Note::Superframe { index: self.sf + 1, count, allocated_bytes: bytes(standing, count), used_bytes: 0 };
-            self.events.push(StageEvent { at: self.sf_start(k), note });
-        }
-    }
-
-    /// At the start of super-frame `k`: requests, then the allocation.
-    fn start_superframe(&mut self, k: u64) {
-        self.end_superframes(k);
-        let sf_secs = self.spec.superframe.as_secs_f64();
-        let w = self.spec.rbdc_timeout as usize;
-        self.window.push_back(self.arrived);
-        while self.window.len() > w {
-            self.window.pop_front();
-        }
-        // Requests made now, for `cycle` super-frames ahead.
-        let rbdc = if self.spec.rbdc_max_bps > 0.0 {
-            let arrivals = self.window.iter().sum::<u64>() as f64 * 8.0 / (w as f64 * sf_secs);
-            let backlog = self.held_bytes as f64 * 8.0 / (w as f64 * sf_secs);
-            (arrivals + backlog).min(self.spec.rbdc_max_bps)
-        } else {
-            0.0
-        };
-        let vbdc = if self.spec.vbdc_max_bytes > 0 {
-            let uncovered = self.held_bytes.saturating_sub(self.vbdc_pending);
-            uncovered.min(self.spec.vbdc_max_bytes)
-        } else {
-            0
-        };
-        self.vbdc_pending += vbdc;
-        if rbdc > 0.0 || vbdc > 0 || self.rbdc.0 > 0.0 {
-            self.requests.push_back((k + self.cycle, rbdc, vbdc));
-        }
-        self.arrived = 0;
-        let a = self.allocation_for(k);
-        self.sf = k;
-        self.rate = a.total();
-        self.pos = self.sf_start(k);
-    }
-
-    /// Sends what the allocation allows up to `until`.
-    fn advance(&mut self, until: Instant) {
-        loop {
-            let end = self.sf_start(self.sf + 1);
-            // Serve the queue inside this super-frame.
-            while let Some(q) = self.queue.front_mut() {
-                let start = self.pos.max(q.meta.due);
-                if start >= end || start > until || self.rate <= 0.0 {
-                    break;
-                }
-                let can = (end.0 - start.0) as f64 / 1e9 * self.rate / 8.0;
-                if q.left <= can {
-                    let done = start + Duration::from_secs_f64(q.left * 8.0 / self.rate);
-                    if done > until {
-                        break;
-                    }
-                    self.used += q.left;
-                    let mut m = q.meta;
-                    m.tx_end = done;
-                    m.due = done;
-                    self.pos = done;
-                    self.held_bytes -= m.len as u64;
-                    self.queue.pop_front();
-                    self.out.push_back(m);
-                } else {
-                    // Part of it goes now; the rest in a later super-frame.
-                    if end > until {
-                        break;
-                    }
-                    if q.left == q.meta.len as f64 {
-                        q.meta.tx_start = start;
-                    }
-                    q.left -= can;
-                    self.used += can;
-                    self.pos = end;
-                    break;
-                }
-            }
-            if end > until {
-                return;
-            }
-            // An idle terminal skips to the super-frame of `until` (nothing
-            // to ask for or send in between).
-            let next = if self.idle() { (until.0 / self.spec.superframe.0).max(self.sf + 1) } else { self.sf + 1 };
-            if next > self.sf + 1 {
-                self.window.clear();
-            }
-            self.start_superframe(next);
-        }
-    }
-
-    /// When the head of the queue will be done, if the current allocation
-    /// gets it there.
-    fn head_done(&self) -> Option<Instant> {
-        let q = self.queue.front()?;
-        if self.rate <= 0.0 {
-            return None;
-        }
-        let start = self.pos.max(q.meta.due);
-        let done = start + Duration::from_secs_f64(q.left * 8.0 / self.rate);
-        (done <= self.sf_start(self.sf + 1)).then_some(done)
-    }
-}
-
-impl Stage for Dama {
-    fn name(&self) -> &'static str {
-        "dama"
-    }
-
-    fn enqueue(&mut self, at: Instant, mut pkt: Meta, drops: &mut Vec<Drop>) {
-        self.advance(at);
-        if self.held_bytes + pkt.len as u64 > self.spec.buffer_bytes {
-            drops.push(Drop { meta: pkt, at, reason: DropReason::Queue });
-            return;
-        }
-        // `due` is when it reached this stage, until it leaves.
-        pkt.due = at;
-        pkt.tx_start = at;
-        self.held_bytes += pkt.len as u64;
-        self.arrived += pkt.len as u64;
-        self.queue.push_back(Queued { meta: pkt, left: pkt.len as f64 });
-    }
-
-    fn next_wakeup(&self) -> Option<Instant> {
-        let out = self.out.front().map(|m| m.due);
-        // While anything is queued or requested, the super-frame clock
-        // ticks (requests and allocations happen at its boundaries).
-        let busy = !self.queue.is_empty() || !self.requests.is_empty() || self.rbdc.0 > 0.0 && self.sf < self.rbdc.1;
-        let tick = busy.then(|| self.head_done().unwrap_or_else(|| self.sf_start(self.sf + 1)));
-        match (out, tick) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
-    }
-
-    fn dequeue(&mut self, now: Instant, _drops: &mut Vec<Drop>) -> Option<Meta> {
-        self.advance(now);
-        pop_due(&mut self.out, now)
-    }
-
-    fn is_aggregate_safe(&self) -> bool {
-        false
-    }
-
-    fn backlog_bytes(&self) -> u64 {
-        self.held_bytes
-    }
-
-    fn in_flight(&self) -> usize {
-        self.queue.len() + self.out.len()
-    }
-
-    fn take_events(&mut self, out: &mut Vec<StageEvent>) {
-        out.append(&mut self.events);
-    }
-}
+pub use terminal::Dama;
 
 /// DVB-RCS2 bandwidth on demand in the stage registry: key `dama`.
 pub struct Kind;
 
 pub static KIND: Kind = Kind;
 
-const KEYS: &[&str] = &["carrier", "cra", "rbdc_max", "rbdc_timeout", "vbdc_max", "fca", "superframe", "scheduler_latency", "loop", "terminals", "load", "buffer"];
+const KEYS: &[&str] = &["carrier", "cra", "rbdc_max", "rbdc_timeout", "vbdc_max", "fca", "superframe", "scheduler_latency", "loop", "terminals", "load", "buffer", "each_user"];
 
 impl StageKind for Kind {
     fn name(&self) -> &'static str {
@@ -403,7 +169,8 @@ impl StageKind for Kind {
     }
     fn parse(&self, raw: &RawKeys, _load: Loader<'_>, d: &mut DirectionSpec) -> Result<(), ProfileError> {
         let Some(r) = raw.get("dama") else { return Ok(()) };
-        let tab = Table::of(r, "a table { carrier = \"2 Mbit/s\", cra?, rbdc_max?, vbdc_max?, fca?, superframe?, scheduler_latency?, rbdc_timeout?, loop?, terminals?, load?, buffer? }", KEYS)?;
+        let tab =
+            Table::of(r, "a table { carrier = \"2 Mbit/s\", cra?, rbdc_max?, vbdc_max?, fca?, superframe?, scheduler_latency?, rbdc_timeout?, loop?, terminals?, load?, buffer?, each_user? }", KEYS)?;
         let rate = |k: &str| -> Result<f64, ProfileError> { Ok(tab.rate(k)?.unwrap_or(0.0)) };
         let whole = |k: &str, default: u64, lo: i64, hi: i64| tab.whole(k, default, lo, hi, "a whole number");
         let carrier_bps = tab.rate("carrier")?.ok_or_else(|| r.err(format!("carrier: expected {} in quotes", units::RATE_HELP)))?;
@@ -424,6 +191,7 @@ impl StageKind for Kind {
             terminals: whole("terminals", 0, 0, 10_000)? as u32,
             load_bps: rate("load")?,
             buffer_bytes: tab.bytes("buffer", 1_000_000, 0)?,
+            each_user: tab.flag("each_user", false)?,
         };
         if spec.cra_bps <= 0.0 && spec.rbdc_max_bps <= 0.0 && spec.vbdc_max_bytes == 0 && spec.fca_bps <= 0.0 {
             return Err(r.err("no capacity: give at least one of cra, rbdc_max, vbdc_max, fca"));
@@ -444,11 +212,12 @@ impl StageKind for Kind {
         d.described.insert(
             "dama".into(),
             format!(
-                "carrier {}, super-frame {}, {}; scheduler {} SF; {} other terminals at {}",
+                "carrier {}, super-frame {}, {}; scheduler {} SF; {}{} other terminals at {}",
                 units::Rate::from_bps(carrier_bps),
                 superframe,
                 kinds.join(", "),
                 spec.scheduler_latency,
+                if spec.each_user { "each user a terminal; " } else { "" },
                 spec.terminals,
                 units::Rate::from_bps(spec.load_bps)
             ),
@@ -487,6 +256,7 @@ mod tests {
             terminals: 3,
             load_bps: 600e3,
             buffer_bytes: 1_000_000,
+            each_user: false,
         };
         // 4 × 100k CRA leaves 1.6M; RBDC fair: us 1M vs others 600k each →
         // 1.6M / 4 = 400k each.
