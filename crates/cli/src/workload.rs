@@ -47,11 +47,11 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                 print(&r)?;
                 Ok(if r.failed == 0 { 0 } else { 1 })
             }
-            WorkloadCmd::Cabin(CabinArgs { server, passengers, bytes, cc }) => {
+            WorkloadCmd::Cabin(CabinArgs { server, passengers, bytes, direction, cc }) => {
                 let a = with_port(addr(&server)?, server::BULK_PORT);
                 let var = if a.is_ipv6() { cabin::ENV_V6 } else { cabin::ENV };
                 let from = cabin::addresses(std::env::var(var).ok().as_deref(), passengers, var).map_err(|m| user(format!("--passengers {passengers}: {m}")))?;
-                print(&cabin::run(a, &from, bytes, bulk::TcpClient { cc, ..Default::default() }).await?)
+                print(&cabin::run(a, &from, direction, bytes, bulk::TcpClient { cc, ..Default::default() }).await?)
             }
             WorkloadCmd::Bulk(BulkArgs { server, transport, direction, bytes, cc, tcp, quic }) => {
                 let a = with_port(addr(&server)?, server::BULK_PORT);

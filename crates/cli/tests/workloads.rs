@@ -437,6 +437,15 @@ fn the_cabin_workload_downloads_once_per_passenger() {
     let want = (g[0] + g[1]).powi(2) / (2.0 * (g[0] * g[0] + g[1] * g[1]));
     let jain = r["jain"].as_f64().unwrap();
     assert!((jain - want).abs() < 1e-9 && jain > 0.9, "{r}");
+    // Sending up instead: the return link, 2 Mbit/s here, carries the
+    // 400 KB: at least 1.6 s.
+    let up = d.join("up.toml");
+    std::fs::write(&up, "[link]\ndelay = \"20 ms\"\n[up]\nrate = \"2 Mbit/s\"\nshare = \"fair\"\n").unwrap();
+    let o = aerolink(&["run", "-q", "--profile", up.to_str().unwrap(), "--passengers", "2", "--ready-port", "5201", "--server", &serve, "--client", &format!("{client} --direction up")]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    let r: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    assert!(r["completion_ms_max"].as_f64().unwrap() >= 1600.0 && r["jain"].as_f64().unwrap() > 0.9, "{r}");
     // Without passengers in the lab: the user's mistake, one line.
     let o = aerolink(&["run", "-q", "--rtt", "10ms", "--ready-port", "5201", "--server", &serve, "--client", &client]);
     let (_, err) = text(&o);

@@ -211,12 +211,14 @@ fn experiment_section(h: &mut String, e: &ExperimentRow, runs: &[&RunRow]) {
 /// per link and size; drawn when the runs sweep two passenger counts or
 /// more.
 fn cabin_curves(h: &mut String, runs: &[&RunRow]) {
-    // (profile, size) → passengers → the runs' values of each metric.
+    // (profile, size and direction) → passengers → the runs' values of
+    // each metric.
     type ByPassengers = BTreeMap<u16, [Vec<f64>; 2]>;
-    let mut by: BTreeMap<(String, u64), ByPassengers> = BTreeMap::new();
+    let mut by: BTreeMap<(String, String), ByPassengers> = BTreeMap::new();
     for r in runs.iter().filter(|r| r.ok) {
         let Ok(Workload::Cabin(c)) = serde_json::from_str::<Workload>(&r.workload_json) else { continue };
-        let v = by.entry((r.profile.clone(), c.bytes)).or_default().entry(c.passengers).or_default();
+        let what = format!("{}{}", crate::workload::human_bytes(c.bytes), if c.direction == aerolink_work::bulk::Direction::Up { " up" } else { "" });
+        let v = by.entry((r.profile.clone(), what)).or_default().entry(c.passengers).or_default();
         for (i, m) in [Metric::CompletionMs, Metric::CompletionMsMax].into_iter().enumerate() {
             v[i].extend(r.metrics.get(&m).copied());
         }
@@ -224,14 +226,14 @@ fn cabin_curves(h: &mut String, runs: &[&RunRow]) {
     if by.values().all(|x| x.len() < 2) {
         return;
     }
-    let sizes: BTreeSet<u64> = by.keys().map(|k| k.1).collect();
+    let sizes: BTreeSet<&str> = by.keys().map(|k| k.1.as_str()).collect();
     // The links' names less what they share, so the legend fits.
     let names: Vec<&str> = by.keys().map(|k| k.0.as_str()).collect();
     let common = names.iter().skip(1).fold(names[0].len(), |n, x| names[0].bytes().zip(x.bytes()).take(n).take_while(|(a, b)| a == b).count());
     let common = if names.len() > 1 { names[0][..common].rfind('-').map_or(0, |i| i + 1) } else { 0 };
     let _ = write!(
         h,
-        "<h3>As the cabin fills</h3><p class=\"note\">Each point: the median over the runs with that many passengers downloading at once{}.</p>",
+        "<h3>As the cabin fills</h3><p class=\"note\">Each point: the median over the runs with that many passengers moving their bytes at once (\"up\": sending){}.</p>",
         if common > 0 { format!("; links {}…", esc(&names[0][..common])) } else { String::new() }
     );
     for (i, who) in ["median passenger", "slowest passenger"].into_iter().enumerate() {
@@ -239,11 +241,29 @@ fn cabin_curves(h: &mut String, runs: &[&RunRow]) {
             .iter()
             .map(|((p, b), xs)| {
                 let p = &p[common..];
-                let name = if sizes.len() > 1 { format!("{p}, {}", crate::workload::human_bytes(*b)) } else { p.to_string() };
+                let name = if sizes.len() > 1 { format!("{p}, {b}") } else { p.to_string() };
                 (name, xs.iter().filter_map(|(n, v)| summarize(&v[i]).map(|s| (*n as f64, s.median / 1e3))).collect())
             })
             .collect();
         h.push_str(&svg::lines_with(who, "passengers", "completion time (s)", &lines, false, None, false));
+    }
+    // The capacity question: how many share the link before the median
+    // passenger takes twice as long as the fewest did.
+    let _ = write!(h, "<p class=\"note\">");
+    for ((p, b), xs) in &by {
+        let medians: Vec<(u16, f64)> = xs.iter().filter_map(|(n, v)| summarize(&v[0]).map(|s| (*n, s.median))).collect();
+        let _ = write!(h, "{}, {}: {}. ", esc(p), esc(b), doubling_text(&medians));
+    }
+    h.push_str("</p>");
+}
+
+/// Where the median passenger's time first reaches twice its value at the
+/// smallest cabin swept, from `(passengers, median ms)` in order.
+fn doubling_text(medians: &[(u16, f64)]) -> String {
+    let Some(&(n0, t0)) = medians.first() else { return String::new() };
+    match medians.iter().position(|&(_, t)| t >= 2.0 * t0) {
+        Some(i) => format!("the median passenger's time doubles ({:.2} s with {n0}, {:.2} s) at {} passengers; {} still under twice", t0 / 1e3, medians[i].1 / 1e3, medians[i].0, medians[i - 1].0),
+        None => format!("the median passenger's time stays under twice its {:.2} s with {n0} up to {} passengers", t0 / 1e3, medians.last().map_or(n0, |m| m.0)),
     }
 }
 

@@ -1,6 +1,7 @@
-//! `cabin`: passengers behind one aircraft link, each downloading the same
-//! number of bytes over kernel TCP at once, each from its own address (the
-//! lab's `$AEROLINK_PASSENGERS`, `run --passengers`). What a capacity
+//! `cabin`: passengers behind one aircraft link, each downloading (or
+//! sending, `up`) the same number of bytes over kernel TCP at once, each
+//! from its own address (the lab's `$AEROLINK_PASSENGERS`, `run
+//! --passengers`). What a capacity
 //! question needs: how long the median and the slowest passenger wait,
 //! the link's total goodput, and how evenly it was shared (Jain's index).
 
@@ -59,9 +60,9 @@ pub fn jain(x: &[f64]) -> f64 {
     }
 }
 
-/// Each address in `from` downloads `bytes` from the bulk server at once.
-pub async fn run(server: SocketAddr, from: &[IpAddr], bytes: u64, client: TcpClient) -> Result<CabinResult> {
-    let tasks: Vec<_> = from.iter().map(|&ip| tokio::spawn(bulk::tcp(server, Direction::Down, bytes, TcpClient { bind: Some(ip), ..client }))).collect();
+/// Each address in `from` moves `bytes` to or from the bulk server at once.
+pub async fn run(server: SocketAddr, from: &[IpAddr], direction: Direction, bytes: u64, client: TcpClient) -> Result<CabinResult> {
+    let tasks: Vec<_> = from.iter().map(|&ip| tokio::spawn(bulk::tcp(server, direction, bytes, TcpClient { bind: Some(ip), ..client }))).collect();
     let mut passengers = Vec::new();
     for (t, ip) in tasks.into_iter().zip(from) {
         let r = t.await.map_err(|e| WorkError::Io(std::io::Error::other(format!("passenger {ip}: {e}"))))??;

@@ -1,14 +1,16 @@
-//! `cabin`: N passengers behind one aircraft link, each downloading the
-//! same bytes over TCP at once from its own address (the run's lab gets N
-//! passengers). `passengers` is a sweepable key: a capacity curve — how
+//! `cabin`: N passengers behind one aircraft link, each downloading (or,
+//! `directions = ["up"]`, sending) the same bytes over TCP at once from its
+//! own address (the run's lab gets N passengers). `passengers` is a
+//! sweepable key: a capacity curve — how
 //! long the median and the slowest passenger wait as the cabin fills — with
 //! the profile's `per_user` caps and `share` deciding who gets what.
 
+use aerolink_work::bulk::Direction;
 use aerolink_work::cabin::CabinResult;
 use aerolink_work::cli::{CabinArgs, WorkloadCmd};
 use serde::{Deserialize, Serialize};
 
-use super::table::{de, fields, KeyErr, Many, Size, Whole};
+use super::table::{de, fields, Choice, KeyErr, Many, Size, Whole};
 use super::{human_bytes, Kind, Knobs, Measured, Workload, WorkloadError, WorkloadKind};
 use crate::metric::Metric::{self, *};
 use crate::metric::Metrics;
@@ -16,8 +18,20 @@ use crate::metric::Metrics;
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Cabin {
     pub passengers: u16,
-    /// Bytes each passenger downloads.
+    /// Bytes each passenger moves.
     pub bytes: u64,
+    /// Down (the default, left out of the stored form so earlier runs keep
+    /// their keys) or up.
+    #[serde(default = "down", skip_serializing_if = "is_down")]
+    pub direction: Direction,
+}
+
+fn down() -> Direction {
+    Direction::Down
+}
+
+fn is_down(d: &Direction) -> bool {
+    *d == Direction::Down
 }
 
 pub const KIND: WorkloadKind = WorkloadKind { name: "cabin", keys: fields::<Table>, expand, base_knobs: Knobs::default };
@@ -29,14 +43,18 @@ struct Table {
     passengers: Many<Whole<1, 240>>,
     #[serde(alias = "size")]
     sizes: Many<Size>,
+    #[serde(alias = "direction")]
+    directions: Option<Many<Choice<Direction>>>,
 }
 
 fn expand(t: toml::Table) -> Result<Vec<Workload>, KeyErr> {
     let t: Table = de(t)?;
     let mut out = Vec::new();
-    for &Size(bytes) in &t.sizes.0 {
-        for n in &t.passengers.0 {
-            out.push(Workload::Cabin(Cabin { passengers: n.get::<u16>(), bytes }));
+    for &Choice(direction) in &Many::or(t.directions.clone(), vec![Choice(Direction::Down)]) {
+        for &Size(bytes) in &t.sizes.0 {
+            for n in &t.passengers.0 {
+                out.push(Workload::Cabin(Cabin { passengers: n.get::<u16>(), bytes, direction }));
+            }
         }
     }
     Ok(out)
@@ -59,10 +77,11 @@ impl Kind for Cabin {
         "tcp".to_string()
     }
     fn params_label(&self) -> String {
-        format!("{} passengers × {}", self.passengers, human_bytes(self.bytes))
+        let up = if self.direction == Direction::Up { " up" } else { "" };
+        format!("{} passengers × {}{up}", self.passengers, human_bytes(self.bytes))
     }
     fn client_cmd(&self, server: String, knobs: &Knobs) -> WorkloadCmd {
-        WorkloadCmd::Cabin(CabinArgs { server, passengers: self.passengers, bytes: self.bytes, cc: knobs.tcp_cc })
+        WorkloadCmd::Cabin(CabinArgs { server, passengers: self.passengers, bytes: self.bytes, direction: self.direction, cc: knobs.tcp_cc })
     }
     fn table_metrics(&self) -> Vec<Metric> {
         vec![CompletionMsMax, GoodputBps, JainIndex]

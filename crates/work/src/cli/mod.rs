@@ -200,10 +200,14 @@ pub struct CabinArgs {
     /// first N of the lab's $AEROLINK_PASSENGERS (`run --passengers`).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=240))]
     pub passengers: u16,
-    /// Bytes each passenger downloads: 1000000, 500KB, 1MiB.
+    /// Bytes each passenger moves: 1000000, 500KB, 1MiB.
     #[arg(long, default_value = "1000000", value_parser = bytes_arg)]
     pub bytes: u64,
-    /// The client sockets' congestion control.
+    /// `down`: each passenger downloads from the server; `up`: each sends
+    /// to it (the return link carries the data, the forward the ACKs).
+    #[arg(long, default_value = "down")]
+    pub direction: crate::bulk::Direction,
+    /// The client sockets' congestion control (what sends, for `up`).
     #[arg(long, default_value = "cubic")]
     pub cc: TcpCc,
 }
@@ -479,6 +483,7 @@ impl WorkloadCmd {
                 flag(&mut a, "server", &c.server);
                 flag(&mut a, "passengers", c.passengers);
                 flag(&mut a, "bytes", c.bytes);
+                flag(&mut a, "direction", c.direction);
                 flag(&mut a, "cc", c.cc);
             }
             WorkloadCmd::Conns(c) => {

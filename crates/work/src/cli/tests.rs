@@ -103,7 +103,7 @@ fn every_variant() -> Vec<WorkloadCmd> {
     }
     v.push(WorkloadCmd::Dns(DnsArgs { resolver: "198.18.0.2".into(), count: 100, rounds: 3, interval: Duration::from_secs(300), timeout: Duration::from_secs(10) }));
     v.push(WorkloadCmd::LinkSim(LinkSimArgs { profile: "ldacs1-158k".into(), direction: BulkDirection::Down, count: 10_000_000, size: 60, interval: Duration::from_millis(8), seed: 4 }));
-    v.push(WorkloadCmd::Cabin(CabinArgs { server: server.clone(), passengers: 20, bytes: 300_000, cc: TcpCc::Bbr }));
+    v.push(WorkloadCmd::Cabin(CabinArgs { server: server.clone(), passengers: 20, bytes: 300_000, direction: crate::bulk::Direction::Up, cc: TcpCc::Bbr }));
     v.push(WorkloadCmd::Conns(ConnsArgs { server, count: 500, bytes: 20_000, timeout: Duration::from_secs(90) }));
     v
 }
