@@ -288,6 +288,7 @@ fn the_cache_aboard_answers_a_second_devices_load() {
     let f = |v: &Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"));
     // The page and its eight objects: every one a MISS cold, a HIT warm.
     assert!(cold.get("cache_hits").is_none() && f(&cold, "cache_miss_ms_mean") >= 300.0, "{cold}");
+    assert!(warm.get("cache_unmarked").is_none() && cold.get("cache_unmarked").is_none(), "every object a HIT or a MISS: {warm} {cold}");
     assert_eq!(f(&warm, "cache_hits"), 9.0, "{warm}");
     assert!(warm.get("cache_miss_ms_mean").is_none(), "{warm}");
     assert!(f(&warm, "cache_object_ms_mean") * 3.0 < f(&cold, "cache_object_ms_mean"), "HITs {warm} MISSes {cold}");

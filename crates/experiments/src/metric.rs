@@ -92,6 +92,7 @@ metrics! {
     CacheHits = "cache_hits", "objects answered by a cache on the path (X-Cache: HIT)", Number, Higher;
     CacheHitMsMean = "cache_hit_ms_mean", "mean fetch time of objects a cache answered", Ms, Lower;
     CacheMissMsMean = "cache_miss_ms_mean", "mean fetch time of objects a cache fetched (X-Cache: MISS)", Ms, Lower;
+    CacheUnmarked = "cache_unmarked", "objects loaded through a cache that count as neither HIT nor MISS (no answer, no X-Cache, or no end seen)", Number, Lower;
     CacheHitsOver100MsPct = "cache_hits_over_100ms_pct", "cache hits that took over 100 ms", Number, Lower;
     ObjectMsMedian = "object_ms_median", "median object fetch time (request sent to last byte)", Ms, Lower;
     Connections = "connections", "connections", Number, Neither;

@@ -143,6 +143,10 @@ pub struct BrowserResult {
     /// Each object the proxy fetched (`X-Cache: MISS`): its fetch time, ms.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cache_miss_ms: Vec<f64>,
+    /// The page's objects loaded through the proxy that count as neither:
+    /// no answer seen, no `X-Cache` on it, or no end (their URLs).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cache_unmarked: Vec<String>,
     /// Each DNS lookup a request waited for (its timing's dnsStart to
     /// dnsEnd), ms; none when names map to the server without DNS.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -161,6 +161,9 @@ impl Measured for Browser {
             m.insert(CacheHitMsMean, super::mean(&r.cache_hit_ms));
             m.insert(CacheHitsOver100MsPct, 100.0 * r.cache_hit_ms.iter().filter(|t| **t > 100.0).count() as f64 / r.cache_hit_ms.len() as f64);
         }
+        if !r.cache_unmarked.is_empty() {
+            m.insert(CacheUnmarked, r.cache_unmarked.len() as f64);
+        }
         if !r.cache_miss_ms.is_empty() {
             m.insert(CacheMissMsMean, super::mean(&r.cache_miss_ms));
         }

@@ -167,6 +167,11 @@ async fn drive(browser: &Browser, page_name: &str, url: &str, o: &LoadOpts) -> R
             r.failed_requests += 1;
             continue;
         }
+        // The page's objects (not the browser's own favicon request).
+        let page_object = !x.url.ends_with("/favicon.ico");
+        if o.proxy.is_some() && page_object && !(x.cache_hit().is_some() && x.finished.is_some()) {
+            r.cache_unmarked.push(x.url.clone());
+        }
         if x.response.is_none() {
             continue;
         }
@@ -181,8 +186,6 @@ async fn drive(browser: &Browser, page_name: &str, url: &str, o: &LoadOpts) -> R
         if let Some(ms) = x.dns_ms().filter(|_| o.resolve_to.is_none()) {
             r.dns_ms.push(ms);
         }
-        // The page's objects (not the browser's own favicon request).
-        let page_object = !x.url.ends_with("/favicon.ico");
         if let (Some(hit), Some(f), true) = (x.cache_hit(), x.finished, page_object) {
             let ms = (f - x.sent) * 1000.0;
             if hit {
