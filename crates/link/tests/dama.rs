@@ -75,26 +75,9 @@ fn contention_shares_the_carrier_fairly() {
 /// Departures `(user, arrived, due)` of `(arrival ns, len, user)` packets.
 fn drive_users(prof: &Profile, arrivals: &[(u64, u32, u32)]) -> Vec<(u32, u64, u64)> {
     let mut p: Pipeline<()> = Pipeline::new(&prof.up, prof.base_rtt(), 1, 0);
-    let (mut out, mut i) = (Vec::new(), 0);
-    loop {
-        let now = match (arrivals.get(i).map(|a| aerolink_link::time::Instant(a.0)), p.next_wakeup()) {
-            (Some(a), Some(w)) => a.min(w),
-            (a, w) => match a.or(w) {
-                Some(t) => t,
-                None => break,
-            },
-        };
-        while i < arrivals.len() && arrivals[i].0 <= now.0 {
-            p.enqueue_for(now, arrivals[i].1, arrivals[i].2, ());
-            i += 1;
-        }
-        while let Some(pkt) = p.dequeue(now) {
-            assert!(pkt.meta.due <= now, "a packet left before it was due");
-            out.push((pkt.meta.user, pkt.meta.arrived.0, pkt.meta.due.0));
-        }
-        assert_eq!(p.take_drops().count(), 0);
-    }
-    out
+    let (out, drops) = common::drive_users(&mut p, arrivals);
+    assert!(drops.is_empty());
+    out.iter().map(|m| (m.user, m.arrived.0, m.due.0)).collect()
 }
 
 #[test]

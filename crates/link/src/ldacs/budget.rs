@@ -95,7 +95,8 @@ pub fn fer_at(table: &[(f64, f64)], snr: f64) -> f64 {
     10f64.powf(y0.log10() + f * (y1.log10() - y0.log10()))
 }
 
-pub(super) const HELP: &str = "a table { link = \"rl\" | \"fl\", rate = \"31.5 kbit/s\", fer = 0.0628 (or budget = { distance_km = 225 }), arq = true, max_retx = 5, buffer = \"64 KB\" }";
+pub(super) const HELP: &str =
+    "a table { link = \"rl\" | \"fl\", rate = \"31.5 kbit/s\", fer = 0.0628 (or budget = { distance_km = 225 }), arq = true, max_retx = 5, buffer = \"64 KB\", each_user = false }";
 
 const BUDGET_KEYS: &[&str] = &["distance_km", "tx_power_dbm", "tx_gain_dbi", "tx_loss_db", "rx_gain_dbi", "rx_loss_db", "freq_mhz", "bandwidth_khz", "noise_figure_db", "margin_db", "snr_fer"];
 

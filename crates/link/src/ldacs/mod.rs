@@ -1,5 +1,6 @@
 //! L-DACS 1 medium access and ARQ, as one stage (seed 002). Profile key:
-//! `ldacs = { link = "rl" | "fl", rate, fer | budget, coding, arq, max_retx, buffer }`.
+//! `ldacs = { link = "rl" | "fl", rate, fer | budget, coding, arq, max_retx, buffer,
+//! each_user }` (`each_user`: many aircraft in one cell, [`cell`]).
 //!
 //! What a packet goes through, in logical time:
 //! - **Frames.** A super-frame of 240 ms is a random-access/broadcast part
@@ -115,6 +116,9 @@ pub struct LdacsSpec {
     pub buffer_bytes: u64,
     /// The link budget the FER came from, if one was given.
     pub budget: Option<Budget>,
+    /// Each user an aircraft of its own in one cell, `rate` the cell's
+    /// ([`cell`]).
+    pub each_user: bool,
 }
 
 impl LdacsSpec {
@@ -129,9 +133,13 @@ impl LdacsSpec {
         }
         1.0 - (1.0 - self.fer).powi(self.blocks(len) as i32)
     }
+    #[cfg(test)]
     fn tx_time(&self, len: u32) -> Duration {
+        self.tx_time_at(len, self.rate_bps)
+    }
+    fn tx_time_at(&self, len: u32, rate_bps: f64) -> Duration {
         let bits = (self.blocks(len) * self.link.block_bytes()) as f64 * 8.0;
-        Duration::from_secs_f64(bits / self.rate_bps)
+        Duration::from_secs_f64(bits / rate_bps)
     }
 }
 
@@ -172,6 +180,9 @@ struct Sent {
 /// The L-DACS 1 stage of one direction.
 pub struct Ldacs {
     spec: LdacsSpec,
+    /// The rate a transmission starting now gets: the spec's, or in a
+    /// shared cell its share ([`cell`]).
+    rate_bps: f64,
     rng: LinkRng,
     /// Packets not yet handed on, by arrival order.
     sent: BTreeMap<u64, Sent>,
@@ -193,6 +204,7 @@ pub struct Ldacs {
 impl Ldacs {
     pub fn new(spec: LdacsSpec, rng: LinkRng) -> Self {
         Ldacs {
+            rate_bps: spec.rate_bps,
             spec,
             rng,
             sent: BTreeMap::new(),
@@ -248,7 +260,7 @@ impl Ldacs {
                 self.events.push(StageEvent { at: start, note });
             }
             let lost = self.spec.fer > 0.0 && self.rng.random::<f64>() < self.spec.transmission_loss(len);
-            self.busy = Some((seq, start, start + self.spec.tx_time(len), lost));
+            self.busy = Some((seq, start, start + self.spec.tx_time_at(len, self.rate_bps), lost));
         }
     }
 
@@ -369,6 +381,7 @@ pub static KIND: Kind = Kind;
 pub const RNG_SLOT: u64 = 2;
 
 mod budget;
+pub mod cell;
 pub use budget::{fer_at, Budget, FL_SNR_FER, RL_SNR_FER};
 use budget::{parse_budget, HELP};
 
@@ -384,7 +397,7 @@ impl StageKind for Kind {
     }
     fn parse(&self, raw: &RawKeys, _load: Loader<'_>, d: &mut DirectionSpec) -> Result<(), ProfileError> {
         let Some(r) = raw.get("ldacs") else { return Ok(()) };
-        let tab = Table::of(r, HELP, &["link", "rate", "fer", "budget", "coding", "arq", "max_retx", "buffer"])?;
+        let tab = Table::of(r, HELP, &["link", "rate", "fer", "budget", "coding", "arq", "max_retx", "buffer", "each_user"])?;
         let t = tab.t;
         let link = match t.get("link").and_then(|v| v.as_str()) {
             Some("rl") => LinkDir::Return,
@@ -436,13 +449,15 @@ impl StageKind for Kind {
             None if coding == Coding::Joint => format!("error rate {fer} per transmission (blocks coded jointly)"),
             None => format!("FER {fer}"),
         };
-        let spec = LdacsSpec { link, rate_bps, fer, coding, arq, max_retx, buffer_bytes, budget };
+        let each_user = tab.flag("each_user", false)?;
+        let spec = LdacsSpec { link, rate_bps, fer, coding, arq, max_retx, buffer_bytes, budget, each_user };
         d.described.insert(
             "ldacs".into(),
             format!(
-                "{} at {}, {} B blocks, {}, {}, buffer {} B",
+                "{} at {}{}, {} B blocks, {}, {}, buffer {} B",
                 link.as_str(),
                 units::Rate::from_bps(rate_bps),
+                if each_user { " (the cell's, shared by the aircraft sending: each user one)" } else { "" },
                 link.block_bytes(),
                 fer_text,
                 if arq { format!("ARQ up to {max_retx} retransmissions") } else { "no ARQ".into() },
@@ -453,7 +468,11 @@ impl StageKind for Kind {
         Ok(())
     }
     fn build(&self, spec: &DirectionSpec, ctx: &StageContext) -> Option<Box<dyn Stage>> {
-        Some(Box::new(Ldacs::new(spec.ldacs.clone()?, ctx.rng(RNG_SLOT))))
+        let s = spec.ldacs.clone()?;
+        if s.each_user {
+            return Some(Box::new(cell::Cell::new(s, ctx.rng(RNG_SLOT))));
+        }
+        Some(Box::new(Ldacs::new(s, ctx.rng(RNG_SLOT))))
     }
 }
 
@@ -503,7 +522,7 @@ mod tests {
 
     #[test]
     fn blocks_and_transmission_loss() {
-        let rl = LdacsSpec { link: LinkDir::Return, rate_bps: 31_500.0, fer: 0.0628, coding: Coding::Separate, arq: true, max_retx: 5, buffer_bytes: 64_000, budget: None };
+        let rl = LdacsSpec { link: LinkDir::Return, rate_bps: 31_500.0, fer: 0.0628, coding: Coding::Separate, arq: true, max_retx: 5, buffer_bytes: 64_000, budget: None, each_user: false };
         // 77 B of IP + 7 B header = 84 B = six 14 B blocks.
         assert_eq!(rl.blocks(77), 6);
         assert!((rl.transmission_loss(77) - 0.3222).abs() < 1e-3);

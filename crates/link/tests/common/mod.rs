@@ -19,6 +19,14 @@ use aerolink_link::{Drop, Instant, Meta, Pipeline};
 /// Returns what left, in order, and what was dropped.
 #[allow(dead_code)]
 pub fn drive(p: &mut Pipeline<()>, arrivals: &[(u64, u32)]) -> (Vec<Meta>, Vec<Drop>) {
+    let users: Vec<(u64, u32, u32)> = arrivals.iter().map(|&(t, len)| (t, len, 0)).collect();
+    drive_users(p, &users)
+}
+
+/// [`drive`] with each packet's user ([`Meta::user`]): `(arrival ns, len,
+/// user)`.
+#[allow(dead_code)]
+pub fn drive_users(p: &mut Pipeline<()>, arrivals: &[(u64, u32, u32)]) -> (Vec<Meta>, Vec<Drop>) {
     let (mut out, mut drops) = (Vec::new(), Vec::new());
     let mut i = 0;
     loop {
@@ -30,7 +38,7 @@ pub fn drive(p: &mut Pipeline<()>, arrivals: &[(u64, u32)]) -> (Vec<Meta>, Vec<D
             },
         };
         while i < arrivals.len() && Instant(arrivals[i].0) <= now {
-            p.enqueue(now, arrivals[i].1, ());
+            p.enqueue_for(now, arrivals[i].1, arrivals[i].2, ());
             i += 1;
         }
         while let Some(pkt) = p.dequeue(now) {
