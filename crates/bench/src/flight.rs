@@ -56,13 +56,22 @@ struct FlightResult {
     replay_ks_p: f64,
 }
 
-fn flight(exe: &Path, profile: &Path, out: &Path, seconds: u32, seed: u32) -> anyhow::Result<()> {
+/// What the agent measures on a flight: everything, or (`UdpOnly`, the
+/// control) its UDP probes alone, which is all a delay needs and adds
+/// the least load beside the other two.
+#[derive(Clone, Copy, PartialEq)]
+enum Kinds {
+    All,
+    UdpOnly,
+}
+
+fn flight(exe: &Path, profile: &Path, out: &Path, seconds: u32, seed: u32, kinds: Kinds) -> anyhow::Result<()> {
     let _ = std::fs::remove_dir_all(out);
-    let client = format!(
-        "{} probe run --target $AEROLINK_SERVER --out {} --duration {seconds}s --udp-every 20ms --same-clock --resolver $AEROLINK_SERVER:53 --dns-names a.test --dns-every 45s --trace-every 45s --ping-every 10s --web-every 120s --web-protocols h2 --page 2x10KB --bulk-every 120s --bulk-bytes 100KB --rate-every 30s",
-        exe.display(),
-        out.display()
-    );
+    let rest = match kinds {
+        Kinds::All => "--resolver $AEROLINK_SERVER:53 --dns-names a.test --dns-every 45s --trace-every 45s --ping-every 10s --web-every 120s --web-protocols h2 --page 2x10KB --bulk-every 120s --bulk-bytes 100KB --rate-every 30s",
+        Kinds::UdpOnly => "--dns-every 0s --trace-every 0s --ping-every 0s --web-every 0s --bulk-every 0s --rate-every 0s",
+    };
+    let client = format!("{} probe run --target $AEROLINK_SERVER --out {} --duration {seconds}s --udp-every 20ms --same-clock {rest}", exe.display(), out.display());
     let server = format!("{} probe serve", exe.display());
     let o = std::process::Command::new(exe)
         .args(["run", "--profile", &profile.display().to_string(), "--seed", &seed.to_string(), "--server", &server, "--client", &client])
@@ -97,7 +106,7 @@ fn fit(log: &Path, name: &str, out: &Path) -> anyhow::Result<aerolink_flight::fi
 /// explained (the jitter line keeps order, which only ever delays).
 const HOST_LATENCY_FLOOR_MS: f64 = 0.5;
 
-/// The control: no delay, no loss, no rate limit.
+/// The control: no delay, no loss, no rate limit; UDP probes only.
 const CONTROL: &str = "name = \"control\"\n[link]\ndelay = \"0 ms\"\n";
 
 fn row(case: &str, dir: &str, quantity: &str, truth: f64, fitted: f64, ci: Option<f64>, host_ms: f64) -> Value {
@@ -124,9 +133,9 @@ pub fn run(a: FlightArgs) -> anyhow::Result<i32> {
     eprintln!("[1/2] three flights of {} s at once: truth-mss (Gilbert loss, 5 ms jitter, a 12 s outage), da2gc, and a control with no delay (the lab's own latency)…", a.seconds);
     let (mss, da2gc, ctl) = (dir.join("mss-log"), dir.join("da2gc-log"), dir.join("control-log"));
     let (s1, s2, s3) = std::thread::scope(|s| {
-        let h = s.spawn(|| flight(&exe, &truth, &mss, a.seconds, 1));
-        let c = s.spawn(|| flight(&exe, &control, &ctl, a.seconds, 1));
-        let d = flight(&exe, Path::new("da2gc"), &da2gc, a.seconds, 1);
+        let h = s.spawn(|| flight(&exe, &truth, &mss, a.seconds, 1, Kinds::All));
+        let c = s.spawn(|| flight(&exe, &control, &ctl, a.seconds, 1, Kinds::UdpOnly));
+        let d = flight(&exe, Path::new("da2gc"), &da2gc, a.seconds, 1, Kinds::All);
         (h.join().expect("flight thread"), d, c.join().expect("flight thread"))
     });
     s1?;
@@ -152,7 +161,7 @@ pub fn run(a: FlightArgs) -> anyhow::Result<i32> {
     }
     eprintln!("[2/2] replaying the fitted MSS profile for {} s…", a.seconds);
     let replay = dir.join("replay-log");
-    flight(&exe, &dir.join("fitted-mss.toml"), &replay, a.seconds, 2)?;
+    flight(&exe, &dir.join("fitted-mss.toml"), &replay, a.seconds, 2, Kinds::All)?;
     let w = |p: &Path| -> anyhow::Result<Vec<f64>> { Ok(aerolink_flight::fit::loss_windows(&aerolink_flight::probe::record::read_dir_or_file(p)?.0, 2.0)) };
     let (ks_d, ks_p) = aerolink_flight::fit::ks_two_sample(&w(&mss)?, &w(&replay)?);
     let r = FlightResult {
