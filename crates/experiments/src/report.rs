@@ -217,8 +217,7 @@ fn cabin_curves(h: &mut String, runs: &[&RunRow]) {
     let mut by: BTreeMap<(String, String), ByPassengers> = BTreeMap::new();
     for r in runs.iter().filter(|r| r.ok) {
         let Ok(Workload::Cabin(c)) = serde_json::from_str::<Workload>(&r.workload_json) else { continue };
-        let what = format!("{}{}", crate::workload::human_bytes(c.bytes), if c.direction == aerolink_work::bulk::Direction::Up { " up" } else { "" });
-        let v = by.entry((r.profile.clone(), what)).or_default().entry(c.passengers).or_default();
+        let v = by.entry((r.profile.clone(), c.what())).or_default().entry(c.passengers).or_default();
         for (i, m) in [Metric::CompletionMs, Metric::CompletionMsMax].into_iter().enumerate() {
             v[i].extend(r.metrics.get(&m).copied());
         }

@@ -77,7 +77,7 @@ fn drive_users(prof: &Profile, arrivals: &[(u64, u32, u32)]) -> Vec<(u32, u64, u
     let mut p: Pipeline<()> = Pipeline::new(&prof.up, prof.base_rtt(), 1, 0);
     let (out, drops) = common::drive_users(&mut p, arrivals);
     assert!(drops.is_empty());
-    out.iter().map(|m| (m.user, m.arrived.0, m.due.0)).collect()
+    common::user_departures(&out)
 }
 
 #[test]

@@ -156,7 +156,7 @@ fn drive_cell(ldacs: &str, arrivals: &[(u64, u32, u32)]) -> (Vec<(u32, u64, u64)
     let prof = profile(&format!("[up]\nldacs = {ldacs}\n"));
     let mut p: Pipeline<()> = Pipeline::new(&prof.up, prof.base_rtt(), 7, 0);
     let (out, drops) = common::drive_users(&mut p, arrivals);
-    (out.iter().map(|m| (m.user, m.arrived.0, m.due.0)).collect(), drops.len())
+    (common::user_departures(&out), drops.len())
 }
 
 #[test]

@@ -26,6 +26,14 @@ pub struct Cabin {
     pub direction: Direction,
 }
 
+impl Cabin {
+    /// What each passenger moves: `500KB`, or `100KB up`.
+    pub fn what(&self) -> String {
+        let up = if self.direction == Direction::Up { " up" } else { "" };
+        format!("{}{up}", human_bytes(self.bytes))
+    }
+}
+
 fn down() -> Direction {
     Direction::Down
 }
@@ -77,8 +85,7 @@ impl Kind for Cabin {
         "tcp".to_string()
     }
     fn params_label(&self) -> String {
-        let up = if self.direction == Direction::Up { " up" } else { "" };
-        format!("{} passengers × {}{up}", self.passengers, human_bytes(self.bytes))
+        format!("{} passengers × {}", self.passengers, self.what())
     }
     fn client_cmd(&self, server: String, knobs: &Knobs) -> WorkloadCmd {
         WorkloadCmd::Cabin(CabinArgs { server, passengers: self.passengers, bytes: self.bytes, direction: self.direction, cc: knobs.tcp_cc })

@@ -49,3 +49,9 @@ pub fn drive_users(p: &mut Pipeline<()>, arrivals: &[(u64, u32, u32)]) -> (Vec<M
     }
     (out, drops)
 }
+
+/// Departures as `(user, arrived ns, due ns)`.
+#[allow(dead_code)]
+pub fn user_departures(out: &[Meta]) -> Vec<(u32, u64, u64)> {
+    out.iter().map(|m| (m.user, m.arrived.0, m.due.0)).collect()
+}
