@@ -70,51 +70,51 @@ impl Exchange {
 
 /// Folds events into exchanges, in the order requests were sent. A
 /// redirect's hop is its own exchange.
+///
+/// The fold does not depend on the order of a request's other events: a
+/// response, finish or failure belongs to the last hop of its request id,
+/// whenever it comes. The browser's events arrive on one channel per kind,
+/// filled by chromiumoxide in its own (hash-map) order, so a load's
+/// finish is now and then handled before its request.
 pub fn exchanges(events: &[NetEvent]) -> Vec<Exchange> {
     let mut out: Vec<Exchange> = Vec::new();
-    let mut open: BTreeMap<String, usize> = BTreeMap::new();
+    let mut last: BTreeMap<String, usize> = BTreeMap::new();
     let f = |v: &Value, k: &str| v.get(k).and_then(Value::as_f64).unwrap_or(0.0);
-    for e in events {
+    let id = |p: &Value| p.get("requestId").and_then(Value::as_str).unwrap_or_default().to_string();
+    for e in events.iter().filter(|e| e.method == WILL_BE_SENT) {
+        let (p, id) = (&e.params, id(&e.params));
+        let req = &p["request"];
+        let url = req.get("url").and_then(Value::as_str).unwrap_or_default();
+        if !url.starts_with("http") {
+            continue;
+        }
+        if let (Some(&i), Some(redirect)) = (last.get(&id), p.get("redirectResponse")) {
+            out[i].response = Some(redirect.clone());
+            out[i].finished = Some(f(p, "timestamp"));
+        }
+        last.insert(id.clone(), out.len());
+        out.push(Exchange {
+            id,
+            url: url.into(),
+            method: req.get("method").and_then(Value::as_str).unwrap_or("GET").into(),
+            request_headers: req.get("headers").cloned().unwrap_or(json!({})),
+            sent: f(p, "timestamp"),
+            wall_time: f(p, "wallTime"),
+            ..Exchange::default()
+        });
+    }
+    for e in events.iter().filter(|e| e.method != WILL_BE_SENT) {
         let p = &e.params;
-        let id = p.get("requestId").and_then(Value::as_str).unwrap_or_default().to_string();
+        let Some(x) = last.get(&id(p)).map(|&i| &mut out[i]) else { continue };
         match e.method {
-            WILL_BE_SENT => {
-                let req = &p["request"];
-                let url = req.get("url").and_then(Value::as_str).unwrap_or_default();
-                if !url.starts_with("http") {
-                    continue;
-                }
-                if let (Some(&i), Some(redirect)) = (open.get(&id), p.get("redirectResponse")) {
-                    out[i].response = Some(redirect.clone());
-                    out[i].finished = Some(f(p, "timestamp"));
-                }
-                open.insert(id.clone(), out.len());
-                out.push(Exchange {
-                    id,
-                    url: url.into(),
-                    method: req.get("method").and_then(Value::as_str).unwrap_or("GET").into(),
-                    request_headers: req.get("headers").cloned().unwrap_or(json!({})),
-                    sent: f(p, "timestamp"),
-                    wall_time: f(p, "wallTime"),
-                    ..Exchange::default()
-                });
-            }
-            RESPONSE => {
-                if let Some(&i) = open.get(&id) {
-                    out[i].response = p.get("response").cloned();
-                }
-            }
+            RESPONSE => x.response = p.get("response").cloned(),
             FINISHED => {
-                if let Some(&i) = open.get(&id) {
-                    out[i].finished = Some(f(p, "timestamp"));
-                    out[i].encoded_bytes = f(p, "encodedDataLength");
-                }
+                x.finished = Some(f(p, "timestamp"));
+                x.encoded_bytes = f(p, "encodedDataLength");
             }
             FAILED => {
-                if let Some(&i) = open.get(&id) {
-                    out[i].finished = Some(f(p, "timestamp"));
-                    out[i].failed = Some(p.get("errorText").and_then(Value::as_str).unwrap_or("failed").to_string());
-                }
+                x.finished = Some(f(p, "timestamp"));
+                x.failed = Some(p.get("errorText").and_then(Value::as_str).unwrap_or("failed").to_string());
             }
             _ => {}
         }
@@ -357,6 +357,39 @@ mod tests {
         assert_eq!(e["request"]["queryString"][0]["name"], "x");
         assert_eq!(e["startedDateTime"], "2023-11-14T22:13:20.500Z");
         assert!(entry(&xs[1], "page_1").is_none(), "no response, no entry");
+    }
+
+    /// A request's finish or response handled before the request itself
+    /// (the browser's events come on one channel per kind) folds as in
+    /// order: the CI run that lost a HIT this way counted it "unmarked".
+    #[test]
+    fn a_requests_events_fold_the_same_in_any_order() {
+        let ordered = exchanges(&sample());
+        let mut shuffled = sample();
+        shuffled.reverse();
+        let xs = exchanges(&shuffled);
+        let key = |xs: &[Exchange]| xs.iter().map(|x| (x.url.clone(), x.response.clone(), x.finished, x.failed.clone(), x.encoded_bytes)).collect::<Vec<_>>();
+        assert_eq!(xs.len(), 2);
+        let mut a = key(&ordered);
+        let mut b = key(&xs);
+        assert_eq!(ordered[0].finished, Some(100.9));
+        a.sort_by(|x, y| x.0.cmp(&y.0));
+        b.sort_by(|x, y| x.0.cmp(&y.0));
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn a_redirects_hops_are_exchanges_of_their_own() {
+        let ev = |method, params| NetEvent { method, params };
+        let xs = exchanges(&[
+            ev(FINISHED, json!({"requestId": "9", "timestamp": 3.0, "encodedDataLength": 5.0})),
+            ev(WILL_BE_SENT, json!({"requestId": "9", "timestamp": 1.0, "request": {"url": "http://a.test/old"}})),
+            ev(WILL_BE_SENT, json!({"requestId": "9", "timestamp": 2.0, "redirectResponse": {"status": 301}, "request": {"url": "http://a.test/new"}})),
+            ev(RESPONSE, json!({"requestId": "9", "response": {"status": 200}})),
+        ]);
+        assert_eq!(xs.len(), 2);
+        assert_eq!((xs[0].response.as_ref().map(|r| r["status"].clone()), xs[0].finished), (Some(json!(301)), Some(2.0)));
+        assert_eq!((xs[1].response.as_ref().map(|r| r["status"].clone()), xs[1].finished, xs[1].encoded_bytes), (Some(json!(200)), Some(3.0), 5.0));
     }
 
     #[test]

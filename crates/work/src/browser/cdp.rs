@@ -243,11 +243,12 @@ async fn watch(tab: &chromiumoxide::Page, url: &str, o: &LoadOpts) -> Result<(Ve
     let mut quiet_since = tokio::time::Instant::now();
     loop {
         let idle_wait = if loaded && in_flight.is_empty() { quiet_since + Duration::from_millis(1500) } else { deadline };
-        // Each event kind comes on its own channel, filled in the order
-        // Chromium sent them; polling the channels in that order (biased)
-        // keeps a request's events in order: sent, response, finished.
-        // An unbiased select took a finish before its request now and
-        // then on a busy host, and the load waited for it until --timeout.
+        // Each event kind comes on its own channel. Polling them in the
+        // order Chromium sends a request's events (biased) keeps most in
+        // order, but chromiumoxide drains its per-kind queues into the
+        // channels in hash-map order, so a finish can still come before
+        // its request: `over` keeps it from waiting "in flight" until
+        // --timeout, and har::exchanges folds events in any order.
         tokio::select! {
             biased;
             Some(e) = sent.next() => {
