@@ -1,4 +1,4 @@
-//! `aerolink route show ROUTE --tech geo|leo|atg` and `aerolink route
+//! `aerolink route show ROUTE --tech geo|leo|atg|ldacs` and `aerolink route
 //! airports`: the link a flight would have, computed along its route
 //! (aerolink_link::route), as a table, JSON or an SVG timeline.
 use aerolink_link::route::{airports, clock, Cause, EventKind, RouteSpec};
@@ -32,6 +32,9 @@ pub enum TechArg {
     Leo,
     /// Air-to-ground towers.
     Atg,
+    /// L-DACS 1 ground stations along the route (seed 002's line, 350 km
+    /// apart, near land); handovers by the profile's `handover` stage.
+    Ldacs,
 }
 
 #[derive(Args, Debug)]
@@ -105,7 +108,7 @@ fn table(a: &ShowArgs) -> anyhow::Result<(toml::Table, String)> {
 fn show(a: ShowArgs) -> anyhow::Result<i32> {
     let (t, origin) = table(&a)?;
     if !t.contains_key("tech") {
-        return Err(user(format!("route show: {origin} gives no technology: add --tech geo, leo or atg")));
+        return Err(user(format!("route show: {origin} gives no technology: add --tech geo, leo, atg or ldacs")));
     }
     let spec = RouteSpec::parse(&t).map_err(|m| user(format!("{origin}: route: {m}")))?;
     let every = aerolink_link::units::parse_duration(&a.every).map_err(|m| user(format!("--every: expected {m}")))?.as_secs_f64().max(spec.step_s);
@@ -173,8 +176,12 @@ fn show(a: ShowArgs) -> anyhow::Result<i32> {
         println!("  … and {} more (--json lists every one)", tl.events.len() - SHOWN);
     }
     let gaps = tl.delay_ms.iter().filter(|d| d.is_none()).count() as f64 * tl.step_s;
-    let cut: f64 = tl.outages.iter().map(|o| o.1).sum();
+    let cut: f64 = tl.outages.iter().map(|o| o.1).fold(0.0, |a, b| a + b);
     println!("\nwithout service: {} out of reach, and {} interruptions of {:.1} s in all", clock(gaps), tl.outages.len(), cut);
+    let cells = tl.events.iter().filter(|e| e.1 == EventKind::Interruption(Cause::CellHandover)).count();
+    if cells > 0 {
+        println!("cell handovers: {cells}, each carried out by the profile's `handover` stage (seed 002's Mobile IPv6 / NEMO: ≈ 0.8 s without DAD)");
+    }
     if let Some(p) = &a.svg {
         println!("drawn: {}", p.display());
     }

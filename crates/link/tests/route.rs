@@ -180,3 +180,71 @@ fn a_bad_route_is_one_clear_line() {
     let e = Profile::parse(both, "r.toml", &[], &mut |_| Err("no files".into())).expect_err("delay and route").to_string();
     assert!(e.contains("remove `delay`"), "{e}");
 }
+
+fn profile(text: &str) -> Result<Profile, String> {
+    Profile::parse(text, "r.toml", &[], &mut |_| Err("no files".into())).map_err(|e| e.to_string())
+}
+
+/// Seed 002's line of L-DACS stations as a route: a straight flight at
+/// 800 km/h (along the equator), a station every 350 km from the start,
+/// the run beginning 125 km past the first. The handover stage gets the
+/// times `handover = { mobility = … }` computes for the same line (the
+/// defaults), to within a second's flight, in both directions, and the
+/// profile's own handover keys stay.
+#[test]
+fn seed_002s_station_line_flown_as_a_route_hands_over_where_mobility_does() {
+    // 30° of the equator: 3335.85 km, at 800 km/h.
+    let secs = 2.0 * std::f64::consts::PI * 6371.0 * 30.0 / 360.0 / 800.0 * 3600.0;
+    let route = format!(
+        r#"{{ waypoints = [{{ lat = 0, lon = 0, alt_m = 11000, at = "0 s" }}, {{ lat = 0, lon = 30, alt_m = 11000, at = "{secs:.3} s" }}], tech = "ldacs", airport_km = 0, start = "562.5 s" }}"#
+    );
+    let p = profile(&format!("[link]\nroute = {route}\nhandover = {{ mode = \"buffer\" }}\n")).expect("a profile");
+    let want = aerolink_link::handover::flight_times(800.0, 225.0, 100.0, 125.0, 9);
+    for h in [&p.up.handover, &p.down.handover] {
+        let h = h.as_ref().expect("the handover stage");
+        assert_eq!(h.mode, aerolink_link::handover::Mode::Buffer);
+        // Nine along the line (then one to a station at the destination,
+        // and all again as the flight repeats).
+        assert!(h.at.len() > 9, "{:?}", h.at);
+        for (got, want) in h.at.iter().zip(&want) {
+            assert!((got.as_secs_f64() - want.as_secs_f64()).abs() <= 1.5, "{got} for {want}");
+        }
+    }
+    assert!(p.down.described["handover"].starts_with("buffer at 225500 ms, 1800500 ms"), "{}", p.down.described["handover"]);
+    // The delay: radio (≤ 225 km: ≤ 0.75 ms) + 10 ms of ground network.
+    let tl = spec(&route).timeline();
+    assert!(served(&tl).len() == tl.delay_ms.len() && served(&tl).iter().all(|&d| (10.0..10.8).contains(&d)), "{:?}", &tl.delay_ms[..5]);
+    assert!(tl.outages.is_empty(), "a cell handover is the handover stage's, no fixed outage");
+}
+
+/// London to New York over L-DACS: stations near land only (within 600 km
+/// of an airport of the table), so service over Europe and North America
+/// and none mid-Atlantic; handovers about every 350 km where there is.
+#[test]
+fn ldacs_along_london_to_new_york_serves_over_land_only() {
+    let r = spec(r#"{ from = "LHR", to = "JFK", tech = "ldacs" }"#);
+    let tl = r.timeline();
+    let n = tl.delay_ms.len();
+    assert!(tl.delay_ms[0].is_some() && tl.delay_ms[n - 1].is_some(), "at both airports");
+    assert!(tl.delay_ms[n / 2].is_none(), "mid-ocean");
+    let share = served(&tl).len() as f64 / n as f64;
+    assert!(share > 0.2 && share < 0.7, "in service {share}");
+    let handovers = tl.events.iter().filter(|e| e.2.starts_with("handover")).count();
+    // Served about share × 5540 km, one handover per 350 km of it.
+    let expect = share * r.track.length_km() / 350.0;
+    assert!((handovers as f64 - expect).abs() <= 3.0, "{handovers} handovers, ≈ {expect:.1} expected");
+    let p = profile("[link]\nroute = { from = \"LHR\", to = \"JFK\", tech = \"ldacs\", time_scale = 60 }\n").expect("a profile");
+    let h = p.down.handover.as_ref().expect("seed 002's handover stage by default");
+    assert_eq!(h.mode, aerolink_link::handover::Mode::Baseline);
+    assert!(h.at.len() >= handovers, "the flight's handovers, and again as it repeats: {}", h.at.len());
+    assert!(h.at.windows(2).all(|w| w[0] < w[1]));
+    assert!(p.down.outages.iter().any(|w| w.duration.as_secs_f64() > 30.0), "the mid-Atlantic gap is an outage");
+}
+
+#[test]
+fn a_route_and_handover_times_do_not_mix() {
+    let e = profile("[link]\nroute = { from = \"LHR\", to = \"JFK\", tech = \"ldacs\" }\nhandover = { at = [\"10 s\"] }\n").expect_err("both");
+    assert!(e.contains("r.toml") && e.contains("remove `at` or `mobility`"), "{e}");
+    let e = profile("[link]\nroute = { from = \"LHR\", to = \"JFK\", tech = \"geo\" }\nhandover = { mode = \"buffer\" }\n").expect_err("no times");
+    assert!(e.contains("handover needs `at` or `mobility`") && e.contains("\"geo\""), "{e}");
+}

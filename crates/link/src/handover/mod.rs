@@ -119,6 +119,27 @@ pub struct HandoverSpec {
     pub side: Side,
 }
 
+/// Seed 002's defaults (the signalling times are our assumptions; see
+/// the guide), with no handover times yet.
+impl Default for HandoverSpec {
+    fn default() -> Self {
+        HandoverSpec {
+            at: Vec::new(),
+            mode: Mode::Baseline,
+            dad: Duration::from_secs(1),
+            router_adv: Duration::from_millis(200),
+            bu: Duration::from_millis(250),
+            ba: Duration::from_millis(100),
+            ra_collision: 0.1,
+            backoff: 4,
+            loss: SignalLoss::default(),
+            tunnel_bytes: 40,
+            buffer_bytes: 256_000,
+            side: Side::Mobile,
+        }
+    }
+}
+
 /// Which signalling messages are lost (seed 002 §6): each kind with its
 /// own probability, and the first regular update or acknowledgement on
 /// purpose.
@@ -460,4 +481,5 @@ impl Handover {
 }
 
 mod parse;
+pub(crate) use parse::described;
 pub use parse::{flight_times, Kind, KIND};

@@ -1,7 +1,7 @@
 //! The `handover` profile key: parsed into a [`HandoverSpec`], described
 //! in words, registered as a link stage.
 
-use super::{Handover, HandoverSpec, Mode, Side, SignalLoss};
+use super::{Handover, HandoverSpec, Mode, SignalLoss};
 use crate::profile::keys::{number, Raw, RawKeys, Table};
 use crate::profile::{DirectionSpec, Loader, ProfileError};
 use crate::registry::StageKind;
@@ -84,27 +84,30 @@ impl StageKind for Kind {
             first_bu: flag("first_bu_lost")?,
             first_ba: flag("first_ba_lost")?,
         };
-        let at = handover_times(r, t)?;
+        // With a route over L-DACS the route sets the times (and refuses
+        // them here).
+        let at = if t.get("at").is_none() && t.get("mobility").is_none() && raw.contains_key("route") { Vec::new() } else { handover_times(r, t)? };
+        let def = HandoverSpec::default();
         let mode = match t.get("mode") {
-            None => Mode::Baseline,
+            None => def.mode,
             Some(v) => v.as_str().and_then(|s| s.parse().ok()).ok_or_else(|| r.err("mode: expected one of baseline, no-dad, buffer"))?,
         };
-        let backoff = tab.whole("backoff", 4, 1, 64, "a whole number of super-frames")? as u32;
-        let tunnel_bytes = tab.whole("tunnel", 40, 0, 200, "header bytes per packet (IPv6-in-IPv6: 40)")? as u32;
-        let buffer_bytes = tab.bytes("buffer", 256_000, 0)?;
+        let backoff = tab.whole("backoff", def.backoff.into(), 1, 64, "a whole number of super-frames")? as u32;
+        let tunnel_bytes = tab.whole("tunnel", def.tunnel_bytes.into(), 0, 200, "header bytes per packet (IPv6-in-IPv6: 40)")? as u32;
+        let buffer_bytes = tab.bytes("buffer", def.buffer_bytes, 0)?;
         let spec = HandoverSpec {
             at,
             mode,
-            dad: dur("dad", Duration::from_secs(1))?,
-            router_adv: dur("router_adv", Duration::from_millis(200))?,
-            bu: dur("bu", Duration::from_millis(250))?,
-            ba: dur("ba", Duration::from_millis(100))?,
-            ra_collision: prob("ra_collision", 0.1)?,
+            dad: dur("dad", def.dad)?,
+            router_adv: dur("router_adv", def.router_adv)?,
+            bu: dur("bu", def.bu)?,
+            ba: dur("ba", def.ba)?,
+            ra_collision: prob("ra_collision", def.ra_collision)?,
             backoff,
             loss,
             tunnel_bytes,
             buffer_bytes,
-            side: Side::Mobile,
+            side: def.side,
         };
         d.described.insert("handover".into(), described(&spec));
         d.handover = Some(spec);
@@ -152,7 +155,7 @@ fn handover_times(r: &Raw, t: &toml::Table) -> Result<Vec<Duration>, ProfileErro
 }
 
 /// The handover stage in words (`aerolink profiles show`).
-fn described(spec: &HandoverSpec) -> String {
+pub(crate) fn described(spec: &HandoverSpec) -> String {
     let at_text: Vec<String> = spec.at.iter().map(|d| d.to_string()).collect();
     format!(
         "{} at {}; L2 random access (collision {}, back-off ≤ {} SF), router advertisement {}, {}binding update {} up / {} down (loss {}), tunnel {} B{}",

@@ -6,10 +6,12 @@
 //! The track ([`track`]) comes from `from`/`to` (airports of the built-in
 //! table, [`airports`]; `cruise_kmh`, `altitude_m`, `taxi`) or from
 //! `waypoints = [{ lat, lon, alt_m, at }, …]`. The technology ([`tech`]:
-//! `geo`, `leo`, `atg`) computes the one-way delay every `step` of flight
-//! time and the outages (handovers, reconfigurations, no service); the
-//! profile takes them as its delay trace and outage windows (the rate,
-//! queue and loss stay the profile's own keys).
+//! `geo`, `leo`, `atg`, `ldacs`) computes the one-way delay every `step`
+//! of flight time and the outages (handovers, reconfigurations, no
+//! service); the profile takes them as its delay trace and outage windows
+//! (the rate, queue and loss stay the profile's own keys). Over `ldacs`
+//! the cell handovers go to the profile's `handover` stage as its times
+//! (Mobile IPv6 / NEMO as seed 002 has it), not as outages.
 //!
 //! Time: run time 0 is flight time `start`; one run second is
 //! `time_scale` flight seconds (1 by default). Scaling keeps the order
@@ -45,6 +47,7 @@ impl RouteSpec {
             Tech::Geo(g) => tech::geo(&self.track, g, self.step_s, self.extra_ms),
             Tech::Leo(l) => tech::leo(&self.track, l, &self.sites, self.step_s, self.extra_ms),
             Tech::Atg(a) => tech::atg(&self.track, a, &self.sites, self.step_s, self.extra_ms),
+            Tech::Ldacs(l) => tech::ldacs(&self.track, l, &self.sites, self.step_s, self.extra_ms),
         }
     }
 
@@ -53,11 +56,12 @@ impl RouteSpec {
         Duration::from_secs_f64(((flight_s - self.start_s) / self.time_scale).max(0.0))
     }
 
-    /// The delay trace and outage windows a profile gets, in run time:
-    /// samples from `start` on (a change at an event is a step, not a
-    /// ramp); runs without service and each interruption as drop windows,
-    /// LEO reconfigurations as one repeating window.
-    pub fn link(&self, tl: &Timeline) -> (BaseDelay, Vec<OutageWindow>) {
+    /// What a profile gets, in run time: the delay trace — samples from
+    /// `start` on (a change at an event is a step, not a ramp); runs
+    /// without service and each interruption as drop windows, LEO
+    /// reconfigurations as one repeating window; L-DACS cell handovers as
+    /// the handover stage's times.
+    pub fn link(&self, tl: &Timeline) -> RouteLink {
         let first_i = ((self.start_s / tl.step_s).floor() as usize).min(tl.delay_ms.len().saturating_sub(1));
         let events: std::collections::HashSet<usize> = tl.events.iter().map(|e| (e.0 / tl.step_s).round() as usize).collect();
         let mut points: Vec<(Duration, Duration)> = Vec::new();
@@ -133,7 +137,17 @@ impl RouteSpec {
             }
         }
         windows.retain(|w| w.duration.0 > 0);
-        (BaseDelay::Trace(points), windows)
+        // Cell handovers, from `start` on, repeated with the flight for a
+        // day of run time at most.
+        let once: Vec<Duration> = tl.events.iter().filter(|e| e.1 == EventKind::Interruption(Cause::CellHandover) && e.0 >= self.start_s).map(|e| self.run_time(e.0)).filter(|d| d.0 > 0).collect();
+        let mut handovers = once.clone();
+        if let (Some(p), false) = (period, once.is_empty()) {
+            let day = Duration::from_secs(86_400).0;
+            for k in 1..=(day / p.0).min(10_000 / once.len() as u64) {
+                handovers.extend(once.iter().map(|d| Duration(d.0 + k * p.0)).filter(|d| d.0 < day));
+            }
+        }
+        RouteLink { delay: BaseDelay::Trace(points), outages: windows, handovers }
     }
 
     /// One line for `profiles show` and the profile's hash.
@@ -156,6 +170,15 @@ impl RouteSpec {
             self.params
         )
     }
+}
+
+/// What a route gives a profile's direction, in run time.
+#[derive(Clone, Debug)]
+pub struct RouteLink {
+    pub delay: BaseDelay,
+    pub outages: Vec<OutageWindow>,
+    /// When the `handover` stage hands over (L-DACS cells), increasing.
+    pub handovers: Vec<Duration>,
 }
 
 /// Flight time as h:mm:ss.
@@ -187,10 +210,28 @@ impl StageKind for Kind {
         let t = r.value.as_table().ok_or_else(|| r.err("expected a table like { from = \"LHR\", to = \"JFK\", tech = \"geo\" }"))?;
         let spec = RouteSpec::parse(t).map_err(|m| r.err(m))?;
         let tl = spec.timeline();
-        let (delay, windows) = spec.link(&tl);
-        d.delay = delay;
-        d.outages.extend(windows);
+        let link = spec.link(&tl);
+        d.delay = link.delay;
+        d.outages.extend(link.outages);
         d.described.insert("route".into(), spec.describe(&tl));
+        // Over L-DACS the handover stage hands over where the route says
+        // (its own keys, or seed 002's defaults); elsewhere it needs times
+        // of its own.
+        match (&spec.tech, d.handover.as_mut()) {
+            (Tech::Ldacs(_), Some(h)) if !h.at.is_empty() => {
+                return Err(r.err("tech = \"ldacs\" sets the handover times along the route: remove `at` or `mobility` from `handover` (keep its other keys)"));
+            }
+            (Tech::Ldacs(_), h) => {
+                let h = h.map(std::mem::take).unwrap_or_default();
+                let spec = crate::handover::HandoverSpec { at: link.handovers, ..h };
+                d.described.insert("handover".into(), crate::handover::described(&spec));
+                d.handover = Some(spec);
+            }
+            (_, Some(h)) if h.at.is_empty() => {
+                return Err(r.err(format!("handover needs `at` or `mobility`: a route sets its times only with tech = \"ldacs\", not {:?}", spec.tech.name())));
+            }
+            _ => {}
+        }
         Ok(())
     }
     fn build(&self, _spec: &DirectionSpec, _ctx: &StageContext) -> Option<Box<dyn Stage>> {

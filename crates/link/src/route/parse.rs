@@ -3,7 +3,7 @@
 //! builds from its flags) and names the key and what it allows on error.
 use super::airports;
 use super::earth::Point;
-use super::tech::{Atg, Geo, Leo, Tech};
+use super::tech::{Atg, Geo, Ldacs, Leo, Tech};
 use super::track::Track;
 use crate::units;
 
@@ -36,6 +36,9 @@ const COMMON: &[&str] = &["tech", "from", "to", "waypoints", "cruise_kmh", "alti
 const GEO_KEYS: &[&str] = &["satellites", "min_elevation", "hysteresis", "gateway_elevation", "beam_km", "beam_outage", "satellite_outage"];
 const LEO_KEYS: &[&str] = &["inclination", "altitude_km", "planes", "per_plane", "phasing", "min_elevation", "slot", "slot_from", "glitch"];
 const ATG_KEYS: &[&str] = &["range_km", "hysteresis_km", "handover_outage"];
+const LDACS_KEYS: &[&str] = &["spacing_km", "first_station_km", "airport_km", "range_km", "hysteresis_km"];
+/// The technologies, for error messages.
+const TECHS: &str = "\"geo\", \"leo\", \"atg\" or \"ldacs\"";
 
 /// The table's typed reader: each getter names the key in its error.
 struct Keys<'a>(&'a toml::Table);
@@ -99,13 +102,14 @@ impl RouteSpec {
         let k = Keys(t);
         let tech_name = match t.get("tech") {
             Some(toml::Value::String(s)) => s.as_str(),
-            _ => return Err("tech: expected \"geo\", \"leo\" or \"atg\"".into()),
+            _ => return Err(format!("tech: expected {TECHS}")),
         };
         let own: &[&str] = match tech_name {
             "geo" => GEO_KEYS,
             "leo" => LEO_KEYS,
             "atg" => ATG_KEYS,
-            other => return Err(format!("tech: expected \"geo\", \"leo\" or \"atg\", got {other:?}")),
+            "ldacs" => LDACS_KEYS,
+            other => return Err(format!("tech: expected {TECHS}, got {other:?}")),
         };
         if let Some(bad) = t.keys().find(|x| !COMMON.contains(&x.as_str()) && !own.contains(&x.as_str())) {
             return Err(format!("unknown key `{bad}`; allowed with tech = {tech_name:?}: {}, {}", COMMON.join(", "), own.join(", ")));
@@ -119,10 +123,11 @@ impl RouteSpec {
         if track.duration() / step_s > MAX_SAMPLES {
             return Err(format!("step: {step_s} s gives more than {MAX_SAMPLES} samples over this flight; take a longer step"));
         }
-        let sites = match k.list("sites")? {
-            None => airports::AIRPORTS.iter().map(|&(c, lat, lon)| (c.to_string(), Point::new(lat, lon, 0.0))).collect(),
-            Some(a) if a.is_empty() => return Err("sites: expected at least one { lat, lon }".into()),
-            Some(a) => a.iter().enumerate().map(|(i, v)| k.point("sites", v, i, false).map(|p| (format!("site {}", i + 1), p.0))).collect::<Result<_, _>>()?,
+        let sites = match (k.list("sites")?, &tech) {
+            (None, Tech::Ldacs(l)) => super::tech::line_stations(&track, l),
+            (None, _) => airports::AIRPORTS.iter().map(|&(c, lat, lon)| (c.to_string(), Point::new(lat, lon, 0.0))).collect(),
+            (Some(a), _) if a.is_empty() => return Err("sites: expected at least one { lat, lon }".into()),
+            (Some(a), _) => a.iter().enumerate().map(|(i, v)| k.point("sites", v, i, false).map(|p| (format!("site {}", i + 1), p.0))).collect::<Result<_, _>>()?,
         };
         let params = t.iter().filter(|(x, _)| own.contains(&x.as_str())).map(|(x, v)| format!("{x} = {v}")).collect::<Vec<_>>().join(", ");
         Ok(RouteSpec {
@@ -205,6 +210,16 @@ fn parse_tech(k: &Keys, name: &str) -> Result<(Tech, &'static str, &'static str)
                 glitch_s: k.secs("glitch", "50 ms", 0.0, 10.0)?,
             };
             (Tech::Leo(l), "1 s", "6 ms")
+        }
+        "ldacs" => {
+            let l = Ldacs {
+                spacing_km: k.num("spacing_km", 350.0, 10.0, 5000.0)?,
+                first_station_km: k.num("first_station_km", 0.0, 0.0, 40_000.0)?,
+                airport_km: k.num("airport_km", 600.0, 0.0, 20_000.0)?,
+                range_km: k.num("range_km", 225.0, 1.0, 1000.0)?,
+                hysteresis_km: k.num("hysteresis_km", 0.0, 0.0, 1000.0)?,
+            };
+            (Tech::Ldacs(l), "1 s", "10 ms")
         }
         _ => {
             let a =

@@ -23,6 +23,15 @@
 //!   sight from cruise height reaches about 400 km); the aircraft uses the
 //!   nearest and hands over (`handover_outage`) when another becomes
 //!   nearer by `hysteresis_km`. No tower in range: no service.
+//! - **L-DACS 1**: ground stations in a line along the track, every
+//!   `spacing_km` (seed 002: cells of 225 km overlapping by 100 km, 350
+//!   km apart) from `first_station_km`, only within `airport_km` of an
+//!   airport of the table (a coarse stand-in for continental airspace,
+//!   where L-DACS is planned), or `sites`. The aircraft uses the nearest
+//!   station within `range_km` and hands over when another is nearer by
+//!   `hysteresis_km` (0: midway, as in the seed). A handover is no fixed
+//!   outage here: the profile's `handover` stage carries it out (layer 2,
+//!   Mobile IPv6 / NEMO binding, buffering), at the times computed.
 //!
 //! Ground sites (LEO ground stations, ATG towers) default to the airports
 //! of the built-in table: a stand-in, since operators do not publish their
@@ -43,6 +52,9 @@ pub enum Cause {
     Reconfiguration,
     /// An air-to-ground tower handover.
     Handover,
+    /// An L-DACS cell handover: carried out by the `handover` stage
+    /// (Mobile IPv6 / NEMO), no fixed outage.
+    CellHandover,
 }
 
 impl Cause {
@@ -52,6 +64,7 @@ impl Cause {
             Cause::BeamHandover => "beam handover",
             Cause::Reconfiguration => "reconfiguration",
             Cause::Handover => "handover",
+            Cause::CellHandover => "cell handover",
         }
     }
 }
@@ -112,12 +125,24 @@ pub struct Atg {
     pub handover_outage_s: f64,
 }
 
+/// L-DACS 1 parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ldacs {
+    pub spacing_km: f64,
+    pub first_station_km: f64,
+    /// Stations only this near an airport of the table; 0: all along.
+    pub airport_km: f64,
+    pub range_km: f64,
+    pub hysteresis_km: f64,
+}
+
 /// The technology and its parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Tech {
     Geo(Geo),
     Leo(Leo),
     Atg(Atg),
+    Ldacs(Ldacs),
 }
 
 impl Tech {
@@ -126,6 +151,7 @@ impl Tech {
             Tech::Geo(_) => "geo",
             Tech::Leo(_) => "leo",
             Tech::Atg(_) => "atg",
+            Tech::Ldacs(_) => "ldacs",
         }
     }
 }
@@ -252,19 +278,66 @@ pub fn leo(track: &Track, l: &Leo, sites: &[Site], step: f64, extra_ms: f64) -> 
 }
 
 pub fn atg(track: &Track, a: &Atg, sites: &[Site], step: f64, extra_ms: f64) -> Timeline {
+    nearest_site(track, a.range_km, a.hysteresis_km, sites, step, extra_ms, |t, tl| {
+        tl.outages.push((t, a.handover_outage_s, Cause::Handover));
+        Cause::Handover
+    })
+}
+
+/// L-DACS 1: the nearest station in range, as air-to-ground; a handover is
+/// an event the profile's `handover` stage carries out.
+pub fn ldacs(track: &Track, l: &Ldacs, stations: &[Site], step: f64, extra_ms: f64) -> Timeline {
+    nearest_site(track, l.range_km, l.hysteresis_km, stations, step, extra_ms, |_, _| Cause::CellHandover)
+}
+
+/// Seed 002's line of L-DACS stations laid along the track: one every
+/// `spacing_km` of ground distance flown from `first_station_km`, on the
+/// ground under the track, kept where an airport of the table is within
+/// `airport_km` (all when 0), and one at the destination when the last is
+/// half a spacing or more behind it. Placed to within a second's flight.
+pub fn line_stations(track: &Track, l: &Ldacs) -> Vec<Site> {
+    let airports: Vec<Point> = super::airports::AIRPORTS.iter().map(|&(_, lat, lon)| Point::new(lat, lon, 0.0)).collect();
+    let near_land = |p: &Point| l.airport_km <= 0.0 || airports.iter().any(|a| super::earth::surface_km(a, p) <= l.airport_km);
+    let mut out = Vec::new();
+    let (mut flown, mut next, mut last) = (0.0, l.first_station_km, None::<Point>);
+    for t in times(track, 1.0) {
+        let p = track.at(t).0;
+        if let Some(q) = last {
+            flown += super::earth::surface_km(&q, &p);
+        }
+        last = Some(p);
+        while flown >= next {
+            let site = Point::new(p.lat, p.lon, 0.0);
+            if near_land(&site) {
+                out.push((format!("station {}", out.len() + 1), site));
+            }
+            next += l.spacing_km.max(1.0);
+        }
+    }
+    if let Some(end) = last.map(|p| Point::new(p.lat, p.lon, 0.0)) {
+        if flown - (next - l.spacing_km.max(1.0)) >= l.spacing_km / 2.0 && near_land(&end) {
+            out.push((format!("station {}", out.len() + 1), end));
+        }
+    }
+    out
+}
+
+/// The nearest site within `range_km`, kept until another is nearer by
+/// `hysteresis_km`; `handover` records a change and says why it was.
+fn nearest_site(track: &Track, range_km: f64, hysteresis_km: f64, sites: &[Site], step: f64, extra_ms: f64, mut handover: impl FnMut(f64, &mut Timeline) -> Cause) -> Timeline {
     let towers: Vec<Vec3> = sites.iter().map(|s| s.1.ecef()).collect();
     let mut tl = Timeline { step_s: step, ..Timeline::default() };
     let mut serving: Option<usize> = None;
     for t in times(track, step) {
         let ac = track.at(t).0.ecef();
         let range: Vec<f64> = towers.iter().map(|&g| norm(sub(ac, g))).collect();
-        let best = (0..towers.len()).filter(|&i| range[i] <= a.range_km).min_by(|&x, &y| range[x].total_cmp(&range[y]));
-        let keep = serving.filter(|&s| range[s] <= a.range_km && best.is_none_or(|b| range[b] + a.hysteresis_km > range[s]));
+        let best = (0..towers.len()).filter(|&i| range[i] <= range_km).min_by(|&x, &y| range[x].total_cmp(&range[y]));
+        let keep = serving.filter(|&s| range[s] <= range_km && best.is_none_or(|b| range[b] + hysteresis_km > range[s]));
         let now = keep.or(best);
         match (serving, now) {
             (Some(x), Some(y)) if x != y => {
-                tl.events.push((t, EventKind::Interruption(Cause::Handover), format!("handover: {} → {}", sites[x].0, sites[y].0)));
-                tl.outages.push((t, a.handover_outage_s, Cause::Handover));
+                let why = handover(t, &mut tl);
+                tl.events.push((t, EventKind::Interruption(why), format!("handover: {} → {}", sites[x].0, sites[y].0)));
             }
             (None, Some(y)) => tl.events.push((t, EventKind::Service, format!("{} in range", sites[y].0))),
             (Some(_), None) => tl.events.push((t, EventKind::Service, "no site in range".into())),
