@@ -198,3 +198,23 @@ fn the_default_parallelism_follows_what_the_links_cost() {
     assert_eq!(exp("\"mss\", \"satcom-100\"", "ifc").safe_parallelism(2), 1);
     assert_eq!(exp("\"mss\"", "").safe_parallelism(0), 1);
 }
+
+/// A variant of a route profile changes its route key by key: another
+/// flight point, another technology; the rest of the route stays.
+#[test]
+fn a_variant_flies_the_base_route_from_another_point_or_technology() {
+    let d = scratch("route-variant");
+    write(&d, "lhr-jfk.toml", "name = \"lhr-jfk\"\n[link]\nroute = { from = \"LHR\", to = \"JFK\", tech = \"geo\", time_scale = 2 }\nrate = \"20 Mbit/s\"\n");
+    let f = write(
+        &d,
+        "e.toml",
+        "name = \"t\"\nprofiles = [\"lhr-jfk.toml\", \"leo-3h\"]\n[[variant]]\nname = \"leo-3h\"\nbase = \"lhr-jfk.toml\"\nrate = \"100 Mbit/s\"\nroute = { tech = \"leo\", start = \"3 h\" }\n[[workload]]\ntype = \"ping\"\ncount = 2\n",
+    );
+    let e = Experiment::load(&f).unwrap_or_else(|err| panic!("{err}"));
+    let route = |i: usize| e.profiles[i].down.described["route"].clone();
+    assert!(route(0).starts_with("LHR→JFK over geo") && route(0).contains("from 0:00:00 at ×2"), "{}", route(0));
+    assert!(route(1).starts_with("LHR→JFK over leo") && route(1).contains("from 3:00:00 at ×2"), "{}", route(1));
+    let bad = write(&d, "bad.toml", "name = \"t\"\nprofiles = [\"v\"]\n[[variant]]\nname = \"v\"\nbase = \"mss\"\nroute = { start = \"1 h\" }\n[[workload]]\ntype = \"ping\"\n");
+    let err = Experiment::load(&bad).expect_err("mss has no route").to_string();
+    assert!(err.contains("variant[1].route") && err.contains("no route to change"), "{err}");
+}

@@ -1,5 +1,6 @@
 //! `[[variant]]` tables: a built-in profile or file with its rate, RTT or
-//! loss scaled (`x2`) or set, usable by name in `profiles`.
+//! loss scaled (`x2`) or set, or its route's keys changed (`route = {
+//! tech = "leo", start = "3 h" }`), usable by name in `profiles`.
 
 use std::collections::BTreeMap;
 
@@ -22,6 +23,8 @@ pub(super) struct VariantTable {
     rate: Option<Text>,
     rtt: Option<Text>,
     loss: Option<Text>,
+    /// Keys that replace the base's route keys, one by one.
+    route: Option<toml::Table>,
 }
 
 /// The variants of an experiment file by name.
@@ -37,6 +40,12 @@ pub(super) fn parse(tables: Vec<VariantTable>, resolve: Resolve) -> Result<BTree
             if let Some(Text(s)) = value {
                 ov.extend(variant_overrides(&base, field, s).map_err(|m| at(field, m))?);
             }
+        }
+        if let Some(r) = &vt.route {
+            if base.up.described.get("route").is_none() {
+                return Err(at("route", format!("{base_name} has no route to change; give a base with `route` in [link]")));
+            }
+            ov.push(Override { scope: "link".into(), key: "route".into(), value: toml::Value::Table(r.clone()).to_string(), flag: "variant route".into() });
         }
         let mut p = resolve(base_name, &ov).map_err(|m| (key.clone(), m))?;
         p.name = vt.name.0.clone();

@@ -353,6 +353,16 @@ impl Profile {
             } else {
                 toml::Value::String(o.value.clone())
             };
+            // A route's keys change the profile's route, key by key (a
+            // variant at another flight point or over another technology).
+            let value = match (o.key.as_str(), value, per_dir[0].get("route").map(|r| &r.value)) {
+                ("route", toml::Value::Table(new), Some(toml::Value::Table(old))) => {
+                    let mut merged = old.clone();
+                    merged.extend(new);
+                    toml::Value::Table(merged)
+                }
+                (_, v, _) => v,
+            };
             add_raw(&mut per_dir, &o.scope, &o.key, value, "command line", &o.flag)?;
         }
         let [up_raw, down_raw] = per_dir;
