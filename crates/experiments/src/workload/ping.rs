@@ -16,7 +16,14 @@ pub struct Ping {
     pub count: u32,
     pub interval_ms: u64,
     pub size: u32,
+    /// How long ping waits for the last replies after sending (default a
+    /// minute); kept out of the run's key when not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<u64>,
 }
+
+/// Long enough for a reply queued behind a minute of Iridium backlog.
+const DEFAULT_WAIT_MS: u64 = 60_000;
 
 pub const KIND: WorkloadKind = WorkloadKind { name: "ping", keys: fields::<Table>, expand, base_knobs: Knobs::default };
 
@@ -28,13 +35,15 @@ struct Table {
     interval: Option<Dur>,
     #[serde(alias = "size")]
     sizes: Option<Many<Whole<0, { u32::MAX as i64 }>>>,
+    wait: Option<Dur>,
 }
 
 fn expand(t: toml::Table) -> Result<Vec<Workload>, KeyErr> {
     let t: Table = de(t)?;
     let count = t.count.map_or(100, |c| c.get());
     let interval_ms = t.interval.map_or(Duration::from_millis(1000), |d| d.0).as_millis_f64().round() as u64;
-    Ok(Many::or(t.sizes, vec![Whole(56)]).into_iter().map(|size| Workload::Ping(Ping { count, interval_ms, size: size.get() })).collect())
+    let wait_ms = t.wait.map(|d| d.0.as_millis_f64().round() as u64);
+    Ok(Many::or(t.sizes, vec![Whole(56)]).into_iter().map(|size| Workload::Ping(Ping { count, interval_ms, size: size.get(), wait_ms })).collect())
 }
 
 /// Seed 000 §4.2's loss windows: the share of pings lost in each whole
@@ -55,7 +64,8 @@ impl Kind for Ping {
         "icmp".to_string()
     }
     fn params_label(&self) -> String {
-        format!("{} B every {} ms ×{}", self.size, self.interval_ms, self.count)
+        let wait = self.wait_ms.map(|w| format!(", wait {w} ms")).unwrap_or_default();
+        format!("{} B every {} ms ×{}{wait}", self.size, self.interval_ms, self.count)
     }
     fn client_cmd(&self, server: String, _knobs: &Knobs) -> WorkloadCmd {
         WorkloadCmd::Ping(PingArgs {
@@ -63,9 +73,7 @@ impl Kind for Ping {
             count: self.count,
             interval: Duration::from_millis(self.interval_ms),
             size: self.size,
-            // Long enough for a reply queued behind a minute of Iridium
-            // backlog.
-            wait: Duration::from_secs(60),
+            wait: Duration::from_millis(self.wait_ms.unwrap_or(DEFAULT_WAIT_MS)),
         })
     }
     fn table_metrics(&self) -> Vec<Metric> {
@@ -120,11 +128,29 @@ mod tests {
     /// and `run --json` keep their form.
     #[test]
     fn a_decoded_result_serializes_as_the_clients_json() {
-        let p = Workload::Ping(Ping { count: 3, interval_ms: 10, size: 56 });
+        let p = Workload::Ping(Ping { count: 3, interval_ms: 10, size: 56, wait_ms: None });
         let text = r#"{"sent":3,"received":2,"size_bytes":56,"interval_ms":10.0,"rtts_ms":[20.5,21.0],"seqs":[1,2]}"#;
         let r = p.decode(text).unwrap();
         assert_eq!(serde_json::to_string(&r).unwrap(), text);
         let m = r.metrics();
         assert!((m[&PingLossPct] - 100.0 / 3.0).abs() < 1e-9 && m[&RttMsMin] == 20.5, "{m:?}");
+    }
+
+    /// `wait` bounds how long ping waits for the last replies (a link
+    /// without service gives 100 % loss, not a run past its time-out);
+    /// without it the run's key is what it was.
+    #[test]
+    fn wait_reaches_ping_and_stays_out_of_the_key_when_not_given() {
+        let one = |extra: &str| match expand(toml::from_str(&format!("count = 2\n{extra}")).unwrap()).unwrap().remove(0) {
+            Workload::Ping(p) => p,
+            w => panic!("{w:?}"),
+        };
+        let (plain, short) = (one(""), one("wait = \"3s\""));
+        assert_eq!(serde_json::to_string(&plain).unwrap(), r#"{"count":2,"interval_ms":1000,"size":56}"#);
+        assert_eq!(short.wait_ms, Some(3000));
+        let WorkloadCmd::Ping(a) = short.client_cmd("198.18.0.2".into(), &Knobs::default()) else { panic!() };
+        assert_eq!(a.wait, Duration::from_secs(3));
+        let WorkloadCmd::Ping(a) = plain.client_cmd("198.18.0.2".into(), &Knobs::default()) else { panic!() };
+        assert_eq!(a.wait, Duration::from_secs(60));
     }
 }
