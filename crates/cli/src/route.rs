@@ -110,7 +110,11 @@ fn show(a: ShowArgs) -> anyhow::Result<i32> {
     if !t.contains_key("tech") {
         return Err(user(format!("route show: {origin} gives no technology: add --tech geo, leo, atg or ldacs")));
     }
-    let spec = RouteSpec::parse(&t).map_err(|m| user(format!("{origin}: route: {m}")))?;
+    // Files the route names (`tle`) are relative to the route's file, or
+    // to here for FROM-TO.
+    let dir = if origin == a.route { std::path::Path::new(&a.route).parent().map(|p| p.to_path_buf()).unwrap_or_default() } else { PathBuf::new() };
+    let mut load = |name: &str| std::fs::read_to_string(dir.join(name)).map_err(|e| e.to_string());
+    let spec = RouteSpec::parse(&t, &mut load).map_err(|m| user(format!("{origin}: route: {m}")))?;
     let every = aerolink_link::units::parse_duration(&a.every).map_err(|m| user(format!("--every: expected {m}")))?.as_secs_f64().max(spec.step_s);
     let tl = spec.timeline();
     let sample = |i: usize| {

@@ -202,13 +202,13 @@ impl StageKind for Kind {
     fn keys(&self) -> &'static [&'static str] {
         &["route"]
     }
-    fn parse(&self, raw: &RawKeys, _load: Loader<'_>, d: &mut DirectionSpec) -> Result<(), ProfileError> {
+    fn parse(&self, raw: &RawKeys, load: Loader<'_>, d: &mut DirectionSpec) -> Result<(), ProfileError> {
         let Some(r) = raw.get("route") else { return Ok(()) };
         if raw.contains_key("delay") {
             return Err(r.err("route sets the delay along the route: remove `delay` (or `route`)"));
         }
         let t = r.value.as_table().ok_or_else(|| r.err("expected a table like { from = \"LHR\", to = \"JFK\", tech = \"geo\" }"))?;
-        let spec = RouteSpec::parse(t).map_err(|m| r.err(m))?;
+        let spec = RouteSpec::parse(t, load).map_err(|m| r.err(m))?;
         let tl = spec.timeline();
         let link = spec.link(&tl);
         d.delay = link.delay;

@@ -34,7 +34,12 @@ pub struct RouteSpec {
 
 const COMMON: &[&str] = &["tech", "from", "to", "waypoints", "cruise_kmh", "altitude_m", "taxi", "time_scale", "step", "start", "extra", "sites"];
 const GEO_KEYS: &[&str] = &["satellites", "min_elevation", "hysteresis", "gateway_elevation", "beam_km", "beam_outage", "satellite_outage"];
-const LEO_KEYS: &[&str] = &["inclination", "altitude_km", "planes", "per_plane", "phasing", "min_elevation", "slot", "slot_from", "glitch"];
+const LEO_KEYS: &[&str] = &["inclination", "altitude_km", "planes", "per_plane", "phasing", "min_elevation", "slot", "slot_from", "glitch", "tle", "epoch"];
+/// The shell's keys, which `tle` replaces.
+const SHELL_KEYS: &[&str] = &["inclination", "altitude_km", "planes", "per_plane", "phasing"];
+/// How far flight time 0 may be from a TLE set's own epoch, days: SGP4's
+/// error grows by about a kilometre a day.
+const TLE_MAX_DAYS: f64 = 30.0;
 const ATG_KEYS: &[&str] = &["range_km", "hysteresis_km", "handover_outage"];
 const LDACS_KEYS: &[&str] = &["spacing_km", "first_station_km", "airport_km", "range_km", "hysteresis_km"];
 /// The technologies, for error messages.
@@ -98,7 +103,9 @@ impl Keys<'_> {
 }
 
 impl RouteSpec {
-    pub fn parse(t: &toml::Table) -> Result<RouteSpec, String> {
+    /// `load` reads a file the route names (`tle`), relative to where the
+    /// route was written.
+    pub fn parse(t: &toml::Table, load: crate::profile::Loader<'_>) -> Result<RouteSpec, String> {
         let k = Keys(t);
         let tech_name = match t.get("tech") {
             Some(toml::Value::String(s)) => s.as_str(),
@@ -118,7 +125,7 @@ impl RouteSpec {
         if track.duration() > MAX_FLIGHT_S {
             return Err(format!("the flight lasts {:.0} s; at most {MAX_FLIGHT_S} s (two days)", track.duration()));
         }
-        let (tech, default_step, default_extra) = parse_tech(&k, tech_name)?;
+        let (tech, default_step, default_extra) = parse_tech(&k, tech_name, load)?;
         let step_s = k.secs("step", default_step, 0.1, 600.0)?;
         if track.duration() / step_s > MAX_SAMPLES {
             return Err(format!("step: {step_s} s gives more than {MAX_SAMPLES} samples over this flight; take a longer step"));
@@ -141,6 +148,39 @@ impl RouteSpec {
             params: if params.is_empty() { "defaults".into() } else { params },
         })
     }
+}
+
+/// A file of two-line element sets (with or without name lines, as
+/// CelesTrak serves them) and the UTC time of flight time 0 (`epoch`, by
+/// default the newest set's own).
+fn parse_tle(path: &str, k: &Keys, load: crate::profile::Loader<'_>) -> Result<super::tech::TleSet, String> {
+    use sgp4::chrono::NaiveDateTime;
+    let text = load(path).map_err(|m| format!("tle: {path}: {m}"))?;
+    let first = text.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or_default();
+    let parsed = if first.starts_with("1 ") { sgp4::parse_2les(&text) } else { sgp4::parse_3les(&text) };
+    let elements = parsed.map_err(|e| format!("tle: {path}: not two-line element sets ({e})"))?;
+    if elements.is_empty() {
+        return Err(format!("tle: {path}: no element sets"));
+    }
+    if elements.len() > 20_000 {
+        return Err(format!("tle: {path}: {} sets; at most 20 000", elements.len()));
+    }
+    if let Some(e) = elements.iter().find(|e| sgp4::Constants::from_elements(e).is_err()) {
+        return Err(format!("tle: {path}: NORAD {}: SGP4 cannot start from these elements", e.norad_id));
+    }
+    let newest = elements.iter().map(|e| e.datetime).max().expect("at least one set");
+    let epoch = match k.0.get("epoch") {
+        None => newest,
+        Some(toml::Value::String(s)) => {
+            NaiveDateTime::parse_from_str(s.trim_end_matches('Z'), "%Y-%m-%dT%H:%M:%S").map_err(|_| format!("epoch: expected a UTC time like \"2024-05-01T12:00:00Z\", got {s:?}"))?
+        }
+        Some(_) => return Err("epoch: expected a UTC time in quotes, like \"2024-05-01T12:00:00Z\"".into()),
+    };
+    let days = elements.iter().map(|e| (epoch - e.datetime).num_seconds().abs() as f64 / 86_400.0).fold(0.0, f64::max);
+    if days > TLE_MAX_DAYS {
+        return Err(format!("epoch: {days:.0} days from a set's own epoch; at most {TLE_MAX_DAYS} (SGP4 drifts about a kilometre a day): take sets from near the flight"));
+    }
+    Ok(super::tech::TleSet { path: path.to_string(), elements, epoch })
 }
 
 fn parse_track(k: &Keys) -> Result<Track, String> {
@@ -170,7 +210,7 @@ fn parse_track(k: &Keys) -> Result<Track, String> {
 }
 
 /// The technology, its default step and its default `extra`.
-fn parse_tech(k: &Keys, name: &str) -> Result<(Tech, &'static str, &'static str), String> {
+fn parse_tech(k: &Keys, name: &str, load: crate::profile::Loader<'_>) -> Result<(Tech, &'static str, &'static str), String> {
     Ok(match name {
         "geo" => {
             let satellites = match k.list("satellites")? {
@@ -198,7 +238,21 @@ fn parse_tech(k: &Keys, name: &str) -> Result<(Tech, &'static str, &'static str)
             if planes * per_plane > 10_000.0 {
                 return Err("planes × per_plane: at most 10 000 satellites".into());
             }
+            let tle = match k.0.get("tle") {
+                None => None,
+                Some(toml::Value::String(path)) => {
+                    if let Some(bad) = SHELL_KEYS.iter().find(|x| k.0.contains_key(**x)) {
+                        return Err(format!("{bad}: the satellites come from `tle`; give one or the other"));
+                    }
+                    Some(parse_tle(path, k, load)?)
+                }
+                Some(_) => return Err("tle: expected a file of two-line element sets in quotes, like \"starlink.tle\"".into()),
+            };
+            if tle.is_none() && k.0.contains_key("epoch") {
+                return Err("epoch: only with `tle` (the shell has no date)".into());
+            }
             let l = Leo {
+                tle,
                 inclination: k.num("inclination", 53.0, 0.0, 180.0)?,
                 altitude_km: k.num("altitude_km", 550.0, 200.0, 2000.0)?,
                 planes: planes as u32,

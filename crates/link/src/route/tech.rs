@@ -11,7 +11,9 @@
 //!   `beam_km` flown (`beam_outage`). Path: aircraft → satellite →
 //!   gateway, the gateway seen at `gateway_elevation`.
 //! - **LEO**: a Walker-delta shell (`inclination`, `altitude_km`,
-//!   `planes`, `per_plane`, `phasing`) on circular orbits; at each
+//!   `planes`, `per_plane`, `phasing`) on circular orbits, or the
+//!   satellites of a two-line element set (`tle`) propagated by SGP4 (the
+//!   `sgp4` crate) from `epoch` (UTC at flight time 0); at each
 //!   reconfiguration (every `slot` from `slot_from`, Starlink's 15 s at
 //!   seconds 12, 27, 42, 57) the terminal takes the highest satellite
 //!   above `min_elevation` that also sees a ground station above it, and
@@ -36,7 +38,7 @@
 //! Ground sites (LEO ground stations, ATG towers) default to the airports
 //! of the built-in table: a stand-in, since operators do not publish their
 //! sites; give `sites = [{ lat, lon }, …]` for real ones.
-use super::earth::{elevation_deg, geo_satellite, norm, slant_range_km, sub, CircularOrbit, Point, Vec3, EARTH_RADIUS_KM, GEO_ALTITUDE_KM, LIGHT_KM_S};
+use super::earth::{elevation_deg, geo_satellite, norm, slant_range_km, sub, CircularOrbit, Point, Vec3, EARTH_RADIUS_KM, EARTH_RATE_RAD_S, GEO_ALTITUDE_KM, LIGHT_KM_S};
 use super::track::Track;
 
 /// A ground site: its name (an airport's code, or `site N`) and place.
@@ -103,9 +105,21 @@ pub struct Geo {
     pub satellite_outage_s: f64,
 }
 
+/// Satellites from two-line element sets, and the UTC time of flight
+/// time 0.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TleSet {
+    /// The file, as the profile names it.
+    pub path: String,
+    pub elements: Vec<sgp4::Elements>,
+    pub epoch: sgp4::chrono::NaiveDateTime,
+}
+
 /// LEO parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Leo {
+    /// The satellites of a TLE set instead of the shell.
+    pub tle: Option<TleSet>,
     pub inclination: f64,
     pub altitude_km: f64,
     pub planes: u32,
@@ -218,6 +232,75 @@ pub fn shell(l: &Leo) -> Vec<CircularOrbit> {
     out
 }
 
+/// The satellites a LEO timeline flies with: the shell's circular orbits,
+/// or SGP4 propagators with each set's minutes from its own epoch to
+/// flight time 0 and Greenwich sidereal time then.
+enum Constellation {
+    Shell(Vec<CircularOrbit>),
+    Tle { sats: Vec<(String, sgp4::Constants, f64)>, theta0: f64 },
+}
+
+impl Constellation {
+    fn of(l: &Leo) -> Constellation {
+        let Some(set) = &l.tle else { return Constellation::Shell(shell(l)) };
+        let sats = set
+            .elements
+            .iter()
+            .filter_map(|e| {
+                let name = e.object_name.clone().unwrap_or_else(|| format!("NORAD {}", e.norad_id));
+                let minutes = (set.epoch - e.datetime).num_milliseconds() as f64 / 60e3;
+                // Checked when the set was read: a set that does not
+                // initialise is left out here.
+                sgp4::Constants::from_elements(e).ok().map(|c| (name, c, minutes))
+            })
+            .collect();
+        Constellation::Tle { sats, theta0: sgp4::iau_epoch_to_sidereal_time(sgp4::julian_years_since_j2000(&set.epoch)) }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Constellation::Shell(o) => o.len(),
+            Constellation::Tle { sats, .. } => sats.len(),
+        }
+    }
+
+    /// Satellite `i`'s Earth-fixed position at flight time `t` (s); `None`
+    /// when SGP4 cannot propagate it (decayed).
+    fn ecef(&self, i: usize, t: f64) -> Option<Vec3> {
+        match self {
+            Constellation::Shell(o) => Some(o[i].ecef(t)),
+            Constellation::Tle { sats, theta0 } => {
+                let (_, c, m0) = &sats[i];
+                let p = c.propagate(sgp4::MinutesSinceEpoch(m0 + t / 60.0)).ok()?.position;
+                Some(teme_to_ecef(p, theta0 + EARTH_RATE_RAD_S * t))
+            }
+        }
+    }
+
+    /// "plane P, slot S" (from 1) for the shell; the set's name otherwise.
+    fn name(&self, l: &Leo, i: usize) -> String {
+        match self {
+            Constellation::Shell(_) => sat_name(l, i),
+            Constellation::Tle { sats, .. } => sats[i].0.clone(),
+        }
+    }
+}
+
+/// TEME (SGP4's frame) to Earth-fixed, turning by Greenwich sidereal time
+/// `theta` (rad); polar motion and the equation of the equinoxes (metres
+/// to tens of metres) left out.
+pub fn teme_to_ecef(p: Vec3, theta: f64) -> Vec3 {
+    let (c, s) = (theta.cos(), theta.sin());
+    [c * p[0] + s * p[1], -s * p[0] + c * p[1], p[2]]
+}
+
+/// Satellite positions (Earth-fixed, km) at flight time `t`, in the set's
+/// order (the shell's: plane by plane); for tests and `route show`.
+pub fn leo_positions(l: &Leo, t: f64) -> Vec<Option<Vec3>> {
+    let c = Constellation::of(l);
+    (0..c.len()).map(|i| c.ecef(i, t)).collect()
+}
+
 /// The nearest site the satellite sees above `min_el`, and its range (km).
 fn ground_station(sat: Vec3, sites: &[Vec3], min_el: f64) -> Option<(usize, f64)> {
     sites.iter().enumerate().filter(|(_, &g)| elevation_deg(g, sat) >= min_el).map(|(i, &g)| (i, norm(sub(sat, g)))).min_by(|a, b| a.1.total_cmp(&b.1))
@@ -230,7 +313,7 @@ fn sat_name(l: &Leo, i: usize) -> String {
 }
 
 pub fn leo(track: &Track, l: &Leo, sites: &[Site], step: f64, extra_ms: f64) -> Timeline {
-    let orbits = shell(l);
+    let sats = Constellation::of(l);
     let ground: Vec<Vec3> = sites.iter().map(|s| s.1.ecef()).collect();
     let mut tl = Timeline { step_s: step, ..Timeline::default() };
     let mut serving: Option<(usize, usize)> = None;
@@ -246,11 +329,11 @@ pub fn leo(track: &Track, l: &Leo, sites: &[Site], step: f64, extra_ms: f64) -> 
         }
         // A new plan at each reconfiguration, at the start, or when the
         // serving satellite left the sky.
-        let lost = serving.is_some_and(|(s, _)| elevation_deg(ac, orbits[s].ecef(t)) < l.min_elevation);
+        let lost = serving.is_some_and(|(s, _)| sats.ecef(s, t).is_none_or(|p| elevation_deg(ac, p) < l.min_elevation));
         if boundary || first || lost {
             let before = serving;
-            serving = (0..orbits.len())
-                .map(|i| (i, orbits[i].ecef(t)))
+            serving = (0..sats.len())
+                .filter_map(|i| sats.ecef(i, t).map(|p| (i, p)))
                 .map(|(i, s)| (i, s, elevation_deg(ac, s)))
                 .filter(|&(_, _, e)| e >= l.min_elevation)
                 .filter_map(|(i, s, e)| ground_station(s, &ground, l.min_elevation).map(|(g, _)| (i, g, e)))
@@ -261,18 +344,18 @@ pub fn leo(track: &Track, l: &Leo, sites: &[Site], step: f64, extra_ms: f64) -> 
             }
             match (before, serving) {
                 (Some(a), Some(b)) if a != b => {
-                    tl.events.push((t, EventKind::Interruption(Cause::Reconfiguration), format!("satellite {} → {} (ground site {})", sat_name(l, a.0), sat_name(l, b.0), sites[b.1].0)))
+                    tl.events.push((t, EventKind::Interruption(Cause::Reconfiguration), format!("satellite {} → {} (ground site {})", sats.name(l, a.0), sats.name(l, b.0), sites[b.1].0)))
                 }
-                (None, Some(b)) => tl.events.push((t, EventKind::Service, format!("satellite {} in view (ground site {})", sat_name(l, b.0), sites[b.1].0))),
+                (None, Some(b)) => tl.events.push((t, EventKind::Service, format!("satellite {} in view (ground site {})", sats.name(l, b.0), sites[b.1].0))),
                 (Some(_), None) | (None, None) if first || before.is_some() => tl.events.push((t, EventKind::Service, "no satellite with a ground station in view".into())),
                 _ => {}
             }
             first = false;
         }
-        tl.delay_ms.push(serving.map(|(s, g)| {
-            let sat = orbits[s].ecef(t);
-            one_way_ms(norm(sub(sat, ac)) + norm(sub(sat, ground[g])), extra_ms)
-        }));
+        // The serving satellite was propagated at this instant's plan or
+        // check above; a failure now ends the service until the next plan.
+        let delay = serving.and_then(|(s, g)| sats.ecef(s, t).map(|sat| one_way_ms(norm(sub(sat, ac)) + norm(sub(sat, ground[g])), extra_ms)));
+        tl.delay_ms.push(delay);
     }
     tl
 }
