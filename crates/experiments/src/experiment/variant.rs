@@ -42,7 +42,7 @@ pub(super) fn parse(tables: Vec<VariantTable>, resolve: Resolve) -> Result<BTree
             }
         }
         if let Some(r) = &vt.route {
-            if base.up.described.get("route").is_none() {
+            if !base.up.described.contains_key("route") {
                 return Err(at("route", format!("{base_name} has no route to change; give a base with `route` in [link]")));
             }
             ov.push(Override { scope: "link".into(), key: "route".into(), value: toml::Value::Table(r.clone()).to_string(), flag: "variant route".into() });
