@@ -336,3 +336,28 @@ fn a_real_element_set_propagates_and_a_stale_one_is_refused() {
     let e = spec_with_file(r#"{ from = "FRA", to = "MAD", tech = "leo", tle = "gone.tle" }"#, "iss.tle", iss).expect_err("no file");
     assert!(e.starts_with("tle: gone.tle: no gone.tle"), "{e}");
 }
+
+/// With laser links (`isl = true`) LEO serves London to New York all the
+/// way, the mid-Atlantic too, where the bent pipe had no ground station in
+/// view; no path beats light along the chord from the aircraft to the
+/// nearest ground site, and the longest stays under 40 ms one way.
+#[test]
+fn laser_links_carry_leo_across_the_atlantic() {
+    let bent = spec(r#"{ from = "LHR", to = "JFK", tech = "leo", extra = "0 ms" }"#).timeline();
+    let r = spec(r#"{ from = "LHR", to = "JFK", tech = "leo", isl = true, extra = "0 ms" }"#);
+    let isl = r.timeline();
+    let share = |tl: &Timeline| served(tl).len() as f64 / tl.delay_ms.len() as f64;
+    assert!(share(&bent) < 0.8 && share(&isl) > 0.99, "bent pipe {:.2}, laser links {:.2}", share(&bent), share(&isl));
+    let mid = isl.delay_ms.len() / 2;
+    assert!(bent.delay_ms[mid].is_none() && isl.delay_ms[mid].is_some());
+    let sites: Vec<_> = aerolink_link::route::airports::AIRPORTS.iter().map(|&(_, la, lo)| aerolink_link::route::earth::Point::new(la, lo, 0.0).ecef()).collect();
+    for (i, d) in isl.delay_ms.iter().enumerate() {
+        let Some(d) = d else { continue };
+        let ac = r.track.at(i as f64 * isl.step_s).0.ecef();
+        let chord = sites.iter().map(|&g| aerolink_link::route::earth::norm(aerolink_link::route::earth::sub(ac, g))).fold(f64::MAX, f64::min);
+        assert!(*d >= chord / 299_792.458 * 1e3 && *d < 40.0, "at {i}: {d:.2} ms, chord {chord:.0} km");
+    }
+    assert!(isl.events.iter().any(|e| e.2.contains("laser links")), "paths through the links are named");
+    let e = spec_with_file(r#"{ from = "LHR", to = "JFK", tech = "leo", isl = true, tle = "x.tle" }"#, "x.tle", &shell_as_tles(53.0, 550.0, 2, 2, 1)).expect_err("isl with tle");
+    assert!(e.starts_with("isl: laser links follow the shell's planes"), "{e}");
+}

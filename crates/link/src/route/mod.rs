@@ -26,6 +26,7 @@
 //! number of slots).
 pub mod airports;
 pub mod earth;
+pub mod leo;
 pub mod parse;
 pub mod tech;
 pub mod track;

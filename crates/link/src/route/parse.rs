@@ -34,7 +34,7 @@ pub struct RouteSpec {
 
 const COMMON: &[&str] = &["tech", "from", "to", "waypoints", "cruise_kmh", "altitude_m", "taxi", "time_scale", "step", "start", "extra", "sites"];
 const GEO_KEYS: &[&str] = &["satellites", "min_elevation", "hysteresis", "gateway_elevation", "beam_km", "beam_outage", "satellite_outage"];
-const LEO_KEYS: &[&str] = &["inclination", "altitude_km", "planes", "per_plane", "phasing", "min_elevation", "slot", "slot_from", "glitch", "tle", "epoch"];
+const LEO_KEYS: &[&str] = &["inclination", "altitude_km", "planes", "per_plane", "phasing", "min_elevation", "slot", "slot_from", "glitch", "tle", "epoch", "isl"];
 /// The shell's keys, which `tle` replaces.
 const SHELL_KEYS: &[&str] = &["inclination", "altitude_km", "planes", "per_plane", "phasing"];
 /// How far flight time 0 may be from a TLE set's own epoch, days: SGP4's
@@ -251,8 +251,17 @@ fn parse_tech(k: &Keys, name: &str, load: crate::profile::Loader<'_>) -> Result<
             if tle.is_none() && k.0.contains_key("epoch") {
                 return Err("epoch: only with `tle` (the shell has no date)".into());
             }
+            let isl = match k.0.get("isl") {
+                None => false,
+                Some(toml::Value::Boolean(b)) => *b,
+                Some(_) => return Err("isl: expected true or false".into()),
+            };
+            if isl && tle.is_some() {
+                return Err("isl: laser links follow the shell's planes and slots; an element set gives no link plan (drop `isl` or `tle`)".into());
+            }
             let l = Leo {
                 tle,
+                isl,
                 inclination: k.num("inclination", 53.0, 0.0, 180.0)?,
                 altitude_km: k.num("altitude_km", 550.0, 200.0, 2000.0)?,
                 planes: planes as u32,

@@ -18,9 +18,10 @@
 //!   seconds 12, 27, 42, 57) the terminal takes the highest satellite
 //!   above `min_elevation` that also sees a ground station above it, and
 //!   the reconfiguration itself costs `glitch`. Path: aircraft → satellite
-//!   → the ground station nearest the satellite (bent pipe; inter-satellite
-//!   links are not modelled, so over an ocean far from ground stations
-//!   there is no service).
+//!   → the ground station nearest the satellite (bent pipe: over an ocean
+//!   far from ground stations there is no service), or with `isl = true`
+//!   through the shell's laser links to a satellite that sees one
+//!   ([`super::leo`]).
 //! - **ATG** (air to ground): towers within `range_km` (radio line of
 //!   sight from cruise height reaches about 400 km); the aircraft uses the
 //!   nearest and hands over (`handover_outage`) when another becomes
@@ -38,7 +39,7 @@
 //! Ground sites (LEO ground stations, ATG towers) default to the airports
 //! of the built-in table: a stand-in, since operators do not publish their
 //! sites; give `sites = [{ lat, lon }, …]` for real ones.
-use super::earth::{elevation_deg, geo_satellite, norm, slant_range_km, sub, CircularOrbit, Point, Vec3, EARTH_RADIUS_KM, EARTH_RATE_RAD_S, GEO_ALTITUDE_KM, LIGHT_KM_S};
+use super::earth::{elevation_deg, geo_satellite, norm, slant_range_km, sub, Point, Vec3, GEO_ALTITUDE_KM, LIGHT_KM_S};
 use super::track::Track;
 
 /// A ground site: its name (an airport's code, or `site N`) and place.
@@ -120,6 +121,8 @@ pub struct TleSet {
 pub struct Leo {
     /// The satellites of a TLE set instead of the shell.
     pub tle: Option<TleSet>,
+    /// Laser links between the shell's satellites (+Grid).
+    pub isl: bool,
     pub inclination: f64,
     pub altitude_km: f64,
     pub planes: u32,
@@ -170,12 +173,12 @@ impl Tech {
     }
 }
 
-fn one_way_ms(km: f64, extra_ms: f64) -> f64 {
+pub(super) fn one_way_ms(km: f64, extra_ms: f64) -> f64 {
     km / LIGHT_KM_S * 1e3 + extra_ms
 }
 
 /// Steps of `step` from 0 to the end of the track (inclusive).
-fn times(track: &Track, step: f64) -> impl Iterator<Item = f64> {
+pub(super) fn times(track: &Track, step: f64) -> impl Iterator<Item = f64> {
     let n = (track.duration() / step).ceil() as usize;
     (0..=n).map(move |i| i as f64 * step)
 }
@@ -217,148 +220,7 @@ pub fn geo(track: &Track, g: &Geo, step: f64, extra_ms: f64) -> Timeline {
     tl
 }
 
-/// The shell's satellites on their orbits at time 0.
-pub fn shell(l: &Leo) -> Vec<CircularOrbit> {
-    let (p, s) = (l.planes.max(1), l.per_plane.max(1));
-    let total = f64::from(p * s);
-    let tau = std::f64::consts::TAU;
-    let mut out = Vec::with_capacity((p * s) as usize);
-    for i in 0..p {
-        for j in 0..s {
-            let u0 = tau * (f64::from(j) / f64::from(s) + f64::from(l.phasing) * f64::from(i) / total);
-            out.push(CircularOrbit { raan: tau * f64::from(i) / f64::from(p), u0, incl: l.inclination.to_radians(), radius_km: EARTH_RADIUS_KM + l.altitude_km });
-        }
-    }
-    out
-}
-
-/// The satellites a LEO timeline flies with: the shell's circular orbits,
-/// or SGP4 propagators with each set's minutes from its own epoch to
-/// flight time 0 and Greenwich sidereal time then.
-enum Constellation {
-    Shell(Vec<CircularOrbit>),
-    Tle { sats: Vec<(String, sgp4::Constants, f64)>, theta0: f64 },
-}
-
-impl Constellation {
-    fn of(l: &Leo) -> Constellation {
-        let Some(set) = &l.tle else { return Constellation::Shell(shell(l)) };
-        let sats = set
-            .elements
-            .iter()
-            .filter_map(|e| {
-                let name = e.object_name.clone().unwrap_or_else(|| format!("NORAD {}", e.norad_id));
-                let minutes = (set.epoch - e.datetime).num_milliseconds() as f64 / 60e3;
-                // Checked when the set was read: a set that does not
-                // initialise is left out here.
-                sgp4::Constants::from_elements(e).ok().map(|c| (name, c, minutes))
-            })
-            .collect();
-        Constellation::Tle { sats, theta0: sgp4::iau_epoch_to_sidereal_time(sgp4::julian_years_since_j2000(&set.epoch)) }
-    }
-
-    fn len(&self) -> usize {
-        match self {
-            Constellation::Shell(o) => o.len(),
-            Constellation::Tle { sats, .. } => sats.len(),
-        }
-    }
-
-    /// Satellite `i`'s Earth-fixed position at flight time `t` (s); `None`
-    /// when SGP4 cannot propagate it (decayed).
-    fn ecef(&self, i: usize, t: f64) -> Option<Vec3> {
-        match self {
-            Constellation::Shell(o) => Some(o[i].ecef(t)),
-            Constellation::Tle { sats, theta0 } => {
-                let (_, c, m0) = &sats[i];
-                let p = c.propagate(sgp4::MinutesSinceEpoch(m0 + t / 60.0)).ok()?.position;
-                Some(teme_to_ecef(p, theta0 + EARTH_RATE_RAD_S * t))
-            }
-        }
-    }
-
-    /// "plane P, slot S" (from 1) for the shell; the set's name otherwise.
-    fn name(&self, l: &Leo, i: usize) -> String {
-        match self {
-            Constellation::Shell(_) => sat_name(l, i),
-            Constellation::Tle { sats, .. } => sats[i].0.clone(),
-        }
-    }
-}
-
-/// TEME (SGP4's frame) to Earth-fixed, turning by Greenwich sidereal time
-/// `theta` (rad); polar motion and the equation of the equinoxes (metres
-/// to tens of metres) left out.
-pub fn teme_to_ecef(p: Vec3, theta: f64) -> Vec3 {
-    let (c, s) = (theta.cos(), theta.sin());
-    [c * p[0] + s * p[1], -s * p[0] + c * p[1], p[2]]
-}
-
-/// Satellite positions (Earth-fixed, km) at flight time `t`, in the set's
-/// order (the shell's: plane by plane); for tests and `route show`.
-pub fn leo_positions(l: &Leo, t: f64) -> Vec<Option<Vec3>> {
-    let c = Constellation::of(l);
-    (0..c.len()).map(|i| c.ecef(i, t)).collect()
-}
-
-/// The nearest site the satellite sees above `min_el`, and its range (km).
-fn ground_station(sat: Vec3, sites: &[Vec3], min_el: f64) -> Option<(usize, f64)> {
-    sites.iter().enumerate().filter(|(_, &g)| elevation_deg(g, sat) >= min_el).map(|(i, &g)| (i, norm(sub(sat, g)))).min_by(|a, b| a.1.total_cmp(&b.1))
-}
-
-/// Satellite `i` of the shell as "plane P, slot S" (from 1).
-fn sat_name(l: &Leo, i: usize) -> String {
-    let per = l.per_plane.max(1) as usize;
-    format!("{}/{}", i / per + 1, i % per + 1)
-}
-
-pub fn leo(track: &Track, l: &Leo, sites: &[Site], step: f64, extra_ms: f64) -> Timeline {
-    let sats = Constellation::of(l);
-    let ground: Vec<Vec3> = sites.iter().map(|s| s.1.ecef()).collect();
-    let mut tl = Timeline { step_s: step, ..Timeline::default() };
-    let mut serving: Option<(usize, usize)> = None;
-    let mut next_slot = l.slot_from_s;
-    let mut first = true;
-    for t in times(track, step) {
-        let ac = track.at(t).0.ecef();
-        let boundary = t >= next_slot;
-        if boundary {
-            while next_slot <= t {
-                next_slot += l.slot_s;
-            }
-        }
-        // A new plan at each reconfiguration, at the start, or when the
-        // serving satellite left the sky.
-        let lost = serving.is_some_and(|(s, _)| sats.ecef(s, t).is_none_or(|p| elevation_deg(ac, p) < l.min_elevation));
-        if boundary || first || lost {
-            let before = serving;
-            serving = (0..sats.len())
-                .filter_map(|i| sats.ecef(i, t).map(|p| (i, p)))
-                .map(|(i, s)| (i, s, elevation_deg(ac, s)))
-                .filter(|&(_, _, e)| e >= l.min_elevation)
-                .filter_map(|(i, s, e)| ground_station(s, &ground, l.min_elevation).map(|(g, _)| (i, g, e)))
-                .max_by(|a, b| a.2.total_cmp(&b.2))
-                .map(|(i, g, _)| (i, g));
-            if boundary && !first && l.glitch_s > 0.0 && serving.is_some() {
-                tl.outages.push((t, l.glitch_s, Cause::Reconfiguration));
-            }
-            match (before, serving) {
-                (Some(a), Some(b)) if a != b => {
-                    tl.events.push((t, EventKind::Interruption(Cause::Reconfiguration), format!("satellite {} → {} (ground site {})", sats.name(l, a.0), sats.name(l, b.0), sites[b.1].0)))
-                }
-                (None, Some(b)) => tl.events.push((t, EventKind::Service, format!("satellite {} in view (ground site {})", sats.name(l, b.0), sites[b.1].0))),
-                (Some(_), None) | (None, None) if first || before.is_some() => tl.events.push((t, EventKind::Service, "no satellite with a ground station in view".into())),
-                _ => {}
-            }
-            first = false;
-        }
-        // The serving satellite was propagated at this instant's plan or
-        // check above; a failure now ends the service until the next plan.
-        let delay = serving.and_then(|(s, g)| sats.ecef(s, t).map(|sat| one_way_ms(norm(sub(sat, ac)) + norm(sub(sat, ground[g])), extra_ms)));
-        tl.delay_ms.push(delay);
-    }
-    tl
-}
+pub use super::leo::{leo, leo_positions, shell, teme_to_ecef};
 
 pub fn atg(track: &Track, a: &Atg, sites: &[Site], step: f64, extra_ms: f64) -> Timeline {
     nearest_site(track, a.range_km, a.hysteresis_km, sites, step, extra_ms, |t, tl| {
