@@ -166,9 +166,14 @@ fn plan(l: &Leo, pos: &[Option<Vec3>], ac: Vec3, ground: &[Vec3]) -> Option<Path
 }
 
 /// A length for the heap's order (lengths are never NaN).
-#[derive(PartialEq, PartialOrd)]
+#[derive(PartialEq)]
 struct Km(f64);
 impl Eq for Km {}
+impl PartialOrd for Km {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
 impl Ord for Km {
     fn cmp(&self, o: &Self) -> std::cmp::Ordering {
         self.0.total_cmp(&o.0)
