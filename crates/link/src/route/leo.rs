@@ -136,15 +136,27 @@ fn plan(l: &Leo, pos: &[Option<Vec3>], ac: Vec3, ground: &[Vec3]) -> Option<Path
         return (0..pos.len()).filter_map(|i| Some((i, up(i)?, down(i)?.0))).max_by(|a, b| a.1.total_cmp(&b.1)).map(|(i, _, g)| Path { sats: vec![i], site: g });
     }
     let first = (0..pos.len()).filter_map(|i| Some((i, up(i)?))).max_by(|a, b| a.1.total_cmp(&b.1))?.0;
-    // Dijkstra over the laser links, lengths in km.
+    // Dijkstra over the laser links, lengths in km, from the satellite the
+    // aircraft uses; each satellite reached is a way down. It stops once
+    // the links alone are longer than the best whole path found (every
+    // later one only longer still), so it seldom visits the whole shell.
     let n = pos.len();
     let (mut dist, mut prev) = (vec![f64::INFINITY; n], vec![usize::MAX; n]);
     let mut heap = std::collections::BinaryHeap::new();
+    let mut best: Option<(usize, usize, f64)> = None;
     dist[first] = 0.0;
     heap.push((std::cmp::Reverse(Km(0.0)), first));
     while let Some((std::cmp::Reverse(Km(d)), i)) = heap.pop() {
         if d > dist[i] {
             continue;
+        }
+        if best.is_some_and(|b| d >= b.2) {
+            break;
+        }
+        if let Some((g, r)) = down(i) {
+            if best.is_none_or(|b| d + r < b.2) {
+                best = Some((i, g, d + r));
+            }
         }
         let Some(pi) = pos[i] else { continue };
         for j in grid_neighbours(l, i) {
@@ -156,7 +168,7 @@ fn plan(l: &Leo, pos: &[Option<Vec3>], ac: Vec3, ground: &[Vec3]) -> Option<Path
             }
         }
     }
-    let (last, site, _) = (0..n).filter(|&i| dist[i].is_finite()).filter_map(|i| down(i).map(|(g, r)| (i, g, dist[i] + r))).min_by(|a, b| a.2.total_cmp(&b.2))?;
+    let (last, site, _) = best?;
     let mut sats = vec![last];
     while let Some(&i) = sats.last().filter(|&&i| i != first) {
         sats.push(prev[i]);

@@ -182,6 +182,26 @@ pub struct RouteLink {
     pub handovers: Vec<Duration>,
 }
 
+/// The last few timelines computed, by the route's keys and the files they
+/// read: both directions of a `[link]` route, and an experiment's runs of
+/// one profile, compute it once (a LEO flight with laser links takes a
+/// fraction of a second, an element set of thousands seconds).
+static TIMELINES: std::sync::Mutex<Vec<(String, Timeline)>> = std::sync::Mutex::new(Vec::new());
+const TIMELINES_KEPT: usize = 8;
+
+fn cached_timeline(key: &str, spec: &RouteSpec) -> Timeline {
+    if let Some(tl) = TIMELINES.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|(k, _)| k == key).map(|(_, tl)| tl.clone()) {
+        return tl;
+    }
+    let tl = spec.timeline();
+    let mut kept = TIMELINES.lock().unwrap_or_else(|e| e.into_inner());
+    if kept.len() >= TIMELINES_KEPT {
+        kept.remove(0);
+    }
+    kept.push((key.to_string(), tl.clone()));
+    tl
+}
+
 /// Flight time as h:mm:ss.
 pub fn clock(secs: f64) -> String {
     let s = secs.max(0.0).round() as u64;
@@ -209,8 +229,10 @@ impl StageKind for Kind {
             return Err(r.err("route sets the delay along the route: remove `delay` (or `route`)"));
         }
         let t = r.value.as_table().ok_or_else(|| r.err("expected a table like { from = \"LHR\", to = \"JFK\", tech = \"geo\" }"))?;
-        let spec = RouteSpec::parse(t, load).map_err(|m| r.err(m))?;
-        let tl = spec.timeline();
+        // What the route read (a TLE file) is part of what it computes.
+        let mut read = String::new();
+        let spec = RouteSpec::parse(t, &mut |p: &str| load(p).inspect(|text| read.push_str(text))).map_err(|m| r.err(m))?;
+        let tl = cached_timeline(&format!("{t}\n{read}"), &spec);
         let link = spec.link(&tl);
         d.delay = link.delay;
         d.outages.extend(link.outages);
