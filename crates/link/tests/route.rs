@@ -361,3 +361,16 @@ fn laser_links_carry_leo_across_the_atlantic() {
     let e = spec_with_file(r#"{ from = "LHR", to = "JFK", tech = "leo", isl = true, tle = "x.tle" }"#, "x.tle", &shell_as_tles(53.0, 550.0, 2, 2, 1)).expect_err("isl with tle");
     assert!(e.starts_with("isl: laser links follow the shell's planes"), "{e}");
 }
+
+/// A route's timeline is kept for the next profile with the same keys,
+/// but the files it reads are part of what it computed: the same `tle`
+/// name with other sets in it computes anew.
+#[test]
+fn a_kept_timeline_is_not_reused_for_another_files_sets() {
+    let text = "[link]\nroute = { waypoints = [{ lat = 50.1, lon = 8.7, at = \"0 s\" }, { lat = 50.1, lon = 8.7, at = \"600 s\" }], tech = \"leo\", tle = \"s.tle\" }\n";
+    let described = |sets: &str| Profile::parse(text, "r.toml", &[], &mut |_| Ok(sets.to_string())).expect("a profile").down.described["route"].clone();
+    let (a, b) = (shell_as_tles(53.0, 550.0, 72, 22, 1), shell_as_tles(53.0, 1100.0, 72, 22, 1));
+    let (first, again, other) = (described(&a), described(&a), described(&b));
+    assert_eq!(first, again);
+    assert_ne!(first, other, "sets at 1100 km give longer delays than at 550 km");
+}
