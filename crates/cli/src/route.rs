@@ -1,8 +1,9 @@
 //! `aerolink route show ROUTE --tech geo|leo|atg|ldacs` and `aerolink route
 //! airports`: the link a flight would have, computed along its route
 //! (aerolink_link::route), as a table, JSON or an SVG timeline.
-use aerolink_link::route::{airports, clock, Cause, EventKind, RouteSpec};
-use clap::{Args, Subcommand, ValueEnum};
+use aerolink_link::route::{airports, clock, Cause, EventKind, RouteSpec, TechName};
+use clap::builder::TypedValueParser;
+use clap::{Args, Subcommand};
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -23,18 +24,10 @@ pub enum RouteCmd {
     },
 }
 
-/// A route's technology.
-#[derive(ValueEnum, Clone, Copy, Debug)]
-pub enum TechArg {
-    /// Geostationary satellites (default 55°W, 62.6°E, 179.6°E).
-    Geo,
-    /// A LEO shell (default Starlink's 53°, 550 km, 72 × 22).
-    Leo,
-    /// Air-to-ground towers.
-    Atg,
-    /// L-DACS 1 ground stations along the route (seed 002's line, 350 km
-    /// apart, near land); handovers by the profile's `handover` stage.
-    Ldacs,
+/// `--tech`: the route's technologies, each with its help line.
+fn tech_parser() -> impl clap::builder::TypedValueParser<Value = TechName> {
+    let values = TechName::ALL.map(|t| clap::builder::PossibleValue::new(t.as_str()).help(t.about()));
+    clap::builder::PossibleValuesParser::new(values).map(|s| TechName::parse(&s).expect("clap checked the value"))
 }
 
 #[derive(Args, Debug)]
@@ -44,8 +37,8 @@ pub struct ShowArgs {
     /// profile has it).
     pub route: String,
     /// The technology (overrides the file's `tech`).
-    #[arg(long, value_enum)]
-    pub tech: Option<TechArg>,
+    #[arg(long, value_parser = tech_parser())]
+    pub tech: Option<TechName>,
     /// A route key as TOML, repeatable: --set 'cruise_kmh = 850' --set
     /// 'satellites = [-15.5, 25.5]' --set 'time_scale = 60'.
     #[arg(long = "set", value_name = "KEY = VALUE")]
@@ -95,8 +88,7 @@ fn table(a: &ShowArgs) -> anyhow::Result<(toml::Table, String)> {
         (t.clone(), a.route.clone())
     };
     if let Some(tech) = a.tech {
-        let name = tech.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default();
-        t.insert("tech".into(), name.into());
+        t.insert("tech".into(), tech.as_str().into());
     }
     for s in &a.set {
         let one: toml::Table = toml::from_str(s).map_err(|e| user(format!("--set {s:?}: expected KEY = VALUE in TOML ({})", e.message().trim())))?;
@@ -108,7 +100,7 @@ fn table(a: &ShowArgs) -> anyhow::Result<(toml::Table, String)> {
 fn show(a: ShowArgs) -> anyhow::Result<i32> {
     let (t, origin) = table(&a)?;
     if !t.contains_key("tech") {
-        return Err(user(format!("route show: {origin} gives no technology: add --tech geo, leo, atg or ldacs")));
+        return Err(user(format!("route show: {origin} gives no technology: add --tech {}", TechName::choices().replace('"', ""))));
     }
     // Files the route names (`tle`) are relative to the route's file, or
     // to here for FROM-TO.

@@ -167,6 +167,7 @@ fn a_bad_route_is_one_clear_line() {
     let bad = [
         (r#"{ from = "LHR", to = "XYZ", tech = "geo" }"#, "to: unknown airport \"XYZ\""),
         (r#"{ from = "LHR", to = "JFK" }"#, "tech: expected"),
+        (r#"{ from = "LHR", to = "JFK", tech = "sat" }"#, r#"tech: expected "geo", "leo", "atg" or "ldacs", got "sat""#),
         (r#"{ from = "LHR", to = "JFK", tech = "geo", planes = 3 }"#, "unknown key `planes`"),
         (r#"{ from = "LHR", to = "JFK", tech = "leo", time_scale = 0 }"#, "time_scale: expected a number from 1 to 3600"),
         (r#"{ waypoints = [{ lat = 1, lon = 2, at = "5 s" }], tech = "atg" }"#, "waypoints: expected at least two"),

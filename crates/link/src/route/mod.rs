@@ -39,7 +39,7 @@ use crate::registry::StageKind;
 use crate::stage::{Stage, StageContext};
 use crate::{Duration, Instant};
 pub use parse::RouteSpec;
-pub use tech::{Cause, EventKind, Tech, Timeline};
+pub use tech::{Cause, EventKind, Tech, TechName, Timeline};
 
 impl RouteSpec {
     /// The technology's timeline along the track, in flight time.

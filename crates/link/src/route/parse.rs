@@ -3,7 +3,7 @@
 //! builds from its flags) and names the key and what it allows on error.
 use super::airports;
 use super::earth::Point;
-use super::tech::{Atg, Geo, Ldacs, Leo, Tech};
+use super::tech::{Atg, Geo, Ldacs, Leo, Tech, TechName};
 use super::track::Track;
 use crate::units;
 
@@ -42,8 +42,6 @@ const SHELL_KEYS: &[&str] = &["inclination", "altitude_km", "planes", "per_plane
 const TLE_MAX_DAYS: f64 = 30.0;
 const ATG_KEYS: &[&str] = &["range_km", "hysteresis_km", "handover_outage"];
 const LDACS_KEYS: &[&str] = &["spacing_km", "first_station_km", "airport_km", "range_km", "hysteresis_km"];
-/// The technologies, for error messages.
-const TECHS: &str = "\"geo\", \"leo\", \"atg\" or \"ldacs\"";
 
 /// The table's typed reader: each getter names the key in its error.
 struct Keys<'a>(&'a toml::Table);
@@ -108,18 +106,17 @@ impl RouteSpec {
     pub fn parse(t: &toml::Table, load: crate::profile::Loader<'_>) -> Result<RouteSpec, String> {
         let k = Keys(t);
         let tech_name = match t.get("tech") {
-            Some(toml::Value::String(s)) => s.as_str(),
-            _ => return Err(format!("tech: expected {TECHS}")),
+            Some(toml::Value::String(s)) => TechName::parse(s).ok_or_else(|| format!("tech: expected {}, got {s:?}", TechName::choices()))?,
+            _ => return Err(format!("tech: expected {}", TechName::choices())),
         };
         let own: &[&str] = match tech_name {
-            "geo" => GEO_KEYS,
-            "leo" => LEO_KEYS,
-            "atg" => ATG_KEYS,
-            "ldacs" => LDACS_KEYS,
-            other => return Err(format!("tech: expected {TECHS}, got {other:?}")),
+            TechName::Geo => GEO_KEYS,
+            TechName::Leo => LEO_KEYS,
+            TechName::Atg => ATG_KEYS,
+            TechName::Ldacs => LDACS_KEYS,
         };
         if let Some(bad) = t.keys().find(|x| !COMMON.contains(&x.as_str()) && !own.contains(&x.as_str())) {
-            return Err(format!("unknown key `{bad}`; allowed with tech = {tech_name:?}: {}, {}", COMMON.join(", "), own.join(", ")));
+            return Err(format!("unknown key `{bad}`; allowed with tech = {:?}: {}, {}", tech_name.as_str(), COMMON.join(", "), own.join(", ")));
         }
         let track = parse_track(&k)?;
         if track.duration() > MAX_FLIGHT_S {
@@ -210,9 +207,9 @@ fn parse_track(k: &Keys) -> Result<Track, String> {
 }
 
 /// The technology, its default step and its default `extra`.
-fn parse_tech(k: &Keys, name: &str, load: crate::profile::Loader<'_>) -> Result<(Tech, &'static str, &'static str), String> {
+fn parse_tech(k: &Keys, name: TechName, load: crate::profile::Loader<'_>) -> Result<(Tech, &'static str, &'static str), String> {
     Ok(match name {
-        "geo" => {
+        TechName::Geo => {
             let satellites = match k.list("satellites")? {
                 None => vec![-55.0, 62.6, 179.6],
                 Some(a) if !a.is_empty() && a.len() <= 64 => a
@@ -233,7 +230,7 @@ fn parse_tech(k: &Keys, name: &str, load: crate::profile::Loader<'_>) -> Result<
             };
             (Tech::Geo(g), "10 s", "20 ms")
         }
-        "leo" => {
+        TechName::Leo => {
             let (planes, per_plane) = (k.num("planes", 72.0, 1.0, 1000.0)?, k.num("per_plane", 22.0, 1.0, 1000.0)?);
             if planes * per_plane > 10_000.0 {
                 return Err("planes × per_plane: at most 10 000 satellites".into());
@@ -274,7 +271,7 @@ fn parse_tech(k: &Keys, name: &str, load: crate::profile::Loader<'_>) -> Result<
             };
             (Tech::Leo(l), "1 s", "6 ms")
         }
-        "ldacs" => {
+        TechName::Ldacs => {
             let l = Ldacs {
                 spacing_km: k.num("spacing_km", 350.0, 10.0, 5000.0)?,
                 first_station_km: k.num("first_station_km", 0.0, 0.0, 40_000.0)?,
@@ -284,7 +281,7 @@ fn parse_tech(k: &Keys, name: &str, load: crate::profile::Loader<'_>) -> Result<
             };
             (Tech::Ldacs(l), "1 s", "10 ms")
         }
-        _ => {
+        TechName::Atg => {
             let a =
                 Atg { range_km: k.num("range_km", 300.0, 1.0, 1000.0)?, hysteresis_km: k.num("hysteresis_km", 20.0, 0.0, 1000.0)?, handover_outage_s: k.secs("handover_outage", "1 s", 0.0, 600.0)? };
             (Tech::Atg(a), "10 s", "25 ms")

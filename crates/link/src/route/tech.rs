@@ -163,13 +163,55 @@ pub enum Tech {
 }
 
 impl Tech {
-    pub fn name(&self) -> &'static str {
+    pub fn kind(&self) -> TechName {
         match self {
-            Tech::Geo(_) => "geo",
-            Tech::Leo(_) => "leo",
-            Tech::Atg(_) => "atg",
-            Tech::Ldacs(_) => "ldacs",
+            Tech::Geo(_) => TechName::Geo,
+            Tech::Leo(_) => TechName::Leo,
+            Tech::Atg(_) => TechName::Atg,
+            Tech::Ldacs(_) => TechName::Ldacs,
         }
+    }
+    pub fn name(&self) -> &'static str {
+        self.kind().as_str()
+    }
+}
+
+/// A route's technology by name: the one value set that a route's `tech =
+/// "…"` and `aerolink route show --tech` both take.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TechName {
+    Geo,
+    Leo,
+    Atg,
+    Ldacs,
+}
+
+impl TechName {
+    pub const ALL: [TechName; 4] = [TechName::Geo, TechName::Leo, TechName::Atg, TechName::Ldacs];
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TechName::Geo => "geo",
+            TechName::Leo => "leo",
+            TechName::Atg => "atg",
+            TechName::Ldacs => "ldacs",
+        }
+    }
+    pub fn parse(s: &str) -> Option<TechName> {
+        TechName::ALL.into_iter().find(|t| t.as_str() == s)
+    }
+    /// One line for help texts.
+    pub fn about(self) -> &'static str {
+        match self {
+            TechName::Geo => "geostationary satellites (default 55°W, 62.6°E, 179.6°E)",
+            TechName::Leo => "a LEO shell (default Starlink's 53°, 550 km, 72 × 22) or element sets (`tle`)",
+            TechName::Atg => "air-to-ground towers",
+            TechName::Ldacs => "L-DACS 1 ground stations along the route (seed 002's line, 350 km apart, near land); handovers by the profile's `handover` stage",
+        }
+    }
+    /// The names, for error messages: `"geo", "leo", "atg" or "ldacs"`.
+    pub fn choices() -> String {
+        let q: Vec<String> = TechName::ALL.iter().map(|t| format!("{:?}", t.as_str())).collect();
+        format!("{} or {}", q[..q.len() - 1].join(", "), q[q.len() - 1])
     }
 }
 
