@@ -43,7 +43,7 @@ pub enum ExperimentCmd {
     /// by the experiment (experiments/*.toml) that maps it, with the runs of
     /// whichever --db store holds that experiment; each study's agreement
     /// score first. Bands and verdicts are findings/README.md's. Exits 1 if
-    /// an entry does not hold.
+    /// an entry does not hold (or a qualitative one is not observed).
     ///
     ///   aerolink experiment check --db results/ifc-web.db --db results/iridium-301.db --markdown docs/reproductions.md
     Check(crate::check::CheckArgs),

@@ -262,13 +262,16 @@ pub enum Verdict {
     Inconclusive,
     #[serde(rename = "not run")]
     NotRun,
-    /// A qualitative entry: not judged by number, not scored.
-    #[serde(rename = "qualitative")]
-    Qualitative,
+    /// A qualitative entry (not scored) whose observation our runs show.
+    #[serde(rename = "observed")]
+    Observed,
+    /// A qualitative entry whose observation our runs contradict.
+    #[serde(rename = "not observed")]
+    NotObserved,
 }
 
 impl Verdict {
-    pub const ALL: [Verdict; 6] = [Verdict::Holds, Verdict::DirectionOnly, Verdict::DoesNotHold, Verdict::Inconclusive, Verdict::NotRun, Verdict::Qualitative];
+    pub const ALL: [Verdict; 7] = [Verdict::Holds, Verdict::DirectionOnly, Verdict::DoesNotHold, Verdict::Inconclusive, Verdict::NotRun, Verdict::Observed, Verdict::NotObserved];
     pub fn as_str(self) -> &'static str {
         match self {
             Verdict::Holds => "holds",
@@ -276,8 +279,12 @@ impl Verdict {
             Verdict::DoesNotHold => "does not hold",
             Verdict::Inconclusive => "inconclusive",
             Verdict::NotRun => "not run",
-            Verdict::Qualitative => "qualitative",
+            Verdict::Observed => "observed",
+            Verdict::NotObserved => "not observed",
         }
+    }
+    pub fn parse(s: &str) -> Option<Verdict> {
+        Verdict::ALL.into_iter().find(|v| v.as_str() == s)
     }
 }
 
@@ -315,7 +322,8 @@ pub fn verdict(kind: Kind, paper: Paper, lo: f64, hi: f64) -> Verdict {
         Paper::Range(a, b) => (a, b),
     };
     match kind {
-        Kind::Qualitative => Verdict::Qualitative,
+        // Observed or not by its mappings' `observe`, never by a band.
+        Kind::Qualitative => Verdict::Inconclusive,
         Kind::Ratio | Kind::Difference => {
             let (pivot, v) = (if kind == Kind::Ratio { 1.0 } else { 0.0 }, paper.centre());
             let up = v > pivot;

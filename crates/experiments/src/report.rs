@@ -122,8 +122,8 @@ fn findings_section(h: &mut String, experiments: &[ExperimentRow], runs: &[RunRo
             _ => "–".into(),
         };
         let cls = match j.verdict {
-            crate::catalogue::Verdict::Holds => "better",
-            crate::catalogue::Verdict::DoesNotHold => "worse",
+            crate::catalogue::Verdict::Holds | crate::catalogue::Verdict::Observed => "better",
+            crate::catalogue::Verdict::DoesNotHold | crate::catalogue::Verdict::NotObserved => "worse",
             _ => "",
         };
         let mut notes = j.why.clone().unwrap_or_default();

@@ -25,8 +25,8 @@ pub fn table_text(judged: &[Judged]) -> String {
     let mut s = String::new();
     for sc in scores(judged) {
         let _ = writeln!(s, "{} — {}\n  agreement {}", sc.seed, sc.study, sc.text());
-        for j in judged.iter().filter(|j| j.entry.seed == sc.seed && j.verdict != Verdict::NotRun && j.verdict != Verdict::Qualitative) {
-            let paper = j.entry.paper.map(|p| p.text()).unwrap_or_default();
+        for j in judged.iter().filter(|j| j.entry.seed == sc.seed && j.verdict != Verdict::NotRun) {
+            let paper = j.entry.paper.map(|p| p.text()).unwrap_or_else(|| "—".into());
             let _ = writeln!(
                 s,
                 "  {:<14} {}  paper {} ({}), ours {}{}",
@@ -58,20 +58,21 @@ fn cell(t: &str) -> String {
 pub fn markdown(judged: &[Judged], explanations: &[Judged], made_by: &str, date: &str, commit: &str) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# Reproductions: the studies' results, judged on our runs\n");
-    let _ = writeln!(s, "Written by `{made_by}` on {date} at commit `{commit}`, from the result stores named in the command — not by hand. The entries are the catalogue in `findings/` (a copy of `../shared/findings`, written from the studies' texts before any run); the bands and verdicts are its `README.md`'s: ours is the statistic the entry names (the mean unless it says otherwise) over at least 10 repetitions a side, with a 95 % percentile bootstrap interval over 10 000 resamples, each side resampled on its own. An experiment file only maps an entry to its runs (`[[judge]]`); it carries no number and no rule. `setup` says where our runs depart from the entry's conditions.\n");
+    let _ = writeln!(s, "Written by `{made_by}` on {date} at commit `{commit}`, from the result stores named in the command — not by hand. The entries are the catalogue in `findings/` (a copy of `../shared/findings`, written from the studies' texts before any run); the bands and verdicts are its `README.md`'s: ours is the statistic the entry names (the mean unless it says otherwise) over at least 10 repetitions a side, with a 95 % percentile bootstrap interval over 10 000 resamples, each side resampled on its own. An experiment file only maps an entry to its runs (`[[judge]]`); it carries no number and no rule. `setup` says where our runs depart from the entry's conditions. A qualitative entry has no number: its mappings say what they observe (`observe`, with the threshold they read the entry's words by), and it is *observed* or *not observed* apart from the score.\n");
     let kept = judged.iter().chain(explanations).filter(|j| j.kept.is_some()).count();
     if kept > 0 {
         let _ = writeln!(s, "{kept} verdict{} (marked *kept*) come{} from an earlier check whose stores are not among these (`--keep`): each names the check, by date and commit, that judged it from its stores; the experiment files still map the entry to the same experiment and metric.\n", if kept == 1 { "" } else { "s" }, if kept == 1 { "s" } else { "" });
     }
     let _ = writeln!(s, "## Agreement\n");
-    let _ = writeln!(s, "| Study | Agreement | holds | direction only | does not hold | inconclusive | not run | qualitative |");
+    let _ = writeln!(s, "| Study | Agreement | holds | direction only | does not hold | inconclusive | not run | qualitative (not scored): observed / not observed / inconclusive / not run |");
     let _ = writeln!(s, "|---|---|---|---|---|---|---|---|");
     let all = scores(judged);
     for sc in &all {
         let n = |v: Verdict| sc.counts.get(v.as_str()).copied().unwrap_or(0);
+        let q = |v: Verdict| sc.qualitative.get(v.as_str()).copied().unwrap_or(0);
         let _ = writeln!(
             s,
-            "| {} | {:.0} % ({} / {}) | {} | {} | {} | {} | {} | {} |",
+            "| {} | {:.0} % ({} / {}) | {} | {} | {} | {} | {} | {} / {} / {} / {} |",
             cell(&sc.study),
             100.0 * sc.agreement(),
             sc.holds,
@@ -81,7 +82,10 @@ pub fn markdown(judged: &[Judged], explanations: &[Judged], made_by: &str, date:
             n(Verdict::DoesNotHold),
             n(Verdict::Inconclusive),
             n(Verdict::NotRun),
-            n(Verdict::Qualitative)
+            q(Verdict::Observed),
+            q(Verdict::NotObserved),
+            q(Verdict::Inconclusive),
+            q(Verdict::NotRun)
         );
     }
     for sc in &all {

@@ -329,3 +329,40 @@ fn an_earlier_checks_verdicts_are_kept_only_where_no_store_given_has_runs_and_sa
     assert!(e.contains("before.json") && e.contains("experiment check --json"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_qualitative_entry_is_observed_when_every_mapping_of_one_experiment_observes_it() {
+    let mut e = entry("q", Kind::Qualitative, 0.0);
+    e.paper = None;
+    let below = "[[judge]]\nid = \"q\"\nmetric = \"plt_ms\"\nof = { profile = \"a\" }\nvs = { profile = \"b\" }\nobserve = { what = \"a over b\", below = 0.9 }\n";
+    let some = "[[judge]]\nid = \"q\"\nmetric = \"plt_ms\"\nof = { profile = \"c\" }\nobserve = { what = \"runs of c\", runs = \"some\" }\n";
+    let m = mapping(&format!("{below}{some}"));
+    let src = |runs: &[RunRow]| -> Verdict {
+        let j = judge::judge_catalogue(std::slice::from_ref(&e), &[Source { experiment: "x", mappings: &m, runs }], false);
+        j[0].verdict
+    };
+    let clear = [runs("a", 10, around(50.0)), runs("b", 10, around(100.0)), runs("c", 1, around(1.0))].concat();
+    assert_eq!(src(&clear), Verdict::Observed);
+    // One observation contradicted: the ratio's interval above 0.9.
+    let against = [runs("a", 10, around(100.0)), runs("b", 10, around(100.0)), runs("c", 1, around(1.0))].concat();
+    assert_eq!(src(&against), Verdict::NotObserved);
+    // The ratio clear, but no run of c: the other observation is not run.
+    assert_eq!(src(&[runs("a", 10, around(50.0)), runs("b", 10, around(100.0))].concat()), Verdict::NotRun);
+    // Straddling the threshold, or under the policy's ten repetitions: inconclusive.
+    let straddle = [runs("a", 10, |i| if i % 2 == 0 { 60.0 } else { 120.0 }), runs("b", 10, around(100.0)), runs("c", 1, around(1.0))].concat();
+    assert_eq!(src(&straddle), Verdict::Inconclusive);
+    assert_eq!(src(&[runs("a", 9, around(50.0)), runs("b", 9, around(100.0)), runs("c", 1, around(1.0))].concat()), Verdict::Inconclusive);
+    // Each observation's figure is in why; the verdict counts apart from the score.
+    let j = judge::judge_catalogue(std::slice::from_ref(&e), &[Source { experiment: "x", mappings: &m, runs: &clear }], false);
+    let why = j[0].why.clone().unwrap();
+    assert!(why.contains("a over b: 0.5") && why.contains("below 0.9") && why.contains("runs of c: 1 of 1 runs"), "{why}");
+    let s = &judge::scores(&j)[0];
+    assert_eq!((s.scored, s.counts.len(), s.qualitative.get("observed")), (0, 0, Some(&1)), "{s:?}");
+    // A scored entry refuses `observe`, a qualitative one needs it.
+    let scored = mapping(below);
+    assert!(scored[0].fits(Kind::Ratio).unwrap_err().contains("observe is for qualitative entries"));
+    let plain = mapping("[[judge]]\nid = \"q\"\nmetric = \"plt_ms\"\nof = { profile = \"a\" }\n");
+    assert!(plain[0].fits(Kind::Qualitative).unwrap_err().contains("observe = {"));
+    let bad: toml::Table = "[[judge]]\nid = \"q\"\nmetric = \"plt_ms\"\nof = { profile = \"a\" }\nobserve = { what = \"w\", below = 1, above = 2 }\n".parse().unwrap();
+    assert_eq!(judge::parse(&bad).unwrap_err().to_string(), "judge[1].observe: expected one of below = x, above = x, runs = \"some\" or runs = \"none\"");
+}

@@ -23,11 +23,23 @@ struct EarlierJudged {
     lo: Option<f64>,
     hi: Option<f64>,
     reps: usize,
-    verdict: Verdict,
+    /// As written: a check of before observations read "qualitative",
+    /// which is never kept.
+    verdict: String,
     why: Option<String>,
     setup: Option<String>,
     #[serde(default)]
     kept: Option<String>,
+}
+
+impl EarlierJudged {
+    fn verdict(&self) -> Option<Verdict> {
+        Verdict::parse(&self.verdict)
+    }
+    /// A verdict worth keeping: judged (not *not run*) and one of today's.
+    fn kept_verdict(&self) -> bool {
+        self.verdict().is_some_and(|v| v != Verdict::NotRun)
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -71,7 +83,7 @@ impl Earlier {
             lo: e.lo,
             hi: e.hi,
             reps: e.reps,
-            verdict: e.verdict,
+            verdict: e.verdict().expect("only a known verdict is kept"),
             why: e.why.clone(),
             setup: e.setup.clone(),
             kept: Some(self.provenance(e)),
@@ -89,15 +101,13 @@ impl Earlier {
         };
         let mut n = 0;
         for j in judged.iter_mut().filter(|j| j.verdict == Verdict::NotRun) {
-            if let Some(e) = self.entries.iter().find(|e| e.entry.id == j.entry.id && e.verdict != Verdict::NotRun && still_mapped(e, false)) {
+            if let Some(e) = self.entries.iter().find(|e| e.entry.id == j.entry.id && e.kept_verdict() && still_mapped(e, false)) {
                 *j = self.revive(e, &j.entry);
                 n += 1;
             }
         }
         for j in explanations.iter_mut().filter(|j| j.verdict == Verdict::NotRun) {
-            let same = |e: &&EarlierJudged| {
-                e.entry.id == j.entry.id && e.experiment == j.experiment && e.metric.as_deref() == j.metric.map(|m| m.name()) && e.setup == j.setup && e.verdict != Verdict::NotRun
-            };
+            let same = |e: &&EarlierJudged| e.entry.id == j.entry.id && e.experiment == j.experiment && e.metric.as_deref() == j.metric.map(|m| m.name()) && e.setup == j.setup && e.kept_verdict();
             if let Some(e) = self.explanations.iter().find(same) {
                 *j = self.revive(e, &j.entry);
                 n += 1;

@@ -136,6 +136,49 @@ pub struct Case {
     pub group: Option<String>,
 }
 
+/// What a mapping of a qualitative entry observes (`observe = { what =
+/// "…", below = x }`; or `above = x`; or `runs = "some"` / `"none"`): the
+/// quantity's 95 % interval entirely below or above x, or whether any run
+/// of `of` (after its `with`) exists. Several mappings of one entry in one
+/// experiment: observed when every one is.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Observe {
+    /// What is observed, in a few words, shown beside the figure.
+    pub what: String,
+    pub test: Test,
+}
+
+/// The test of an [`Observe`].
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Test {
+    Below(f64),
+    Above(f64),
+    /// Some run of `of` exists ("in a few runs the sender times out twice").
+    SomeRuns,
+    /// No run of `of` exists ("the proposals have none").
+    NoRuns,
+}
+
+/// `runs = "some" | "none"` of an `observe` table.
+#[derive(Clone, Copy, Deserialize)]
+enum Runs {
+    #[serde(rename = "some")]
+    Any,
+    #[serde(rename = "none")]
+    No,
+}
+
+/// An `observe = { … }` table as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ObserveTable {
+    what: Text,
+    below: Option<f64>,
+    above: Option<f64>,
+    runs: Option<Runs>,
+}
+
 /// A `[[judge]]` entry of an experiment file.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Mapping {
@@ -153,6 +196,9 @@ pub struct Mapping {
     /// in the catalogue, where the experiment that measures the entry as
     /// the study did speaks.
     pub explanation: Option<String>,
+    /// A qualitative entry's observation; `None` for a scored entry.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observe: Option<Observe>,
 }
 
 /// Why a `[[judge]]` entry is not usable.
@@ -180,6 +226,7 @@ struct Entry {
     per: Option<Above0>,
     setup: Option<Text>,
     explanation: Option<Text>,
+    observe: Option<ObserveTable>,
 }
 
 /// One of `cases = [{ of, vs, group }, …]`.
@@ -244,6 +291,19 @@ fn parse_one(index: usize, t: toml::Table) -> Result<Mapping, JudgeError> {
     if quantity.is_some_and(|q| (q == Form::Value) == has_vs) {
         return Err(err("quantity", if has_vs { "a value takes no vs".into() } else { "a ratio or difference needs vs = {…}".into() }));
     }
+    let observe = match e.observe {
+        None => None,
+        Some(o) => {
+            let test = match (o.below, o.above, o.runs) {
+                (Some(x), None, None) => Test::Below(x),
+                (None, Some(x), None) => Test::Above(x),
+                (None, None, Some(Runs::Any)) => Test::SomeRuns,
+                (None, None, Some(Runs::No)) => Test::NoRuns,
+                _ => return Err(err("observe", "expected one of below = x, above = x, runs = \"some\" or runs = \"none\"".into())),
+            };
+            Some(Observe { what: o.what.0, test })
+        }
+    };
     Ok(Mapping {
         id: e.id.0,
         metric: e.metric.0,
@@ -255,6 +315,7 @@ fn parse_one(index: usize, t: toml::Table) -> Result<Mapping, JudgeError> {
         per: e.per.map(|x| x.0),
         setup: e.setup.map(|x| x.0),
         explanation: e.explanation.map(|x| x.0),
+        observe,
     })
 }
 
@@ -272,6 +333,14 @@ impl Mapping {
     }
     /// Whether this mapping can judge an entry of `kind`: one sentence if not.
     pub fn fits(&self, kind: Kind) -> Result<(), String> {
+        match (kind, &self.observe) {
+            (Kind::Qualitative, None) => {
+                return Err("a qualitative entry is observed, not judged by number: give observe = { what = …, below = x } (or above = x, or runs = \"some\" / \"none\")".into())
+            }
+            (Kind::Qualitative, Some(_)) => return Ok(()),
+            (_, Some(_)) => return Err(format!("observe is for qualitative entries; a {} entry is judged by its band", kind.as_str())),
+            (_, None) => {}
+        }
         match (kind, self.form(kind)) {
             (Kind::Ratio | Kind::Equal, Form::Ratio | Form::RatioOfRatios)
             | (Kind::Difference, Form::Difference)
@@ -279,7 +348,6 @@ impl Mapping {
             | (Kind::AtLeast | Kind::AtMost, _) => Ok(()),
             // A metric that is itself a ratio (delivered over offered).
             (Kind::Ratio | Kind::Equal, Form::Value) if self.metric.is_ratio() => Ok(()),
-            (Kind::Qualitative, _) => Err("a qualitative entry is not judged by number".into()),
             (k, f) => Err(format!("a {} entry cannot be judged by a {f:?} (quantity)", k.as_str())),
         }
     }

@@ -29,7 +29,10 @@
 //! 0.001 for ms → s); `per` (a count of round trips: each repetition's
 //! value divided by `per` and rounded, rule "count"); `setup`;
 //! `explanation` (the hypothesis a mapping tests: judged by `experiment
-//! check FILE` only, never the entry's verdict in the catalogue).
+//! check FILE` only, never the entry's verdict in the catalogue);
+//! `observe` (a qualitative entry's only: `{ what, below | above | runs }`,
+//! [`Observe`]; all of one experiment's mappings of the entry are one
+//! observation, [`observe`]).
 //!
 //! The interval is a 95 % percentile bootstrap over 10 000 resamples, each
 //! side of each case resampled on its own, seeded by the entry's id; with
@@ -45,7 +48,7 @@ use crate::store::RunRow;
 mod keep;
 mod mapping;
 pub use keep::Earlier;
-pub use mapping::{entries, parse, Case, Form, JudgeError, Mapping, Over, Select, Statistic};
+pub use mapping::{entries, parse, Case, Form, JudgeError, Mapping, Observe, Over, Select, Statistic, Test};
 
 /// An entry with what our runs say about it.
 #[derive(Clone, Debug, Serialize)]
@@ -82,27 +85,61 @@ fn seed_of(id: &str) -> u64 {
     id.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
 }
 
-/// Judges `entry` by `map` over the runs of `experiment`.
-pub fn judge(entry: &Entry, map: &Mapping, experiment: &str, runs: &[RunRow]) -> Judged {
-    let mut out = Judged::unjudged(entry, Verdict::NotRun, "");
-    out.experiment = Some(experiment.to_string());
-    out.metric = Some(map.metric);
-    out.setup = match (&map.explanation, &map.setup) {
+/// The setup a mapping states, with the explanation it tests.
+fn setup_of(map: &Mapping) -> Option<String> {
+    match (&map.explanation, &map.setup) {
         (Some(x), Some(s)) => Some(format!("tests an explanation: {x}; {s}")),
         (Some(x), None) => Some(format!("tests an explanation: {x}")),
         (None, s) => s.clone(),
-    };
-    if entry.kind == Kind::Qualitative {
-        out.verdict = Verdict::Qualitative;
-        out.why = Some("qualitative: not judged by number".into());
-        return out;
     }
+}
+
+/// Judges `entry` by `map` over the runs of `experiment` (a qualitative
+/// entry: observed or not, [`observe`]).
+pub fn judge(entry: &Entry, map: &Mapping, experiment: &str, runs: &[RunRow]) -> Judged {
+    if entry.kind == Kind::Qualitative {
+        return observe(entry, &[map], experiment, runs);
+    }
+    let mut out = Judged::unjudged(entry, Verdict::NotRun, "");
+    out.experiment = Some(experiment.to_string());
+    out.metric = Some(map.metric);
+    out.setup = setup_of(map);
     if let Err(why) = map.fits(entry.kind) {
         out.why = Some(why);
         return out;
     }
     let form = map.form(entry.kind);
     out.form = Some(form);
+    let paper = entry.paper.expect("a scored entry has the paper's number").centre();
+    let up = match form {
+        Form::Ratio | Form::RatioOfRatios => paper > 1.0,
+        Form::Difference => paper > 0.0,
+        Form::Value | Form::ShareBelow => true,
+    };
+    if !measure(&mut out, map, experiment, runs, form, up) {
+        return out;
+    }
+    let (lo, hi) = (out.lo.expect("measured"), out.hi.expect("measured"));
+    if out.reps < entry.min_reps() {
+        out.verdict = Verdict::Inconclusive;
+        out.why = Some(format!("{} repetitions on the smallest side; the policy asks at least {}", out.reps, entry.min_reps()));
+        return out;
+    }
+    out.verdict = crate::catalogue::verdict(entry.kind, entry.paper.expect("scored"), lo, hi);
+    out.why = match out.verdict {
+        Verdict::DoesNotHold => Some(format!("the interval lies outside {}", crate::catalogue::band_text(entry.kind, entry.paper.expect("scored")))),
+        Verdict::DirectionOnly => Some(format!("on the paper's side of {}, but outside its band ({})", fmt_pivot(form), crate::catalogue::band_text(entry.kind, entry.paper.expect("scored")))),
+        Verdict::Inconclusive => Some(format!("the interval straddles the band ({}): more repetitions would tell", crate::catalogue::band_text(entry.kind, entry.paper.expect("scored")))),
+        _ => None,
+    };
+    out
+}
+
+/// The mapping's quantity over the runs into `out` (its point, 95 %
+/// interval and the repetitions behind its fewest-run side); where there
+/// is none, `out`'s verdict and why say so and it returns false. `up`:
+/// whether the claim's direction is upward, for `over` to choose by.
+fn measure(out: &mut Judged, map: &Mapping, experiment: &str, runs: &[RunRow], form: Form, up: bool) -> bool {
     let take = |s: &Select| -> Vec<f64> {
         runs.iter()
             .filter(|r| r.ok && s.matches(r))
@@ -126,14 +163,14 @@ pub fn judge(entry: &Entry, map: &Mapping, experiment: &str, runs: &[RunRow]) ->
             let event: Vec<String> = side.with.iter().map(|(m, v)| format!("{} = {v}", m.name())).collect();
             out.why = Some(format!("none of the {before} successful runs of {experiment} with {} has {}: the event never happened", base.text(), event.join(" and ")));
         } else {
+            out.verdict = Verdict::NotRun;
             out.why = Some(format!("no successful run of {experiment} with {} has {}", side.text(), map.metric));
         }
-        return out;
+        return false;
     }
     let point = |s: &(Vec<f64>, Vec<f64>)| figure(form, map.statistic, &s.0, &s.1);
-    let paper = entry.paper.expect("a scored entry has the paper's number").centre();
     let points: Vec<f64> = sides.iter().map(point).collect();
-    let chosen = chosen_groups(map, form, paper, &points);
+    let chosen = chosen_groups(map, form, up, &points);
     let value = across(form, &chosen.iter().map(|&i| points[i]).collect::<Vec<_>>());
     let reps = chosen.iter().map(|&i| if need_vs { sides[i].0.len().min(sides[i].1.len()) } else { sides[i].0.len() }).min().unwrap_or(0);
     out.value = Some(value);
@@ -141,27 +178,107 @@ pub fn judge(entry: &Entry, map: &Mapping, experiment: &str, runs: &[RunRow]) ->
     if reps < 3 {
         out.verdict = Verdict::Inconclusive;
         out.why = Some(format!("{reps} repetitions on the smallest side: no interval under 3 (the policy asks {MIN_REPS})"));
-        return out;
+        return false;
     }
-    let Some((lo, hi)) = interval(&entry.id, map, form, need_vs, &sides, &chosen) else {
+    let Some((lo, hi)) = interval(&out.entry.id, map, form, need_vs, &sides, &chosen) else {
         out.verdict = Verdict::Inconclusive;
         out.why = Some("no finite resample (a side of zeros?)".into());
-        return out;
+        return false;
     };
     out.lo = Some(lo);
     out.hi = Some(hi);
-    if reps < entry.min_reps() {
-        out.verdict = Verdict::Inconclusive;
-        out.why = Some(format!("{reps} repetitions on the smallest side; the policy asks at least {}", entry.min_reps()));
-        return out;
+    true
+}
+
+/// A qualitative entry observed by `maps` (all of one experiment's
+/// mappings of it) over `experiment`'s runs: **observed** when every
+/// mapping's observation is; **not observed** when one is contradicted
+/// (its interval entirely on the other side, or the runs it asks for
+/// there or absent against `runs = …`); otherwise *not run* where a
+/// mapping has no runs, else inconclusive. `why` gives each observation's
+/// figure.
+pub fn observe(entry: &Entry, maps: &[&Mapping], experiment: &str, runs: &[RunRow]) -> Judged {
+    let mut checks: Vec<Judged> = maps.iter().map(|m| observe_one(entry, m, experiment, runs)).collect();
+    if checks.len() == 1 {
+        return checks.remove(0);
     }
-    out.verdict = crate::catalogue::verdict(entry.kind, entry.paper.expect("scored"), lo, hi);
-    out.why = match out.verdict {
-        Verdict::DoesNotHold => Some(format!("the interval lies outside {}", crate::catalogue::band_text(entry.kind, entry.paper.expect("scored")))),
-        Verdict::DirectionOnly => Some(format!("on the paper's side of {}, but outside its band ({})", fmt_pivot(form), crate::catalogue::band_text(entry.kind, entry.paper.expect("scored")))),
-        Verdict::Inconclusive => Some(format!("the interval straddles the band ({}): more repetitions would tell", crate::catalogue::band_text(entry.kind, entry.paper.expect("scored")))),
-        _ => None,
+    let has = |v: Verdict| checks.iter().any(|c| c.verdict == v);
+    let verdict = if has(Verdict::NotObserved) {
+        Verdict::NotObserved
+    } else if has(Verdict::NotRun) {
+        Verdict::NotRun
+    } else if checks.iter().all(|c| c.verdict == Verdict::Observed) {
+        Verdict::Observed
+    } else {
+        Verdict::Inconclusive
     };
+    let why: Vec<String> = checks.iter().map(|c| format!("{} ({})", c.why.clone().unwrap_or_default(), c.verdict.as_str())).collect();
+    let mut setups: Vec<String> = checks.iter().filter_map(|c| c.setup.clone()).collect();
+    setups.dedup();
+    let mut out = Judged::unjudged(entry, verdict, why.join("; "));
+    out.experiment = Some(experiment.to_string());
+    out.metric = checks[0].metric;
+    out.reps = checks.iter().map(|c| c.reps).min().unwrap_or(0);
+    out.setup = (!setups.is_empty()).then(|| setups.join("; "));
+    out
+}
+
+/// One mapping's observation ([`observe`]).
+fn observe_one(entry: &Entry, map: &Mapping, experiment: &str, runs: &[RunRow]) -> Judged {
+    let mut out = Judged::unjudged(entry, Verdict::NotRun, "");
+    out.experiment = Some(experiment.to_string());
+    out.metric = Some(map.metric);
+    out.setup = setup_of(map);
+    let Some(o) = map.observe.as_ref().filter(|_| map.fits(entry.kind).is_ok()) else {
+        out.why = map.fits(entry.kind).err();
+        return out;
+    };
+    let f3 = crate::catalogue::sig3;
+    match o.test {
+        Test::SomeRuns | Test::NoRuns => {
+            let base = runs.iter().filter(|r| r.ok && map.cases.iter().any(|c| c.of.matches_but_with(r))).count();
+            let hits = runs.iter().filter(|r| r.ok && map.cases.iter().any(|c| c.of.matches(r))).count();
+            let sides: Vec<String> = map.cases.iter().map(|c| c.of.text()).collect();
+            out.reps = base;
+            if base == 0 {
+                out.why = Some(format!("{}: no successful run of {experiment} with {}", o.what, sides.join(" or ")));
+                return out;
+            }
+            out.value = Some(hits as f64);
+            let want_some = o.test == Test::SomeRuns;
+            out.verdict = if (hits > 0) == want_some { Verdict::Observed } else { Verdict::NotObserved };
+            if !want_some && hits == 0 && base < entry.min_reps() {
+                out.verdict = Verdict::Inconclusive;
+            }
+            out.why = Some(format!("{}: {hits} of {base} runs with {}", o.what, sides.join(" or ")));
+        }
+        Test::Below(x) | Test::Above(x) => {
+            let form = map.form(Kind::Qualitative);
+            out.form = Some(form);
+            let up = matches!(o.test, Test::Above(_));
+            if !measure(&mut out, map, experiment, runs, form, up) {
+                out.why = out.why.map(|w| format!("{}: {w}", o.what));
+                return out;
+            }
+            let (v, lo, hi) = (out.value.expect("measured"), out.lo.expect("measured"), out.hi.expect("measured"));
+            let test = format!("{} {}", if up { "above" } else { "below" }, f3(x));
+            let beyond = if up { lo > x } else { hi < x };
+            let against = if up { hi <= x } else { lo >= x };
+            out.verdict = match (beyond, against) {
+                _ if out.reps < entry.min_reps() => Verdict::Inconclusive,
+                (true, _) => Verdict::Observed,
+                (_, true) => Verdict::NotObserved,
+                _ => Verdict::Inconclusive,
+            };
+            let tail = match out.verdict {
+                _ if out.reps < entry.min_reps() => format!(" — {} repetitions; the policy asks at least {}", out.reps, entry.min_reps()),
+                Verdict::Inconclusive => " — the interval straddles it".to_string(),
+                Verdict::NotObserved => " — the interval lies on the other side".to_string(),
+                _ => String::new(),
+            };
+            out.why = Some(format!("{}: {} ({}–{}, n = {}), {test}{tail}", o.what, f3(v), f3(lo), f3(hi), out.reps));
+        }
+    }
     out
 }
 
@@ -197,9 +314,9 @@ fn across(form: Form, v: &[f64]) -> f64 {
 
 /// The cases a mapping judges by, where its cases are grouped: each
 /// group's figure over its cases, the group `over` chooses, and its cases.
-fn chosen_groups(map: &Mapping, form: Form, paper: f64, points: &[f64]) -> Vec<usize> {
+fn chosen_groups(map: &Mapping, form: Form, up: bool, points: &[f64]) -> Vec<usize> {
     if map.cases.iter().all(|c| c.group.is_none()) || map.over == Over::Mean {
-        return chosen_cases(map.over, form, paper, points);
+        return chosen_cases(map.over, up, points);
     }
     let mut groups: Vec<(Option<&str>, Vec<usize>)> = Vec::new();
     for (i, c) in map.cases.iter().enumerate() {
@@ -209,22 +326,17 @@ fn chosen_groups(map: &Mapping, form: Form, paper: f64, points: &[f64]) -> Vec<u
         }
     }
     let per_group: Vec<f64> = groups.iter().map(|g| across(form, &g.1.iter().map(|&i| points[i]).collect::<Vec<_>>())).collect();
-    let g = chosen_cases(map.over, form, paper, &per_group)[0];
+    let g = chosen_cases(map.over, up, &per_group)[0];
     groups.swap_remove(g).1
 }
 
 /// The cases a mapping judges by: all of them (one, or `over = "mean"`),
 /// or for "up to" / "in all" the one case chosen by its point estimate on
-/// the paper's side of the pivot (for a value, "up to" means the largest).
-fn chosen_cases(over: Over, form: Form, paper: f64, points: &[f64]) -> Vec<usize> {
+/// the claim's side (`up`: upward; for a value, "up to" means the largest).
+fn chosen_cases(over: Over, up: bool, points: &[f64]) -> Vec<usize> {
     if points.len() == 1 || over == Over::Mean {
         return (0..points.len()).collect();
     }
-    let up = match form {
-        Form::Ratio | Form::RatioOfRatios => paper > 1.0,
-        Form::Difference => paper > 0.0,
-        Form::Value | Form::ShareBelow => true,
-    };
     let best = (0..points.len()).max_by(|a, b| points[*a].total_cmp(&points[*b]).then(std::cmp::Ordering::Equal));
     let worst = (0..points.len()).min_by(|a, b| points[*a].total_cmp(&points[*b]));
     let pick = match (over, up) {
@@ -289,8 +401,15 @@ pub fn judge_catalogue(entries: &[Entry], sources: &[Source<'_>], explanations: 
         .map(|e| {
             let mut best: Option<Judged> = None;
             for s in sources {
-                for m in s.mappings.iter().filter(|m| m.id == e.id && (explanations || m.explanation.is_none())) {
-                    let j = judge(e, m, s.experiment, s.runs);
+                let mine: Vec<&Mapping> = s.mappings.iter().filter(|m| m.id == e.id && (explanations || m.explanation.is_none())).collect();
+                // A qualitative entry: all of an experiment's mappings of it
+                // are one observation.
+                let each: Vec<Vec<&Mapping>> = match e.kind {
+                    Kind::Qualitative if !mine.is_empty() => vec![mine],
+                    _ => mine.into_iter().map(|m| vec![m]).collect(),
+                };
+                for maps in each {
+                    let j = if maps.len() == 1 { judge(e, maps[0], s.experiment, s.runs) } else { observe(e, &maps, s.experiment, s.runs) };
                     let better = match &best {
                         None => true,
                         Some(b) => j.verdict != Verdict::NotRun && (b.verdict == Verdict::NotRun || j.reps > b.reps),
@@ -300,13 +419,7 @@ pub fn judge_catalogue(entries: &[Entry], sources: &[Source<'_>], explanations: 
                     }
                 }
             }
-            best.unwrap_or_else(|| {
-                if e.kind == Kind::Qualitative {
-                    Judged::unjudged(e, Verdict::Qualitative, "qualitative: not judged by number")
-                } else {
-                    Judged::unjudged(e, Verdict::NotRun, "no experiment measures it yet")
-                }
-            })
+            best.unwrap_or_else(|| Judged::unjudged(e, Verdict::NotRun, if e.kind == Kind::Qualitative { "no experiment observes it yet" } else { "no experiment measures it yet" }))
         })
         .collect()
 }
@@ -332,7 +445,11 @@ pub struct Score {
     pub study: String,
     pub scored: usize,
     pub holds: usize,
+    /// The scored entries' verdicts, counted.
     pub counts: std::collections::BTreeMap<String, usize>,
+    /// The qualitative entries' (not scored): observed, not observed,
+    /// inconclusive, not run.
+    pub qualitative: std::collections::BTreeMap<String, usize>,
 }
 
 impl Score {
@@ -344,8 +461,10 @@ impl Score {
         }
     }
     pub fn text(&self) -> String {
-        let counts: Vec<String> = crate::catalogue::Verdict::ALL.iter().filter_map(|v| self.counts.get(v.as_str()).map(|n| format!("{n} {}", v.as_str()))).collect();
-        format!("{:.0} % ({} of {} scored entries hold; {})", 100.0 * self.agreement(), self.holds, self.scored, counts.join(", "))
+        let list = |m: &std::collections::BTreeMap<String, usize>| -> Vec<String> { Verdict::ALL.iter().filter_map(|v| m.get(v.as_str()).map(|n| format!("{n} {}", v.as_str()))).collect() };
+        let q = list(&self.qualitative);
+        let q = if q.is_empty() { String::new() } else { format!("; qualitative entries, not scored: {}", q.join(", ")) };
+        format!("{:.0} % ({} of {} scored entries hold; {}{q})", 100.0 * self.agreement(), self.holds, self.scored, list(&self.counts).join(", "))
     }
 }
 
@@ -358,15 +477,17 @@ pub fn scores(judged: &[Judged]) -> Vec<Score> {
         .into_iter()
         .map(|seed| {
             let mine: Vec<&Judged> = judged.iter().filter(|j| j.entry.seed == seed).collect();
-            let mut counts = std::collections::BTreeMap::new();
+            let (mut counts, mut qualitative) = (std::collections::BTreeMap::new(), std::collections::BTreeMap::new());
             for j in &mine {
-                *counts.entry(j.verdict.as_str().to_string()).or_insert(0) += 1;
+                let m = if j.entry.scored() { &mut counts } else { &mut qualitative };
+                *m.entry(j.verdict.as_str().to_string()).or_insert(0) += 1;
             }
             Score {
                 study: crate::catalogue::study(&seed).to_string(),
                 scored: mine.iter().filter(|j| j.entry.scored()).count(),
                 holds: mine.iter().filter(|j| j.verdict == Verdict::Holds).count(),
                 counts,
+                qualitative,
                 seed,
             }
         })
