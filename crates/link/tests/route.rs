@@ -361,8 +361,26 @@ fn laser_links_carry_leo_across_the_atlantic() {
         assert!(*d >= chord / 299_792.458 * 1e3 && *d < 40.0, "at {i}: {d:.2} ms, chord {chord:.0} km");
     }
     assert!(isl.events.iter().any(|e| e.2.contains("laser links")), "paths through the links are named");
-    let e = spec_with_file(r#"{ from = "LHR", to = "JFK", tech = "leo", isl = true, tle = "x.tle" }"#, "x.tle", &shell_as_tles(53.0, 550.0, 2, 2, 1)).expect_err("isl with tle");
-    assert!(e.starts_with("isl: laser links follow the shell's planes"), "{e}");
+}
+
+/// Laser links between element sets: the planes and slots read from the
+/// orbits make the shell's grid, so an aircraft parked mid-Atlantic (no
+/// ground site in any satellite's view above it) is served through the
+/// links of the shell written as TLEs as through the shell's own.
+#[test]
+fn laser_links_between_element_sets_follow_the_planes_read_from_the_orbits() {
+    let tles = shell_as_tles(53.0, 550.0, 72, 22, 1);
+    let parked =
+        |extra: &str| format!(r#"{{ waypoints = [{{ lat = 52.0, lon = -38.0, at = "0 s" }}, {{ lat = 52.0, lon = -38.0, at = "1200 s" }}], tech = "leo", isl = true, extra = "0 ms"{extra} }}"#);
+    let shell = spec_with_file(&parked(""), "", "").expect("the shell").timeline();
+    let tle = spec_with_file(&parked(r#", tle = "shell.tle""#), "shell.tle", &tles).expect("the TLE set").timeline();
+    let bent = spec_with_file(&parked(r#", isl = false"#).replace("isl = true, ", ""), "", "").expect("bent pipe").timeline();
+    assert!(served(&bent).is_empty(), "mid-Atlantic: no ground site in view");
+    assert_eq!(served(&tle).len(), tle.delay_ms.len(), "served all along through the links");
+    let both: Vec<f64> = shell.delay_ms.iter().zip(&tle.delay_ms).filter_map(|(a, b)| Some((a.as_ref()? - b.as_ref()?).abs())).collect();
+    let close = both.iter().filter(|d| **d < 0.5).count() as f64 / both.len() as f64;
+    assert!(close >= 0.9, "delays within 0.5 ms of the shell's at {:.0} % of instants", 100.0 * close);
+    assert!(tle.events.iter().any(|e| e.2.contains("laser links")), "{:?}", &tle.events[..1]);
 }
 
 /// A route's timeline is kept for the next profile with the same keys,

@@ -2,9 +2,10 @@
 //! orbits, or two-line element sets propagated by SGP4), and at each
 //! reconfiguration the path: the highest satellite above `min_elevation`
 //! and a bent pipe from it to the ground site nearest it, or with `isl =
-//! true` the shortest way through the shell's laser links (+Grid: each
-//! satellite to the next and the previous in its plane and to the same slot
-//! of the two neighbouring planes) to a satellite that sees a ground site.
+//! true` the shortest way through the laser links (+Grid: each satellite to
+//! the next and the previous in its plane and to the same slot of the two
+//! neighbouring planes; for element sets the planes and slots read from the
+//! orbits) to a satellite that sees a ground site.
 use super::earth::{dot, elevation_deg, norm, sub, CircularOrbit, Vec3, EARTH_RADIUS_KM, EARTH_RATE_RAD_S};
 use super::tech::{one_way_ms, times, Cause, EventKind, Leo, Site, Timeline};
 use super::track::Track;
@@ -69,6 +70,25 @@ impl Constellation {
         }
     }
 
+    /// Each satellite's four laser links (+Grid): the shell's planes and
+    /// slots, or for element sets the planes and slots read from the
+    /// orbits at flight time 0 ([`set_grid`]).
+    fn links(&self, l: &Leo) -> Vec<[usize; 4]> {
+        match self {
+            Constellation::Shell(o) => (0..o.len()).map(|i| grid_neighbours(l, i)).collect(),
+            Constellation::Tle { sats, .. } => {
+                let orbits: Vec<Option<(f64, f64, f64, f64)>> = sats
+                    .iter()
+                    .map(|(_, c, m0)| {
+                        let p = c.propagate(sgp4::MinutesSinceEpoch(*m0)).ok()?;
+                        Some(orbit_of(p.position, p.velocity))
+                    })
+                    .collect();
+                set_grid(&orbits)
+            }
+        }
+    }
+
     /// "plane P, slot S" (from 1) for the shell; the set's name otherwise.
     fn name(&self, l: &Leo, i: usize) -> String {
         match self {
@@ -118,6 +138,71 @@ fn grid_neighbours(l: &Leo, i: usize) -> [usize; 4] {
     [p * per + (s + 1) % per, p * per + (s + per - 1) % per, ((p + 1) % planes) * per + s, ((p + planes - 1) % planes) * per + s]
 }
 
+/// An orbit's inclination, ascending node and argument of latitude
+/// (degrees) and radius (km), from a position and velocity in an inertial
+/// frame (SGP4's TEME).
+fn orbit_of(r: Vec3, v: Vec3) -> (f64, f64, f64, f64) {
+    let h = [r[1] * v[2] - r[2] * v[1], r[2] * v[0] - r[0] * v[2], r[0] * v[1] - r[1] * v[0]];
+    let incl = (h[2] / norm(h)).clamp(-1.0, 1.0).acos().to_degrees();
+    let node = h[0].atan2(-h[1]);
+    let towards_node = [node.cos(), node.sin(), 0.0];
+    let u = (dot(towards_node, r) / norm(r)).clamp(-1.0, 1.0).acos().to_degrees();
+    let u = if r[2] < 0.0 { 360.0 - u } else { u };
+    (incl, node.to_degrees().rem_euclid(360.0), u, norm(r))
+}
+
+/// The +Grid of satellites given by their orbits (`None`: not
+/// propagated; it gets no links): shells by inclination (0.5°) and radius
+/// (20 km); a shell's planes by ascending node, a new plane where the
+/// nodes part by more than 1.5°; a plane's slots by argument of latitude.
+/// Each satellite links to the next and the previous in its plane and to
+/// the nearest in phase of the planes either side.
+fn set_grid(orbits: &[Option<(f64, f64, f64, f64)>]) -> Vec<[usize; 4]> {
+    let mut links: Vec<[usize; 4]> = (0..orbits.len()).map(|i| [i; 4]).collect();
+    let mut shells: std::collections::BTreeMap<(i64, i64), Vec<usize>> = Default::default();
+    for (i, o) in orbits.iter().enumerate() {
+        if let Some((incl, _, _, r)) = o {
+            shells.entry(((incl * 2.0).round() as i64, (r / 20.0).round() as i64)).or_default().push(i);
+        }
+    }
+    let at = |i: usize| orbits[i].expect("in a shell");
+    let apart = |a: f64, b: f64| {
+        let d = (a - b).rem_euclid(360.0);
+        d.min(360.0 - d)
+    };
+    for mut members in shells.into_values() {
+        members.sort_by(|&a, &b| at(a).1.total_cmp(&at(b).1));
+        // Start after the widest gap of nodes (across 360° too), so a plane
+        // near 0° is not cut in two.
+        let n = members.len();
+        let gap = |k: usize| (at(members[(k + 1) % n]).1 - at(members[k]).1).rem_euclid(360.0);
+        let widest = (0..n).max_by(|&a, &b| gap(a).total_cmp(&gap(b))).unwrap_or(0);
+        members.rotate_left((widest + 1) % n);
+        let mut planes: Vec<Vec<usize>> = Vec::new();
+        for (k, &i) in members.iter().enumerate() {
+            if k == 0 || apart(at(i).1, at(members[k - 1]).1) > 1.5 {
+                planes.push(Vec::new());
+            }
+            planes.last_mut().expect("a plane").push(i);
+        }
+        for p in &mut planes {
+            p.sort_by(|&a, &b| at(a).2.total_cmp(&at(b).2));
+        }
+        let np = planes.len();
+        for (pi, plane) in planes.iter().enumerate() {
+            let nearest = |other: &Vec<usize>, u: f64| other.iter().copied().min_by(|&a, &b| apart(at(a).2, u).total_cmp(&apart(at(b).2, u)));
+            for (k, &i) in plane.iter().enumerate() {
+                let u = at(i).2;
+                let (next, prev) = (plane[(k + 1) % plane.len()], plane[(k + plane.len() - 1) % plane.len()]);
+                let east = if np > 1 { nearest(&planes[(pi + 1) % np], u).unwrap_or(i) } else { i };
+                let west = if np > 1 { nearest(&planes[(pi + np - 1) % np], u).unwrap_or(i) } else { i };
+                links[i] = [next, prev, east, west];
+            }
+        }
+    }
+    links
+}
+
 /// The path at one plan: satellites from the one the aircraft uses to the
 /// one that comes down, and the ground site.
 #[derive(Clone, Debug, PartialEq)]
@@ -129,7 +214,7 @@ struct Path {
 /// The highest satellite above `min_elevation`; with a bent pipe only one
 /// that sees a ground site itself, with laser links the way through them
 /// that makes the whole path (links and the way down) shortest.
-fn plan(l: &Leo, pos: &[Option<Vec3>], ac: Vec3, ground: &[Vec3]) -> Option<Path> {
+fn plan(l: &Leo, links: &[[usize; 4]], pos: &[Option<Vec3>], ac: Vec3, ground: &[Vec3]) -> Option<Path> {
     let up = |i: usize| pos[i].map(|p| elevation_deg(ac, p)).filter(|e| *e >= l.min_elevation);
     let down = |i: usize| pos[i].and_then(|p| ground_station(p, ground, l.min_elevation));
     if !l.isl {
@@ -159,7 +244,7 @@ fn plan(l: &Leo, pos: &[Option<Vec3>], ac: Vec3, ground: &[Vec3]) -> Option<Path
             }
         }
         let Some(pi) = pos[i] else { continue };
-        for j in grid_neighbours(l, i) {
+        for j in links[i] {
             let Some(pj) = pos[j] else { continue };
             let dj = d + norm(sub(pi, pj));
             if dj < dist[j] {
@@ -194,6 +279,7 @@ impl Ord for Km {
 
 pub fn leo(track: &Track, l: &Leo, sites: &[Site], step: f64, extra_ms: f64) -> Timeline {
     let sats = Constellation::of(l);
+    let links = if l.isl { sats.links(l) } else { Vec::new() };
     let ground: Vec<Vec3> = sites.iter().map(|s| s.1.ecef()).collect();
     let mut tl = Timeline { step_s: step, ..Timeline::default() };
     let mut serving: Option<Path> = None;
@@ -213,7 +299,7 @@ pub fn leo(track: &Track, l: &Leo, sites: &[Site], step: f64, extra_ms: f64) -> 
         if boundary || first || lost {
             let pos: Vec<Option<Vec3>> = (0..sats.len()).map(|i| sats.ecef(i, t)).collect();
             let before = serving.take();
-            serving = plan(l, &pos, ac, &ground);
+            serving = plan(l, &links, &pos, ac, &ground);
             if boundary && !first && l.glitch_s > 0.0 && serving.is_some() {
                 tl.outages.push((t, l.glitch_s, Cause::Reconfiguration));
             }
@@ -255,5 +341,41 @@ mod tests {
         let l = Leo { tle: None, isl: true, inclination: 53.0, altitude_km: 550.0, planes: 72, per_plane: 22, phasing: 1, min_elevation: 25.0, slot_s: 15.0, slot_from_s: 12.0, glitch_s: 0.05 };
         assert_eq!(grid_neighbours(&l, 0), [1, 21, 22, 71 * 22]);
         assert_eq!(grid_neighbours(&l, 72 * 22 - 1), [71 * 22, 72 * 22 - 2, 21, 70 * 22 + 21]);
+    }
+
+    #[test]
+    fn the_grid_read_from_the_orbits_is_the_shells() {
+        let l = Leo { tle: None, isl: true, inclination: 53.0, altitude_km: 550.0, planes: 72, per_plane: 22, phasing: 1, min_elevation: 25.0, slot_s: 15.0, slot_from_s: 12.0, glitch_s: 0.05 };
+        // Each circle's position and velocity (a quarter turn on), as
+        // SGP4 would give them in its inertial frame; a satellite it could
+        // not propagate gets no links.
+        let mut orbits: Vec<Option<(f64, f64, f64, f64)>> = shell(&l)
+            .iter()
+            .map(|o| {
+                let at = |u: f64| {
+                    let (cu, su, co, so, ci, si) = (u.cos(), u.sin(), o.raan.cos(), o.raan.sin(), o.incl.cos(), o.incl.sin());
+                    [o.radius_km * (co * cu - so * su * ci), o.radius_km * (so * cu + co * su * ci), o.radius_km * su * si]
+                };
+                Some(orbit_of(at(o.u0), at(o.u0 + std::f64::consts::FRAC_PI_2)))
+            })
+            .collect();
+        let grid = set_grid(&orbits);
+        // The shell's grid, but across the seam (plane 72 to plane 1, where
+        // the phasing has added up to nearly a slot) the nearer in phase.
+        let phase = |i: usize| orbits[i].expect("propagated").2;
+        let apart = |a: usize, b: usize| (phase(a) - phase(b)).rem_euclid(360.0).min((phase(b) - phase(a)).rem_euclid(360.0));
+        for (i, &got) in grid.iter().enumerate() {
+            let want = grid_neighbours(&l, i);
+            let seam = |k: usize| (i / 22 == 0 && k == 3) || (i / 22 == 71 && k == 2);
+            for k in 0..4 {
+                if seam(k) {
+                    assert!(got[k] / 22 == want[k] / 22 && apart(i, got[k]) <= apart(i, want[k]), "{i}: {got:?} {want:?}");
+                } else {
+                    assert_eq!(got[k], want[k], "{i}: link {k}");
+                }
+            }
+        }
+        orbits[5] = None;
+        assert_eq!(set_grid(&orbits)[5], [5; 4]);
     }
 }

@@ -253,9 +253,6 @@ fn parse_tech(k: &Keys, name: TechName, load: crate::profile::Loader<'_>) -> Res
                 Some(toml::Value::Boolean(b)) => *b,
                 Some(_) => return Err("isl: expected true or false".into()),
             };
-            if isl && tle.is_some() {
-                return Err("isl: laser links follow the shell's planes and slots; an element set gives no link plan (drop `isl` or `tle`)".into());
-            }
             let l = Leo {
                 tle,
                 isl,
