@@ -157,12 +157,6 @@ fn handover_times(r: &Raw, t: &toml::Table) -> Result<Vec<Duration>, ProfileErro
 /// The handover stage in words (`aerolink profiles show`).
 pub(crate) fn described(spec: &HandoverSpec) -> String {
     let at_text: Vec<String> = spec.at.iter().map(|d| d.to_string()).collect();
-    // A route's stations give a handover every few minutes of a long
-    // flight: more than four read as how many and from when to when.
-    let at_text = match at_text.as_slice() {
-        [first, .., last] if at_text.len() > 4 => vec![format!("{} times from {first} to {last}", at_text.len())],
-        _ => at_text,
-    };
     format!(
         "{} at {}; L2 random access (collision {}, back-off ≤ {} SF), router advertisement {}, {}binding update {} up / {} down (loss {}), tunnel {} B{}",
         spec.mode,
