@@ -242,7 +242,7 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
         }
         BenchCmd::Orchestration(a) => return orchestration::run(a),
         BenchCmd::SatTargets(a) => return exit_on_interrupt(sat::run(a)),
-        BenchCmd::Web { common, params: WebParams { protocol, page, depth } } => (common, Workload::Web(aerolink_experiments::workload::Web { protocol, page, depth })),
+        BenchCmd::Web { common, params: WebParams { protocol, page, depth } } => (common, Workload::Web(aerolink_experiments::workload::Web { protocol, page, depth, resolver: None })),
         BenchCmd::Browser { common, params, har, screenshot, net_log } => {
             let abs = |p: Option<std::path::PathBuf>| p.map(|p| std::path::absolute(&p).unwrap_or(p));
             (

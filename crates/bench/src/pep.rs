@@ -75,7 +75,7 @@ fn pep_plt(a: &PepBenchArgs, stop: &std::sync::atomic::AtomicBool) -> anyhow::Re
                     profile: space.clone(),
                     chain: aerolink_experiments::experiment::Chain::Ifc,
                     seed: 1 + rep as u64,
-                    workload: Workload::Web(aerolink_experiments::workload::Web { protocol, page: "10x100KB".into(), depth: 1 }),
+                    workload: Workload::Web(aerolink_experiments::workload::Web { protocol, page: "10x100KB".into(), depth: 1, resolver: None }),
                     knobs: Knobs { pep: Some(aerolink_experiments::gateways::PepSpec { mode, ..Default::default() }), ..Knobs::default() },
                     timeout: std::time::Duration::from_secs(300),
                     pcap: None,

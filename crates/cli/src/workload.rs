@@ -17,6 +17,13 @@ fn addr(s: &str) -> anyhow::Result<SocketAddr> {
     Ok(SocketAddr::new(ip, 0))
 }
 
+/// `--resolver ADDR`: an IP address, port 53.
+fn resolver_addr(s: &str) -> anyhow::Result<SocketAddr> {
+    let host = s.trim_start_matches('[').trim_end_matches(']');
+    let ip: std::net::IpAddr = host.parse().map_err(|_| user(format!("--resolver {s}: expected an IP address")))?;
+    Ok(SocketAddr::new(ip, 53))
+}
+
 fn with_port(a: SocketAddr, port: u16) -> SocketAddr {
     SocketAddr::new(a.ip(), port)
 }
@@ -34,9 +41,12 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                 server::serve(server::ServerOpts { tcp_cc: cc, initcwnd, quic: quic.knobs(), nagle, push, dns_answer: Some(dns_answer.unwrap_or(aerolink_work::dns::WORKLOAD_ANSWER)) }).await?;
                 Ok(0)
             }
-            WorkloadCmd::Web(WebArgs { server, params: WebParams { protocol, page, depth }, quic }) => {
+            WorkloadCmd::Web(WebArgs { server, resolver, params: WebParams { protocol, page, depth }, quic }) => {
                 let p = page::Page::parse(&page, depth).map_err(|m| user(format!("--page {page}: expected {m}")))?;
-                print(&web::load(protocol, with_port(addr(&server)?, server::HTTPS_PORT), &p, &quic.knobs()).await?)
+                match resolver {
+                    Some(r) => print(&web::load_resolving(protocol, resolver_addr(&r)?, server::HTTPS_PORT, &p, &quic.knobs()).await?),
+                    None => print(&web::load(protocol, with_port(addr(&server)?, server::HTTPS_PORT), &p, &quic.knobs()).await?),
+                }
             }
             WorkloadCmd::Conns(ConnsArgs { server, count, bytes, timeout }) => {
                 if count == 0 {
@@ -92,7 +102,7 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                 print(&aerolink_work::ping::run(ip, count, std::time::Duration::from_nanos(interval.0), size, std::time::Duration::from_nanos(wait.0)).await?)
             }
             WorkloadCmd::Dns(d) => {
-                let r = with_port(addr(&d.resolver)?, 53);
+                let r = resolver_addr(&d.resolver)?;
                 let ns = |x: aerolink_link::Duration| std::time::Duration::from_nanos(x.0);
                 print(&aerolink_work::dns::run(r, d.count, d.rounds, ns(d.interval), ns(d.timeout)).await)
             }

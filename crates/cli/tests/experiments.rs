@@ -287,3 +287,30 @@ fn a_resolver_aboard_answers_second_lookups_from_its_cache() {
     assert!(leftover_namespaces().is_empty());
     assert!(orphan_processes("^dnsmasq .*--server=198.18").is_empty(), "the resolver aboard is stopped with its run");
 }
+
+/// Our web client begins a page load with a lookup of the page's name when
+/// the experiment asks for a resolver: aboard (dnsmasq in the aircraft
+/// gateway, a cold cache: it forwards across the space link) or at the
+/// ground's name server. The lookup crosses the 300 ms link either way and
+/// is part of the page's load time; without a resolver there is none.
+#[test]
+fn a_web_load_begins_with_a_lookup_of_its_name() {
+    require_root();
+    let (_d, runs) = experiment_runs(
+        "webdns",
+        "name = \"webdns\"\nseed = 3\nrepetitions = 1\ntopology = \"ifc\"\nprofiles = [\"geo\"]\n[[variant]]\nname = \"geo\"\nbase = \"satcom-100\"\nrtt = \"300ms\"\n[[workload]]\ntype = \"web\"\nprotocols = [\"h2\"]\npages = [\"1x1KB\"]\n[[workload]]\ntype = \"web\"\nprotocols = [\"h2\"]\npages = [\"1x1KB\"]\nresolvers = [\"aboard\", \"ground\"]\n",
+    );
+    let m = |params: &str| runs.iter().find(|r| r["params"] == params).map(|r| r["metrics"].clone()).unwrap_or_else(|| panic!("no run {params}: {runs:?}"));
+    let f = |v: &Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"));
+    let plain = m("1x1KB");
+    assert!(plain.get("dns_lookup_ms_mean").is_none(), "{plain}");
+    for via in ["aboard", "ground"] {
+        let r = m(&format!("1x1KB dns:{via}"));
+        let dns = f(&r, "dns_lookup_ms_mean");
+        assert_eq!(f(&r, "dns_lookups"), 1.0, "{r}");
+        assert!(dns >= 300.0, "a lookup {via} crosses the link: {r}");
+        assert!(f(&r, "plt_ms") >= dns + f(&plain, "plt_ms") * 0.8, "the lookup counts in the load: {r} against {plain}");
+    }
+    assert!(leftover_namespaces().is_empty());
+    assert!(orphan_processes("^dnsmasq .*--server=198.18").is_empty(), "the resolver aboard is stopped with its run");
+}

@@ -207,7 +207,7 @@ mod tests {
     use super::*;
 
     fn run(experiment: &str, profile: &str, protocol: &str, plt: f64, host: &str) -> RunRow {
-        let w = Workload::Web(crate::workload::Web { protocol: protocol.parse::<aerolink_work::web::Protocol>().unwrap(), page: "4x10KB".into(), depth: 1 });
+        let w = Workload::Web(crate::workload::Web { protocol: protocol.parse::<aerolink_work::web::Protocol>().unwrap(), page: "4x10KB".into(), depth: 1, resolver: None });
         RunRow {
             experiment: experiment.into(),
             profile: profile.into(),

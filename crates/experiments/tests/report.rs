@@ -20,7 +20,7 @@ fn outcome(plt_ms: f64, ok: bool) -> RunOutcome {
         ok,
         error: (!ok).then(|| "the client timed out".to_string()),
         result: ok.then(|| {
-            let w = aerolink_experiments::workload::Workload::Web(aerolink_experiments::workload::Web { protocol: aerolink_work::web::Protocol::H1, page: "10x100KB".into(), depth: 1 });
+            let w = aerolink_experiments::workload::Workload::Web(aerolink_experiments::workload::Web { protocol: aerolink_work::web::Protocol::H1, page: "10x100KB".into(), depth: 1, resolver: None });
             w.decode(&serde_json::json!({ "protocol": "h1", "alpn": "http/1.1", "page": "10x100KB", "depth": 1, "plt_ms": plt_ms, "ttfb_ms": 800.0, "connections": 6, "requests": 11, "body_bytes": 1_000_000, "client_retransmits": 3,
             "objects": [{ "path": "/page", "bytes": 2000, "start_ms": 0.0, "first_byte_ms": 700.0, "end_ms": 900.0, "conn": 0 }, { "path": "/obj/0", "bytes": 100000, "start_ms": 950.0, "first_byte_ms": 1500.0, "end_ms": plt_ms, "conn": 1 }] }).to_string())
             .unwrap()

@@ -95,6 +95,9 @@ pub enum WorkError {
     /// A parameter a caller passed is out of range.
     #[error("{0}")]
     Param(&'static str),
+    /// A name the workload needed did not resolve.
+    #[error("DNS: {0}")]
+    Dns(String),
     /// Setting the route's initial window failed.
     #[error("initial window: {0}")]
     Route(String),

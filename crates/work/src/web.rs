@@ -85,6 +85,10 @@ pub struct WebResult {
     /// Retransmitted segments (TCP, from TCP_INFO of the client's sockets,
     /// i.e. the upload side) or lost packets the client detected (QUIC).
     pub client_retransmits: u64,
+    /// The page's name looked up at a resolver first (`--resolver`), ms;
+    /// the load's times count from before it, as a browser's do.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dns_ms: Option<f64>,
     pub objects: Vec<ObjectTiming>,
 }
 
@@ -412,7 +416,24 @@ pub fn content_type(h: &http::HeaderMap) -> (String, std::collections::BTreeMap<
 
 /// Loads `page` from `server` over `protocol`.
 pub async fn load(protocol: Protocol, server: SocketAddr, page: &Page, quic: &QuicKnobs) -> Result<WebResult> {
+    load_from(protocol, server, page, quic, Instant::now(), None).await
+}
+
+/// Looks the page's name ([`crate::tls::SERVER_NAME`]) up at `resolver`
+/// (A, at most 30 s), then loads `page` from the address it gives on
+/// `port`: a page load that begins with its lookup, as a browser's does.
+pub async fn load_resolving(protocol: Protocol, resolver: SocketAddr, port: u16, page: &Page, quic: &QuicKnobs) -> Result<WebResult> {
     let t0 = Instant::now();
+    let l = crate::dns::lookup(resolver, crate::tls::SERVER_NAME, std::time::Duration::from_secs(30)).await;
+    let ip = l.answers.iter().find_map(|a| a.parse::<std::net::IpAddr>().ok());
+    let (Some(ms), Some(ip)) = (l.ms, ip) else {
+        let why = l.error.or(l.rcode.map(|r| format!("answer {r}"))).unwrap_or_else(|| "no address in the answer".into());
+        return Err(crate::error::WorkError::Dns(format!("{} at {resolver}: {why}", crate::tls::SERVER_NAME)));
+    };
+    load_from(protocol, SocketAddr::new(ip, port), page, quic, t0, Some(ms)).await
+}
+
+async fn load_from(protocol: Protocol, server: SocketAddr, page: &Page, quic: &QuicKnobs, t0: Instant, dns_ms: Option<f64>) -> Result<WebResult> {
     let transport = Arc::new(Transport::open(protocol, server, quic).await?);
     let mut set = JoinSet::new();
     {
@@ -450,6 +471,7 @@ pub async fn load(protocol: Protocol, server: SocketAddr, page: &Page, quic: &Qu
         body_bytes: objects.iter().map(|o| o.bytes).sum(),
         connections,
         client_retransmits,
+        dns_ms,
         objects,
     })
 }

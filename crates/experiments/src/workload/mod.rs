@@ -305,6 +305,9 @@ impl Workload {
                     d.resolver = r.clone();
                 }
             }
+            WorkloadCmd::Web(w) if w.resolver.is_some() => {
+                w.resolver = aboard.resolver.clone().or(w.resolver.take());
+            }
             _ => {}
         }
         with_prefix(cmd)
@@ -413,7 +416,7 @@ mod tests {
     /// module's fields, as it was when the variants held the fields.
     #[test]
     fn a_workloads_json_is_its_tag_and_fields() {
-        let w = Workload::Web(Web { protocol: aerolink_work::web::Protocol::H2, page: "1x1KB".into(), depth: 1 });
+        let w = Workload::Web(Web { protocol: aerolink_work::web::Protocol::H2, page: "1x1KB".into(), depth: 1, resolver: None });
         assert_eq!(serde_json::to_string(&w).unwrap(), r#"{"workload":"web","protocol":"h2","page":"1x1KB","depth":1}"#);
         let back: Workload = serde_json::from_str(r#"{"workload":"messages","direction":"up","size":64,"rate_bps":1024.0,"duration_s":60.0}"#).unwrap();
         assert_eq!(back.name(), "messages");

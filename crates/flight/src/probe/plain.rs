@@ -89,6 +89,7 @@ pub async fn load(origin: SocketAddr, proxy: Option<SocketAddr>, page: &Page) ->
         body_bytes: objects.iter().map(|o| o.bytes).sum(),
         connections,
         client_retransmits: 0,
+        dns_ms: None,
         objects,
     })
 }

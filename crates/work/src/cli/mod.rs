@@ -186,6 +186,11 @@ pub struct WebArgs {
     /// The server's address (the lab sets $AEROLINK_SERVER).
     #[arg(long)]
     pub server: String,
+    /// Look the page's name (aerolink.test) up at this resolver (its IP
+    /// address, port 53) and load from the address it answers: the lookup
+    /// is part of the page load, as a browser's is (`dns_ms`).
+    #[arg(long, value_name = "ADDR")]
+    pub resolver: Option<String>,
     #[command(flatten)]
     pub params: WebParams,
     #[command(flatten)]
@@ -474,6 +479,9 @@ impl WorkloadCmd {
             }
             WorkloadCmd::Web(w) => {
                 flag(&mut a, "server", &w.server);
+                if let Some(r) = &w.resolver {
+                    flag(&mut a, "resolver", r);
+                }
                 flag(&mut a, "protocol", w.params.protocol);
                 flag(&mut a, "page", &w.params.page);
                 flag(&mut a, "depth", w.params.depth);

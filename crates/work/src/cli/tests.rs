@@ -56,7 +56,12 @@ fn every_variant() -> Vec<WorkloadCmd> {
             dns_answer: (i % 2 == 0).then(|| std::net::Ipv4Addr::new(198, 18, 0, 2)),
         }));
         for protocol in Protocol::ALL {
-            v.push(WorkloadCmd::Web(WebArgs { server: server.clone(), params: WebParams { protocol: *protocol, page: "1x100KB+50x10KB".into(), depth: 3 }, quic: quic.clone() }));
+            v.push(WorkloadCmd::Web(WebArgs {
+                server: server.clone(),
+                resolver: (i % 2 == 0).then(|| server.clone()),
+                params: WebParams { protocol: *protocol, page: "1x100KB+50x10KB".into(), depth: 3 },
+                quic: quic.clone(),
+            }));
             for mode in ObjectsMode::ALL {
                 v.push(WorkloadCmd::Objects(ObjectsArgs { server: server.clone(), params: ObjectsParams { protocol: *protocol, set: "long".into(), mode: *mode }, quic: quic.clone() }));
             }
