@@ -95,6 +95,9 @@ metrics! {
     CacheUnmarked = "cache_unmarked", "objects loaded through a cache that count as neither HIT nor MISS (no answer, no X-Cache, or no end seen)", Number, Lower;
     CacheHitsOver100MsPct = "cache_hits_over_100ms_pct", "cache hits that took over 100 ms", Number, Lower;
     ObjectMsMedian = "object_ms_median", "median object fetch time (request sent to last byte)", Ms, Lower;
+    ObjectMsMedianSmall = "object_ms_median_small", "median fetch time of objects under 1 KB (bytes received, headers included)", Ms, Lower;
+    ObjectMsMedianLarge = "object_ms_median_large", "median fetch time of objects of 50–100 KB (bytes received, headers included)", Ms, Lower;
+    ObjectMsSizeGap = "object_ms_size_gap", "median fetch time of 50–100 KB objects less that of objects under 1 KB", Ms, Neither;
     Connections = "connections", "connections", Number, Neither;
     ConnsPerOrigin = "conns_per_origin", "connections per origin", Number, Neither;
     Origins = "origins", "origins", Number, Neither;
@@ -120,6 +123,7 @@ metrics! {
     // Messages (seed 004), each way and both.
     DeliveredBpsUp = "delivered_bps_up", "delivered rate (up)", BitRate, Higher;
     DeliveredBpsDown = "delivered_bps_down", "delivered rate (down)", BitRate, Higher;
+    DeliveredBps = "delivered_bps", "delivered rate, every direction added", BitRate, Higher;
     DeliveredShareUp = "delivered_share_up", "delivered rate / offered rate (up)", Number, Higher;
     DeliveredShareDown = "delivered_share_down", "delivered rate / offered rate (down)", Number, Higher;
     LatencyMsMeanUp = "latency_ms_mean_up", "mean message latency (up)", Ms, Lower;

@@ -136,6 +136,10 @@ pub struct BrowserResult {
     /// in the order sent (a HAR entry's `time`; seed 000's Figure 9).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub object_ms: Vec<f64>,
+    /// Each of those requests' bytes received, headers included, in the
+    /// same order (seed 000's Figure 9 plots time against size).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub object_bytes: Vec<u64>,
     /// Each object the proxy answered from its cache (`X-Cache: HIT`):
     /// its fetch time, ms.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -121,7 +121,7 @@ impl Kind for Messages {
     fn table_metrics(&self) -> Vec<Metric> {
         match self.direction {
             Direction::Down => vec![LatencyMsMeanDown, LatencyMsP50Down],
-            Direction::Both => vec![DeliveredBpsDown, LatencyMsMeanUp, LatencyMsMeanDown, LatencyMsMeanBoth],
+            Direction::Both => vec![DeliveredBpsDown, DeliveredBps, LatencyMsMeanUp, LatencyMsMeanDown, LatencyMsMeanBoth],
             _ => vec![LatencyMsMeanUp, LatencyMsP50Up],
         }
     }
@@ -140,6 +140,7 @@ impl Measured for Messages {
         let dur = r.duration_s;
         let mut every: Vec<f64> = Vec::new();
         let mut dirs = 0;
+        let mut delivered = 0.0;
         let offered = Some(r.offered_bps).filter(|o| *o > 0.0);
         // The ground's own offer, when it had one.
         let down_offered = r.down_offer.map(|o| o.rate_bps).filter(|o| *o > 0.0).or(offered);
@@ -150,6 +151,7 @@ impl Measured for Messages {
             dirs += 1;
             let bits = got.bytes as f64 * 8.0;
             m.insert(rate, bits / dur);
+            delivered += bits / dur;
             if let Some(o) = offered {
                 m.insert(share, bits / dur / o);
             }
@@ -164,6 +166,11 @@ impl Measured for Messages {
         // message either way.
         if dirs == 2 && !every.is_empty() {
             m.insert(LatencyMsMeanBoth, mean(&every));
+        }
+        // Every direction added: seed 004 compares two-way tests' combined
+        // rates with one-way ones.
+        if dirs > 0 {
+            m.insert(DeliveredBps, delivered);
         }
         m
     }
@@ -186,6 +193,7 @@ mod tests {
         let m = w.decode(text).unwrap().metrics();
         assert_eq!(m[&DeliveredBpsUp], 800.0);
         assert_eq!(m[&DeliveredBpsDown], 1600.0);
+        assert_eq!(m[&DeliveredBps], 2400.0);
         // Against the 2048 bit/s offered each way.
         assert_eq!(m[&DeliveredShareUp], 800.0 / 2048.0);
         assert_eq!(m[&DeliveredShareDown], 1600.0 / 2048.0);
@@ -195,6 +203,8 @@ mod tests {
         // One way only: no two-way mean.
         let one = r#"{"transport": "tcp", "size_bytes": 64, "direction": "up", "offered_messages": 40, "offered_bps": 2048.0,
             "duration_s": 10.0, "down": null, "up": {"messages": 1, "bytes": 1, "latencies_ms": [1.0]}}"#;
-        assert!(!w.decode(one).unwrap().metrics().contains_key(&LatencyMsMeanBoth));
+        let m = w.decode(one).unwrap().metrics();
+        assert!(!m.contains_key(&LatencyMsMeanBoth), "{m:?}");
+        assert_eq!(m[&DeliveredBps], 0.8, "one way: the direction's rate");
     }
 }

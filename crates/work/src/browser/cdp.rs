@@ -180,6 +180,7 @@ async fn drive(browser: &Browser, page_name: &str, url: &str, o: &LoadOpts) -> R
         if let Some(f) = x.finished {
             r.last_byte_ms = r.last_byte_ms.max((f - t0) * 1000.0);
             r.object_ms.push((f - x.sent) * 1000.0);
+            r.object_bytes.push(x.encoded_bytes.max(0.0) as u64);
         }
         // Lookups only where names are resolved (a host-resolver rule
         // "looks up" in no time).
