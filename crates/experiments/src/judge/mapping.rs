@@ -91,6 +91,9 @@ pub enum Statistic {
     Max,
     /// The interval from the smallest repetition to the largest.
     Range,
+    /// The interquartile range: the 75th percentile less the 25th ("a
+    /// narrower distribution").
+    Iqr,
 }
 
 impl Statistic {
@@ -117,6 +120,7 @@ impl Statistic {
             Statistic::P95 => pct(0.95),
             Statistic::Max => v.iter().cloned().fold(f64::NEG_INFINITY, f64::max),
             Statistic::Range => v.iter().cloned().fold(f64::NEG_INFINITY, f64::max) - v.iter().cloned().fold(f64::INFINITY, f64::min),
+            Statistic::Iqr => pct(0.75) - pct(0.25),
             Statistic::Sd if v.len() > 1 => (v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt(),
             Statistic::Sd => 0.0,
         }
@@ -366,6 +370,7 @@ mod tests {
         assert!((Statistic::Sd.of(&v) - 2.5f64.sqrt()).abs() < 1e-9);
         assert_eq!(Statistic::Max.of(&v), 5.0);
         assert_eq!(Statistic::Range.of(&[3.0, 1.0, 7.5]), 6.5);
+        assert_eq!(Statistic::Iqr.of(&v), 2.0);
         assert!((Statistic::P5.of(&v) - 1.2).abs() < 1e-9);
     }
 

@@ -21,7 +21,7 @@
 //! case least favourable); a case's `group` averages the cases sharing it
 //! before `"most"`/`"least"` chooses among groups ("the least favourable
 //! site, averaged over the offered rates"); `statistic` over the repetitions (`mean`, the
-//! default, `p5`, `median`, `p80`, `p95`, `sd`, `max`, `range`); `quantity`
+//! default, `p5`, `median`, `p80`, `p95`, `sd`, `max`, `range`, `iqr`); `quantity`
 //! (`value`, `ratio`, `difference`; by default from the entry's kind and
 //! whether `vs` is given; or `ratio-of-ratios`: cases two at a time, the
 //! first's ratio over the second's, pairs averaged geometrically; or
