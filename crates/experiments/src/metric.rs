@@ -199,6 +199,8 @@ metrics! {
     HandoverL2StartMs = "handover_l2_start_ms", "first handover: the aircraft left the old cell at (since the link started)", Ms, Neither;
     HandoverMs = "handover_ms", "handover: leaving the old cell to the binding acknowledged", Ms, Lower;
     LinkDropsRadio = "link_drops_radio", "link drops by its loss model or ARQ giving up (not queue, not outage)", Number, Lower;
+    LinkDropsRadioDown = "link_drops_radio_down", "link drops ↓ by its loss model or ARQ giving up", Number, Lower;
+    LinkDropsRadioUp = "link_drops_radio_up", "link drops ↑ by its loss model or ARQ giving up", Number, Lower;
     RedialMsMean = "redial_ms_mean", "mean time to redial a dropped call", Ms, Lower;
     EmulatorRefused = "emulator_refused", "frames the emulator lost (refused by the kernel; an aerolink bug)", Number, Lower;
 }

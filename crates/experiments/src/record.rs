@@ -41,6 +41,8 @@ pub fn record(e: &Experiment, f: &Finished, host: &str) -> RunRecord {
             metrics.insert(m, *n as f64);
         }
         metrics.insert(Metric::LinkDropsRadio, f.outcome.link_drops_loss as f64);
+        metrics.insert(Metric::LinkDropsRadioDown, f.outcome.link_drops_loss_down as f64);
+        metrics.insert(Metric::LinkDropsRadioUp, f.outcome.link_drops_loss_up as f64);
         if let Some(t) = f.outcome.handover_trigger_s {
             metrics.insert(Metric::HandoverTriggerMs, t * 1e3);
         }

@@ -73,6 +73,12 @@ pub struct RunOutcome {
     pub link_drops_down: u64,
     #[serde(default)]
     pub link_drops_up: u64,
+    /// Of those, the ones by random loss or ARQ giving up (`link_drops_loss`
+    /// by direction).
+    #[serde(default)]
+    pub link_drops_loss_down: u64,
+    #[serde(default)]
+    pub link_drops_loss_up: u64,
     /// Building the lab and starting the server, ms.
     pub setup_ms: f64,
     /// Stopping the server and removing the lab, ms.
@@ -231,11 +237,13 @@ fn link_figures(rep: &LabReport, measured_hop: usize, channels: usize, outcome: 
                 outcome.wire_bytes_up += d.bytes_out;
                 outcome.packets_up += d.packets_out;
                 outcome.link_drops_up += dropped;
+                outcome.link_drops_loss_up += d.dropped_loss + d.dropped_arq;
             }
             _ => {
                 outcome.wire_bytes_down += d.bytes_out;
                 outcome.packets_down += d.packets_out;
                 outcome.link_drops_down += dropped;
+                outcome.link_drops_loss_down += d.dropped_loss + d.dropped_arq;
             }
         }
         outcome.link_drops_loss += d.dropped_loss + d.dropped_arq;
