@@ -201,6 +201,7 @@ metrics! {
     LinkDropsRadio = "link_drops_radio", "link drops by its loss model or ARQ giving up (not queue, not outage)", Number, Lower;
     LinkDropsRadioDown = "link_drops_radio_down", "link drops ↓ by its loss model or ARQ giving up", Number, Lower;
     LinkDropsRadioUp = "link_drops_radio_up", "link drops ↑ by its loss model or ARQ giving up", Number, Lower;
+    AllocatedUsedPct = "allocated_used_pct", "share of the return link's allocated capacity (DVB-RCS2 bandwidth on demand) the terminals sent in", Number, Higher;
     RedialMsMean = "redial_ms_mean", "mean time to redial a dropped call", Ms, Lower;
     EmulatorRefused = "emulator_refused", "frames the emulator lost (refused by the kernel; an aerolink bug)", Number, Lower;
 }

@@ -43,6 +43,9 @@ pub fn record(e: &Experiment, f: &Finished, host: &str) -> RunRecord {
         metrics.insert(Metric::LinkDropsRadio, f.outcome.link_drops_loss as f64);
         metrics.insert(Metric::LinkDropsRadioDown, f.outcome.link_drops_loss_down as f64);
         metrics.insert(Metric::LinkDropsRadioUp, f.outcome.link_drops_loss_up as f64);
+        if f.outcome.allocated_bytes_up > 0 {
+            metrics.insert(Metric::AllocatedUsedPct, 100.0 * f.outcome.allocated_used_bytes_up as f64 / f.outcome.allocated_bytes_up as f64);
+        }
         if let Some(t) = f.outcome.handover_trigger_s {
             metrics.insert(Metric::HandoverTriggerMs, t * 1e3);
         }

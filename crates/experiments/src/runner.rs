@@ -79,6 +79,12 @@ pub struct RunOutcome {
     pub link_drops_loss_down: u64,
     #[serde(default)]
     pub link_drops_loss_up: u64,
+    /// Bandwidth on demand on the measured hop's return link (`dama`): the
+    /// capacity allocated and the bytes the terminals sent in it.
+    #[serde(default)]
+    pub allocated_bytes_up: u64,
+    #[serde(default)]
+    pub allocated_used_bytes_up: u64,
     /// Building the lab and starting the server, ms.
     pub setup_ms: f64,
     /// Stopping the server and removing the lab, ms.
@@ -238,6 +244,8 @@ fn link_figures(rep: &LabReport, measured_hop: usize, channels: usize, outcome: 
                 outcome.packets_up += d.packets_out;
                 outcome.link_drops_up += dropped;
                 outcome.link_drops_loss_up += d.dropped_loss + d.dropped_arq;
+                outcome.allocated_bytes_up += d.allocated_bytes;
+                outcome.allocated_used_bytes_up += d.allocated_used_bytes;
             }
             _ => {
                 outcome.wire_bytes_down += d.bytes_out;

@@ -33,6 +33,8 @@ fn outcome(plt_ms: f64, ok: bool) -> RunOutcome {
         link_drops_up: 4,
         link_drops_loss_down: 2,
         link_drops_loss_up: 0,
+        allocated_bytes_up: 0,
+        allocated_used_bytes_up: 0,
         setup_ms: 70.0,
         teardown_ms: 50.0,
         client_ms: plt_ms,

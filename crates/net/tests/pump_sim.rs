@@ -250,6 +250,10 @@ fn dama_super_frames_reach_the_log_and_stats() {
     assert!(sf.used_bps.iter().zip(&sf.allocated_bps).all(|(u, a)| *u <= a + 1.0), "{:?} vs {:?}", sf.used_bps, sf.allocated_bps);
     assert!(sf.used_bps[0] > 75_000.0 && sf.used_bps[3] == 0.0, "{:?}", sf.used_bps);
     assert!(s.directions[1].superframes.is_none(), "the forward link has no DAMA");
+    // The pump's own report sums the same super-frames (what a run's
+    // allocated_used_pct is made of).
+    assert_eq!((reps[0].allocated_bytes, reps[0].allocated_used_bytes), (sf.allocated_bytes, sf.used_bytes));
+    assert_eq!((reps[1].allocated_bytes, reps[1].allocated_used_bytes), (0, 0));
 }
 
 #[test]

@@ -146,6 +146,12 @@ pub struct PumpReport {
     /// seconds since the link started.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub handovers: Vec<(u16, aerolink_link::handover::Phase, f64)>,
+    /// Bandwidth on demand (`dama`): the capacity the super-frames that
+    /// ended allocated, and the bytes the terminals sent in them.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub allocated_bytes: u64,
+    #[serde(skip_serializing_if = "is_zero")]
+    pub allocated_used_bytes: u64,
     /// Working state: when each channel that dropped during the run went
     /// down (back: `None`).
     #[serde(skip)]
@@ -160,7 +166,10 @@ impl PumpReport {
             aerolink_link::Note::Retransmit { .. } => self.retransmissions += 1,
             aerolink_link::Note::Channel { channel, up } => return self.channel(channel, up, at),
             aerolink_link::Note::Handover { index, phase } => self.handovers.push((index, phase, at.as_secs_f64())),
-            aerolink_link::Note::Superframe { .. } => {}
+            aerolink_link::Note::Superframe { allocated_bytes, used_bytes, .. } => {
+                self.allocated_bytes += allocated_bytes;
+                self.allocated_used_bytes += used_bytes;
+            }
         }
         false
     }
@@ -222,6 +231,10 @@ pub struct Pump<D, T> {
 
 /// Default for [`Pump::max_spin_ns`]; `AEROLINK_SPIN_US` overrides it (0
 /// turns polling off, trading departure-time precision for CPU).
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 pub fn default_spin_ns() -> u64 {
     if std::env::var("AEROLINK_REALTIME").map(|v| v == "1").unwrap_or(false) {
         return 0;
