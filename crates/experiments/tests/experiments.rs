@@ -71,6 +71,15 @@ fn every_shipped_mapping_selects_runs_its_experiment_plans() {
     }
 }
 
+/// The guide names every shipped experiment file (the studies' table, or
+/// the section that runs it), so a reader finds what each one is for.
+#[test]
+fn the_guide_names_every_shipped_experiment() {
+    let guide = std::fs::read_to_string(root().join("docs/guide.md")).unwrap();
+    let missing: Vec<String> = shipped().iter().map(|f| format!("experiments/{}", f.file_name().unwrap().to_string_lossy())).filter(|name| !guide.contains(name.as_str())).collect();
+    assert!(missing.is_empty(), "docs/guide.md does not name {missing:?}: add each to the table of experiment files");
+}
+
 #[test]
 fn the_plan_is_shuffled_by_the_seed_and_nothing_else() {
     let f = root().join("experiments/ifc-web.toml");
