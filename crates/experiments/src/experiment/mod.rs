@@ -63,6 +63,40 @@ pub struct SpecError {
 
 pub use crate::topology::Chain;
 
+/// Every side of every `[[judge]]` mapping must select runs the file
+/// plans (its profile, series and params as the store will hold them):
+/// a label written otherwise would leave its entry "not run" however many
+/// runs are stored. The error names the mapping's key and what is there.
+fn selections_have_runs(judges: &[crate::judge::Mapping], profiles: &[Profile], cases: &[Case]) -> Result<(), (String, String)> {
+    let mut runs = Vec::new();
+    for p in profiles {
+        for c in cases {
+            let knobs = serde_json::to_string(&c.knobs).expect("knobs serialise");
+            runs.push((p.name.clone(), crate::series::Series::decode(&c.workload.protocol(), &knobs).name, c.workload.params_label()));
+        }
+    }
+    let list = |f: fn(&(String, String, String)) -> &String| -> String {
+        let set: std::collections::BTreeSet<&String> = runs.iter().map(f).collect();
+        set.into_iter().map(|s| format!("\"{s}\"")).collect::<Vec<_>>().join(", ")
+    };
+    for (i, m) in judges.iter().enumerate() {
+        for (j, c) in m.cases.iter().enumerate() {
+            for (side, sel) in [("of", Some(&c.of)), ("vs", c.vs.as_ref())] {
+                let Some(sel) = sel else { continue };
+                let hit = runs.iter().any(|(p, s, pa)| sel.profile.as_ref().is_none_or(|x| x == p) && sel.series.as_ref().is_none_or(|x| x == s) && sel.params.as_ref().is_none_or(|x| x == pa));
+                if !hit {
+                    let key = if m.cases.len() == 1 { format!("judge[{}].{side}", i + 1) } else { format!("judge[{}].cases[{}].{side}", i + 1, j + 1) };
+                    return Err((
+                        key,
+                        format!("selects {}, which no run of this file is (the mapping of {}); profiles: {}; series: {}; params: {}", sel.text(), m.id, list(|r| &r.0), list(|r| &r.1), list(|r| &r.2)),
+                    ));
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Pump CPU per 100 Mbit/s a hop carries, cores, as `aerolink bench
 /// emulator` and `bench parallel` measured it on a 2-core virtual machine
 /// (0.45 for a saturated 100 Mbit/s link with 50 ms each way, kernel TCP's
@@ -308,6 +342,7 @@ impl Experiment {
         if cases.is_empty() {
             return Err(err("workload", "no runs: give at least one workload".into()));
         }
+        selections_have_runs(&judges, &profiles, &cases).map_err(|(k, m)| err(&k, m))?;
         Ok(Experiment { name, description, file: file.to_string(), source: text.to_string(), seed, repetitions, timeout, baseline, profiles, cases, chain, judges })
     }
 
