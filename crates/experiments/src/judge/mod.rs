@@ -151,6 +151,15 @@ fn measure(out: &mut Judged, map: &Mapping, experiment: &str, runs: &[RunRow], f
     };
     let sides: Vec<(Vec<f64>, Vec<f64>)> = map.cases.iter().map(|c| (take(&c.of), c.vs.as_ref().map(take).unwrap_or_default())).collect();
     let need_vs = form != Form::Value;
+    // Failed runs of the selection are not in the figure: say how many and
+    // why, beside the setup (a time-out leaves out the slowest moments).
+    let failed: Vec<&RunRow> = runs.iter().filter(|r| !r.ok && map.cases.iter().any(|c| c.of.matches_but_with(r) || c.vs.as_ref().is_some_and(|v| v.matches_but_with(r)))).collect();
+    if let Some(first) = failed.first() {
+        let why = first.error.as_deref().unwrap_or("no error recorded");
+        let n = failed.len();
+        let note = format!("{n} failed run{} of these left out (the first: {why})", if n == 1 { "" } else { "s" });
+        out.setup = Some(out.setup.take().map_or(note.clone(), |s| format!("{s}; {note}")));
+    }
     if let Some((i, _)) = sides.iter().enumerate().find(|(_, (a, b))| a.is_empty() || (need_vs && b.is_empty())) {
         let c = &map.cases[i];
         let side = if sides[i].0.is_empty() { &c.of } else { c.vs.as_ref().expect("an empty vs side is given") };
