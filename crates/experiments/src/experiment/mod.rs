@@ -83,7 +83,7 @@ fn selections_have_runs(judges: &[crate::judge::Mapping], profiles: &[Profile], 
         for (j, c) in m.cases.iter().enumerate() {
             for (side, sel) in [("of", Some(&c.of)), ("vs", c.vs.as_ref())] {
                 let Some(sel) = sel else { continue };
-                let hit = runs.iter().any(|(p, s, pa)| sel.profile.as_ref().is_none_or(|x| x == p) && sel.series.as_ref().is_none_or(|x| x == s) && sel.params.as_ref().is_none_or(|x| x == pa));
+                let hit = runs.iter().any(|(p, s, pa)| sel.matches_labels(p, s, pa));
                 if !hit {
                     let key = if m.cases.len() == 1 { format!("judge[{}].{side}", i + 1) } else { format!("judge[{}].cases[{}].{side}", i + 1, j + 1) };
                     return Err((

@@ -33,7 +33,12 @@ impl Select {
     /// Whether `r` is one of the runs this side takes before `with`
     /// filters them.
     pub fn matches_but_with(&self, r: &RunRow) -> bool {
-        self.profile.as_ref().is_none_or(|p| *p == r.profile) && self.series.as_ref().is_none_or(|s| *s == r.series.name) && self.params.as_ref().is_none_or(|p| *p == r.params)
+        self.matches_labels(&r.profile, &r.series.name, &r.params)
+    }
+    /// Whether a run stored as `profile`, `series` and `params` is one
+    /// this side takes before `with` (also asked of a plan, before any run).
+    pub fn matches_labels(&self, profile: &str, series: &str, params: &str) -> bool {
+        self.profile.as_ref().is_none_or(|p| p == profile) && self.series.as_ref().is_none_or(|s| s == series) && self.params.as_ref().is_none_or(|p| p == params)
     }
     pub fn text(&self) -> String {
         let with: Vec<String> = self.with.iter().map(|(m, v)| format!("{} = {v}", m.name())).collect();
