@@ -173,3 +173,16 @@ pub fn experiment_runs(name: &str, spec: &str) -> (Scratch, Vec<serde_json::Valu
     let runs = serde_json::from_slice(&o.stdout).unwrap();
     (d, runs)
 }
+
+/// The longest run of zeros in `bins` (bytes per time bin): its length and
+/// its first bin; `(0, 0)` when there is none.
+pub fn longest_silence(bins: &[u64]) -> (usize, usize) {
+    let (mut best, mut run) = ((0, 0), 0);
+    for (i, b) in bins.iter().enumerate() {
+        run = if *b == 0 { run + 1 } else { 0 };
+        if run > best.0 {
+            best = (run, i + 1 - run);
+        }
+    }
+    best
+}

@@ -419,21 +419,15 @@ fn the_tunnel_rides_out_a_30_second_outage() {
     assert!(o.status.success(), "{out} {err}");
     let v: serde_json::Value = serde_json::from_str(out.lines().last().unwrap()).unwrap();
     assert!(v["completion_ms"].as_f64().unwrap() > 30_000.0, "the transfer did not span the outage: {v}");
-    // Bytes per 100 ms at the client: one silence, the outage (6–36 s of
-    // the link's clock, which starts before the client does, so the bins
-    // are read by the silence's length, not by its place), and data again
-    // within a few seconds of its end. Stock QUIC resumed only at ≈ 69 s
-    // here: its probes back off without bound, and the first ACK after the
-    // outage gave a 30 s RTT sample that held off loss detection for 34 s
-    // (the tunnel caps the one and drops the other).
+    // Bytes per 100 ms at the client: one silence (its longest run of empty
+    // bins, read by its length: the outage is at 6–36 s of the link's
+    // clock, which starts before the client's), and data again within a
+    // few seconds of its end. Stock QUIC resumed only at ≈ 69 s here: its
+    // probes back off without bound, and the first ACK after the outage
+    // gave a 30 s RTT sample that held off loss detection for 34 s (the
+    // tunnel caps the one and drops the other).
     let bins: Vec<u64> = v["bins_bytes"].as_array().unwrap().iter().map(|b| b.as_u64().unwrap()).collect();
-    let (mut longest, mut at, mut run) = (0, 0, 0);
-    for (i, b) in bins.iter().enumerate() {
-        run = if *b == 0 { run + 1 } else { 0 };
-        if run > longest {
-            (longest, at) = (run, i + 1 - run);
-        }
-    }
+    let (longest, at) = longest_silence(&bins);
     let (silence_s, from_s) = (longest as f64 / 10.0, at as f64 / 10.0);
     assert!(from_s <= 6.2, "the silence began at {from_s} s of the client's clock, after the outage's start: {v}");
     assert!((29.5..=36.0).contains(&silence_s), "a {silence_s} s silence from {from_s} s for a 30 s outage (data back more than 6 s after it): {v}");
