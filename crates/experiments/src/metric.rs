@@ -203,6 +203,10 @@ metrics! {
     LinkDropsRadioUp = "link_drops_radio_up", "link drops ↑ by its loss model or ARQ giving up", Number, Lower;
     AllocatedUsedPct = "allocated_used_pct", "share of the return link's allocated capacity (DVB-RCS2 bandwidth on demand) the terminals sent in", Number, Higher;
     RedialMsMean = "redial_ms_mean", "mean time to redial a dropped call", Ms, Lower;
+    ChannelDownPctMean = "channel_down_pct_mean", "share of the run a bonded link's channel was down, mean over its channels, %", Number, Lower;
+    ChannelsAllDownPct = "channels_all_down_pct", "share of the run every channel of a bonded link was down at once, %", Number, Lower;
+    ChannelsAllDownIndependentPct = "channels_all_down_independent_pct", "share of the run every channel would be down at once if they dropped independently (the product of their down shares), %", Number, Lower;
+    ChannelsAllDownExcessPct = "channels_all_down_excess_pct", "all channels down at once beyond independent drops (all-down share less the product of the channels' shares), percentage points", Number, Lower;
     EmulatorRefused = "emulator_refused", "frames the emulator lost (refused by the kernel; an aerolink bug)", Number, Lower;
 }
 

@@ -55,6 +55,13 @@ pub fn record(e: &Experiment, f: &Finished, host: &str) -> RunRecord {
         if let Some(t) = f.outcome.handover_s {
             metrics.insert(Metric::HandoverMs, t * 1e3);
         }
+        if let Some(d) = down_shares(&f.outcome.channel_down_spans, f.outcome.channel_drops.len(), f.outcome.link_ended_s) {
+            metrics.insert(Metric::ChannelDownPctMean, 100.0 * d.each.iter().sum::<f64>() / d.each.len() as f64);
+            metrics.insert(Metric::ChannelsAllDownPct, 100.0 * d.all);
+            let independent = 100.0 * d.each.iter().product::<f64>();
+            metrics.insert(Metric::ChannelsAllDownIndependentPct, independent);
+            metrics.insert(Metric::ChannelsAllDownExcessPct, 100.0 * d.all - independent);
+        }
         if !f.outcome.redials_s.is_empty() {
             metrics.insert(Metric::RedialMsMean, f.outcome.redials_s.iter().sum::<f64>() * 1e3 / f.outcome.redials_s.len() as f64);
         }
@@ -105,6 +112,44 @@ fn header_share_pct(e: &Experiment, f: &Finished) -> Option<f64> {
     (packets > 0 && on_link > *bytes).then(|| 100.0 * (1.0 - *bytes as f64 / on_link as f64))
 }
 
+/// A bonded link's channels' down time, as shares of the run.
+#[derive(Debug, PartialEq)]
+struct DownShares {
+    /// Each channel's.
+    each: Vec<f64>,
+    /// Every channel's at once.
+    all: f64,
+}
+
+/// The down shares of `channels` channels over a run of `ended_s` seconds
+/// from their down spans `(channel, from, to)`; `None` without a bonded
+/// link (no channel) or a run of no length.
+fn down_shares(spans: &[(u16, f64, f64)], channels: usize, ended_s: f64) -> Option<DownShares> {
+    if channels == 0 || ended_s <= 0.0 {
+        return None;
+    }
+    let mut each = vec![0.0; channels];
+    // A sweep over the spans' ends: +1 down at a start, −1 at an end; the
+    // time with all `channels` down at once is all down.
+    let mut edges: Vec<(f64, i32)> = Vec::with_capacity(spans.len() * 2);
+    for &(c, from, to) in spans {
+        if let Some(e) = each.get_mut(c as usize) {
+            *e += (to.min(ended_s) - from).max(0.0) / ended_s;
+        }
+        edges.extend([(from, 1), (to.min(ended_s), -1)]);
+    }
+    edges.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    let (mut down, mut all, mut since) = (0i32, 0.0, 0.0);
+    for (t, d) in edges {
+        if down as usize == channels {
+            all += t - since;
+        }
+        down += d;
+        since = t;
+    }
+    Some(DownShares { each, all: all / ended_s })
+}
+
 /// This machine as a run records it: its cores and kernel (read once).
 pub fn machine() -> String {
     static MACHINE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
@@ -115,4 +160,27 @@ pub fn machine() -> String {
             format!("{cores} cores, Linux {}", kernel.trim())
         })
         .clone()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn down_shares_count_each_channel_and_their_overlap() {
+        // Three channels over 100 s: 0 down 10–40, 1 down 30–50 and 90–100
+        // (still down at the end), 2 down 35–45 — all three at once 35–40.
+        let spans = [(0, 10.0, 40.0), (1, 30.0, 50.0), (2, 35.0, 45.0), (1, 90.0, 100.0)];
+        let d = down_shares(&spans, 3, 100.0).unwrap();
+        let close = |a: f64, b: f64| (a - b).abs() < 1e-9;
+        assert!(close(d.each[0], 0.30) && close(d.each[1], 0.30) && close(d.each[2], 0.10), "{d:?}");
+        assert!(close(d.all, 0.05), "{d:?}");
+        // Two of three down together is not all down; a channel that never
+        // dropped is down 0 % and none is ever all down.
+        let d = down_shares(&[(0, 0.0, 50.0), (1, 25.0, 75.0)], 3, 100.0).unwrap();
+        assert_eq!((d.each[2], d.all), (0.0, 0.0));
+        assert_eq!(down_shares(&[], 0, 100.0), None);
+        // A channel down for the whole run, alone: all down the whole run.
+        assert!(close(down_shares(&[(0, 0.0, 60.0)], 1, 60.0).unwrap().all, 1.0));
+    }
 }

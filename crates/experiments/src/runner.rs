@@ -106,6 +106,12 @@ pub struct RunOutcome {
     pub channel_drops: Vec<u64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redials_s: Vec<f64>,
+    /// The same link's channels' down spans and its end, seconds since it
+    /// started (`PumpReport::channel_down_spans`, `ended_s`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub channel_down_spans: Vec<(u16, f64, f64)>,
+    #[serde(default)]
+    pub link_ended_s: f64,
     /// The first handover on the measured hop: when it was commanded and
     /// when the aircraft left the old cell (since the link started), and
     /// how long from leaving the old cell to the binding's
@@ -261,6 +267,8 @@ fn link_figures(rep: &LabReport, measured_hop: usize, channels: usize, outcome: 
             outcome.channel_drops.clone_from(&d.channel_drops);
             outcome.channel_drops.resize(channels.max(d.channel_drops.len()), 0);
             outcome.redials_s.clone_from(&d.redials_s);
+            outcome.channel_down_spans.clone_from(&d.channel_down_spans);
+            outcome.link_ended_s = d.ended_s;
             use aerolink_link::handover::Phase;
             let at = |phase: Phase| d.handovers.iter().find(|h| h.0 == 0 && h.1 == phase).map(|h| h.2);
             outcome.handover_trigger_s = at(Phase::Trigger);

@@ -42,6 +42,8 @@ fn outcome(plt_ms: f64, ok: bool) -> RunOutcome {
         emulator_faults: Vec::new(),
         channel_drops: Vec::new(),
         redials_s: Vec::new(),
+        channel_down_spans: Vec::new(),
+        link_ended_s: 0.0,
         handover_trigger_s: None,
         handover_l2_start_s: None,
         handover_s: None,

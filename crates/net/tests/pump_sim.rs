@@ -536,4 +536,14 @@ fn call_drops_and_redials_are_counted_per_channel_as_logged() {
     for r in &reps[0].redials_s {
         assert!((1.0..=2.0).contains(r), "a redial of {r} s, outside 1–2 s");
     }
+    // Every drop is a down span, closed by its redial or by the link's end;
+    // the spans of one channel follow each other and stay within the run.
+    let spans = &reps[0].channel_down_spans;
+    let end = reps[0].ended_s;
+    assert!(end >= 59.9, "the link ended at {end} s");
+    for ch in 0..2u16 {
+        let mine: Vec<_> = spans.iter().filter(|s| s.0 == ch).collect();
+        assert_eq!(mine.len() as u64, reps[0].channel_drops[ch as usize], "channel {ch}: {spans:?}");
+        assert!(mine.windows(2).all(|w| w[0].2 <= w[1].1) && mine.iter().all(|s| s.1 < s.2 && s.2 <= end), "channel {ch}: {spans:?}, end {end}");
+    }
 }

@@ -71,6 +71,12 @@ pub enum Form {
     /// median").
     #[serde(rename = "share-below")]
     ShareBelow,
+    /// How straight a line the cases make: each case's statistic against
+    /// its `x`, the least-squares line's R² (the share of the variance it
+    /// explains; "latency grows almost linearly with the rate"). Three or
+    /// more cases, each with `x`, no `vs`.
+    #[serde(rename = "linear-fit")]
+    LinearFit,
 }
 
 /// How several cases make one quantity.
@@ -143,6 +149,10 @@ pub struct Case {
     /// offered rates"); `None`: every case its own group.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<String>,
+    /// Where the case lies on the axis of a `linear-fit` (the offered
+    /// rate, say).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub x: Option<f64>,
 }
 
 /// What a mapping of a qualitative entry observes (`observe = { what =
@@ -245,6 +255,7 @@ struct CaseTable {
     of: Option<Select>,
     vs: Option<Select>,
     group: Option<Text>,
+    x: Option<f64>,
 }
 
 /// A number above 0 (`scale`, `per`).
@@ -282,11 +293,12 @@ fn parse_one(index: usize, t: toml::Table) -> Result<Mapping, JudgeError> {
     })?;
     let cases = match (e.cases, e.of) {
         (Some(_), Some(_)) => return Err(err("cases", "give either of/vs or cases = [{ of, vs }, …], not both".into())),
-        (Some(cs), None) if !cs.is_empty() => {
-            cs.into_iter().map(|c| Ok(Case { of: c.of.ok_or_else(|| err("cases", "each case needs of = {…}".into()))?, vs: c.vs, group: c.group.map(|g| g.0) })).collect::<Result<Vec<_>, _>>()?
-        }
+        (Some(cs), None) if !cs.is_empty() => cs
+            .into_iter()
+            .map(|c| Ok(Case { of: c.of.ok_or_else(|| err("cases", "each case needs of = {…}".into()))?, vs: c.vs, group: c.group.map(|g| g.0), x: c.x }))
+            .collect::<Result<Vec<_>, _>>()?,
         (Some(_), None) => return Err(err("cases", "expected a list of one or more { of, vs }".into())),
-        (None, Some(of)) => vec![Case { of, vs: e.vs, group: None }],
+        (None, Some(of)) => vec![Case { of, vs: e.vs, group: None, x: None }],
         (None, None) => return Err(err("of", "expected the runs measured: of = { profile = …, series = …, params = … }".into())),
     };
     if cases.iter().any(|c| c.vs.is_some()) != cases.iter().all(|c| c.vs.is_some()) {
@@ -296,8 +308,15 @@ fn parse_one(index: usize, t: toml::Table) -> Result<Mapping, JudgeError> {
     if quantity == Some(Form::RatioOfRatios) && (cases.len() % 2 != 0 || over != Over::Mean || cases.iter().any(|c| c.group.is_some())) {
         return Err(err("quantity", "a ratio of ratios takes its cases two at a time (an even number, each with vs; no group, over = \"mean\")".into()));
     }
+    let linear = quantity == Some(Form::LinearFit);
+    if linear && (cases.len() < 3 || over != Over::Mean || cases.iter().any(|c| c.vs.is_some() || c.group.is_some() || c.x.is_none())) {
+        return Err(err("quantity", "a linear fit takes three or more cases, each with x = its place on the axis (no vs, no group; over = \"mean\")".into()));
+    }
+    if !linear && cases.iter().any(|c| c.x.is_some()) {
+        return Err(err("cases", "x is a case's place on a linear fit's axis: give quantity = \"linear-fit\"".into()));
+    }
     let has_vs = cases[0].vs.is_some();
-    if quantity.is_some_and(|q| (q == Form::Value) == has_vs) {
+    if !linear && quantity.is_some_and(|q| (q == Form::Value) == has_vs) {
         return Err(err("quantity", if has_vs { "a value takes no vs".into() } else { "a ratio or difference needs vs = {…}".into() }));
     }
     let observe = match e.observe {
@@ -389,6 +408,24 @@ mod tests {
         assert_eq!(one(&format!("{pair}, {pair}")).unwrap()[0].quantity, Some(Form::RatioOfRatios));
         let e = one(pair).unwrap_err().to_string();
         assert!(e.starts_with("judge[1].quantity: a ratio of ratios takes its cases two at a time"), "{e}");
+    }
+
+    #[test]
+    fn a_linear_fit_places_three_or_more_cases_on_its_axis() {
+        let one = |q: &str, cases: &str| -> Result<Vec<Mapping>, JudgeError> {
+            let doc: toml::Table = format!("[[judge]]\nid = \"x\"\nmetric = \"plt_ms\"\n{q}cases = [{cases}]\n").parse().unwrap();
+            parse(&doc)
+        };
+        let at = |x: u32| format!("{{ of = {{ params = \"{x}\" }}, x = {x} }}");
+        let three = format!("{}, {}, {}", at(1), at(2), at(4));
+        let fit = "quantity = \"linear-fit\"\n";
+        assert_eq!(one(fit, &three).unwrap()[0].cases[2].x, Some(4.0));
+        let e = one(fit, &format!("{}, {}", at(1), at(2))).unwrap_err().to_string();
+        assert!(e.starts_with("judge[1].quantity: a linear fit takes three or more cases"), "{e}");
+        let e = one(fit, &format!("{three}, {{ of = {{ params = \"8\" }} }}")).unwrap_err().to_string();
+        assert!(e.starts_with("judge[1].quantity: a linear fit"), "{e}");
+        let e = one("", &three).unwrap_err().to_string();
+        assert!(e.starts_with("judge[1].cases: x is a case's place on a linear fit's axis"), "{e}");
     }
 
     #[test]

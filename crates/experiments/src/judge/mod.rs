@@ -25,7 +25,10 @@
 //! (`value`, `ratio`, `difference`; by default from the entry's kind and
 //! whether `vs` is given; or `ratio-of-ratios`: cases two at a time, the
 //! first's ratio over the second's, pairs averaged geometrically; or
-//! `share-below`: the % of `of`'s repetitions below `vs`'s statistic); `scale` (ours × scale is in the entry's unit, e.g.
+//! `share-below`: the % of `of`'s repetitions below `vs`'s statistic; or
+//! `linear-fit`: the R² of a straight line through the cases' statistics
+//! against each case's `x`, for a qualitative entry's "grows almost
+//! linearly"); `scale` (ours × scale is in the entry's unit, e.g.
 //! 0.001 for ms → s); `per` (a count of round trips: each repetition's
 //! value divided by `per` and rounded, rule "count"); `setup`;
 //! `explanation` (the hypothesis a mapping tests: judged by `experiment
@@ -114,7 +117,7 @@ pub fn judge(entry: &Entry, map: &Mapping, experiment: &str, runs: &[RunRow]) ->
     let up = match form {
         Form::Ratio | Form::RatioOfRatios => paper > 1.0,
         Form::Difference => paper > 0.0,
-        Form::Value | Form::ShareBelow => true,
+        Form::Value | Form::ShareBelow | Form::LinearFit => true,
     };
     if !measure(&mut out, map, experiment, runs, form, up) {
         return out;
@@ -180,7 +183,7 @@ fn measure(out: &mut Judged, map: &Mapping, experiment: &str, runs: &[RunRow], f
     let point = |s: &(Vec<f64>, Vec<f64>)| figure(form, map.statistic, &s.0, &s.1);
     let points: Vec<f64> = sides.iter().map(point).collect();
     let chosen = chosen_groups(map, form, up, &points);
-    let value = across(form, &chosen.iter().map(|&i| points[i]).collect::<Vec<_>>());
+    let value = across(form, &chosen.iter().map(|&i| points[i]).collect::<Vec<_>>(), &xs(map, &chosen));
     let reps = chosen.iter().map(|&i| if need_vs { sides[i].0.len().min(sides[i].1.len()) } else { sides[i].0.len() }).min().unwrap_or(0);
     out.value = Some(value);
     out.reps = reps;
@@ -298,7 +301,7 @@ fn observe_one(entry: &Entry, map: &Mapping, experiment: &str, runs: &[RunRow]) 
 fn figure(form: Form, stat: Statistic, of: &[f64], vs: &[f64]) -> f64 {
     let theirs = || stat.of(vs);
     match form {
-        Form::Value => stat.of(of),
+        Form::Value | Form::LinearFit => stat.of(of),
         Form::Ratio | Form::RatioOfRatios => stat.of(of) / theirs(),
         Form::Difference => stat.of(of) - theirs(),
         Form::ShareBelow => {
@@ -308,13 +311,20 @@ fn figure(form: Form, stat: Statistic, of: &[f64], vs: &[f64]) -> f64 {
     }
 }
 
+/// The cases' places on a linear fit's axis (`x`; 0 where a case has
+/// none, which only a linear fit reads and requires).
+fn xs(map: &Mapping, chosen: &[usize]) -> Vec<f64> {
+    chosen.iter().map(|&i| map.cases[i].x.unwrap_or(0.0)).collect()
+}
+
 /// The figure over several cases: the geometric mean of ratios (for a
-/// ratio of ratios, of each pair's first case over its second), the mean
-/// otherwise.
-fn across(form: Form, v: &[f64]) -> f64 {
+/// ratio of ratios, of each pair's first case over its second), the R²
+/// of a linear fit against the cases' `x`, the mean otherwise.
+fn across(form: Form, v: &[f64], x: &[f64]) -> f64 {
     let geometric = |v: &[f64]| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp();
     match form {
         Form::RatioOfRatios => geometric(&v.chunks(2).map(|p| p[0] / p[1]).collect::<Vec<_>>()),
+        Form::LinearFit => r_squared(x, v),
         _ if v.len() == 1 => v[0],
         Form::Ratio => geometric(v),
         _ => v.iter().sum::<f64>() / v.len() as f64,
@@ -323,6 +333,19 @@ fn across(form: Form, v: &[f64]) -> f64 {
 
 /// The cases a mapping judges by, where its cases are grouped: each
 /// group's figure over its cases, the group `over` chooses, and its cases.
+/// The R² of the least-squares line through `(x, y)`: 1 less the share of
+/// `y`'s variance the line leaves; NaN where `x` or `y` does not vary.
+fn r_squared(x: &[f64], y: &[f64]) -> f64 {
+    let n = x.len() as f64;
+    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
+    let sxy: f64 = x.iter().zip(y).map(|(a, b)| (a - mx) * (b - my)).sum();
+    let (sxx, syy): (f64, f64) = (x.iter().map(|a| (a - mx).powi(2)).sum(), y.iter().map(|b| (b - my).powi(2)).sum());
+    if sxx == 0.0 || syy == 0.0 {
+        return f64::NAN;
+    }
+    sxy * sxy / (sxx * syy)
+}
+
 fn chosen_groups(map: &Mapping, form: Form, up: bool, points: &[f64]) -> Vec<usize> {
     if map.cases.iter().all(|c| c.group.is_none()) || map.over == Over::Mean {
         return chosen_cases(map.over, up, points);
@@ -334,7 +357,7 @@ fn chosen_groups(map: &Mapping, form: Form, up: bool, points: &[f64]) -> Vec<usi
             None => groups.push((c.group.as_deref(), vec![i])),
         }
     }
-    let per_group: Vec<f64> = groups.iter().map(|g| across(form, &g.1.iter().map(|&i| points[i]).collect::<Vec<_>>())).collect();
+    let per_group: Vec<f64> = groups.iter().map(|g| across(form, &g.1.iter().map(|&i| points[i]).collect::<Vec<_>>(), &xs(map, &g.1))).collect();
     let g = chosen_cases(map.over, up, &per_group)[0];
     groups.swap_remove(g).1
 }
@@ -360,6 +383,7 @@ fn chosen_cases(over: Over, up: bool, points: &[f64]) -> Vec<usize> {
 /// by the entry's id); `None` when no resample is finite.
 fn interval(id: &str, map: &Mapping, form: Form, need_vs: bool, sides: &[(Vec<f64>, Vec<f64>)], chosen: &[usize]) -> Option<(f64, f64)> {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed_of(id));
+    let x = xs(map, chosen);
     let draw = |v: &[f64], rng: &mut rand_chacha::ChaCha8Rng| -> Vec<f64> { (0..v.len()).map(|_| v[rng.random_range(0..v.len())]).collect() };
     let mut boot: Vec<f64> = (0..RESAMPLES)
         .map(|_| {
@@ -371,7 +395,7 @@ fn interval(id: &str, map: &Mapping, form: Form, need_vs: bool, sides: &[(Vec<f6
                     figure(form, map.statistic, &a, &b)
                 })
                 .collect();
-            across(form, &per_case)
+            across(form, &per_case, &x)
         })
         .filter(|x| x.is_finite())
         .collect();
@@ -501,4 +525,22 @@ pub fn scores(judged: &[Judged]) -> Vec<Score> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_linear_fit_tells_a_line_from_a_hockey_stick() {
+        let x = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0];
+        // On a line (any slope): R² = 1.
+        assert!((r_squared(&x, &x.map(|v| 3.0 * v + 7.0)) - 1.0).abs() < 1e-12);
+        // Flat below capacity, steep above it: a line explains less.
+        let stick = x.map(|v| if v <= 5.0 { 1.0 } else { 1.0 + 10.0 * (v - 5.0) });
+        let r2 = r_squared(&x, &stick);
+        assert!(r2 > 0.5 && r2 < 0.8, "{r2}");
+        // Nothing varies: no fit.
+        assert!(r_squared(&x, &[2.0; 8]).is_nan());
+    }
 }

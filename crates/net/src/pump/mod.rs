@@ -152,10 +152,20 @@ pub struct PumpReport {
     pub allocated_bytes: u64,
     #[serde(skip_serializing_if = "is_zero")]
     pub allocated_used_bytes: u64,
+    /// Bonded channels: each time a channel was down, `(channel, from,
+    /// to)` in seconds since the link started — one down at the start from
+    /// 0, one still down when the link stopped until then ([`Self::ended_s`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub channel_down_spans: Vec<(u16, f64, f64)>,
+    /// When the link stopped, seconds since it started.
+    pub ended_s: f64,
     /// Working state: when each channel that dropped during the run went
-    /// down (back: `None`).
+    /// down (back: `None`), and each channel down now (one found down at
+    /// the start too).
     #[serde(skip)]
     pub(crate) down_since: Vec<Option<aerolink_link::Instant>>,
+    #[serde(skip)]
+    pub(crate) down_from: Vec<Option<aerolink_link::Instant>>,
 }
 
 impl PumpReport {
@@ -181,6 +191,15 @@ impl PumpReport {
         if self.channel_drops.len() <= i {
             self.channel_drops.resize(i + 1, 0);
             self.down_since.resize(i + 1, None);
+            self.down_from.resize(i + 1, None);
+        }
+        match (up, self.down_from[i]) {
+            (true, Some(t)) => {
+                self.channel_down_spans.push((channel, t.as_secs_f64(), at.as_secs_f64()));
+                self.down_from[i] = None;
+            }
+            (false, None) => self.down_from[i] = Some(at),
+            _ => {}
         }
         match (up, self.down_since[i].take()) {
             (true, Some(t)) => self.redials_s.push((at - t).as_secs_f64()),
@@ -471,7 +490,7 @@ impl<D: Device, T: Timer> Pump<D, T> {
                 }
             }
         }
-        finish_reports(&mut reps, &late, self.timer.cpu_seconds());
+        finish_reports(&mut reps, &late, self.timer.cpu_seconds(), self.timer.now());
         reps
     }
 }

@@ -53,10 +53,17 @@ fn send_run<D: Device>(dst: &D, handed: Instant, stop: &AtomicBool, rep: &mut Pu
     }
 }
 
-/// The lateness quantiles, and the thread's CPU time split between the
-/// directions by packets (an idle hop's evenly, not lost).
-pub(super) fn finish_reports(reps: &mut [PumpReport; 2], late: &[Histogram<u64>; 2], cpu: f64) {
+/// The lateness quantiles, the thread's CPU time split between the
+/// directions by packets (an idle hop's evenly, not lost), and the link's
+/// end (`now`), which closes the channels still down.
+pub(super) fn finish_reports(reps: &mut [PumpReport; 2], late: &[Histogram<u64>; 2], cpu: f64, now: aerolink_link::Instant) {
     for (rep, late) in reps.iter_mut().zip(late.iter()) {
+        rep.ended_s = now.as_secs_f64();
+        for (i, from) in rep.down_from.iter_mut().enumerate() {
+            if let Some(t) = from.take() {
+                rep.channel_down_spans.push((i as u16, t.as_secs_f64(), rep.ended_s.max(t.as_secs_f64())));
+            }
+        }
         if !late.is_empty() {
             rep.lateness_us_p50 = late.value_at_quantile(0.5) as f64 / 1e3;
             rep.lateness_us_p99 = late.value_at_quantile(0.99) as f64 / 1e3;
