@@ -341,3 +341,33 @@ fn a_qualitative_entry_is_observed_when_every_mapping_of_one_experiment_observes
     let bad: toml::Table = "[[judge]]\nid = \"q\"\nmetric = \"plt_ms\"\nof = { profile = \"a\" }\nobserve = { what = \"w\", below = 1, above = 2 }\n".parse().unwrap();
     assert_eq!(judge::parse(&bad).unwrap_err().to_string(), "judge[1].observe: expected one of below = x, above = x, runs = \"some\" or runs = \"none\"");
 }
+
+#[test]
+fn a_line_and_a_gap_are_observed_over_stored_runs() {
+    let q = entry("q", Kind::Qualitative, 0.0);
+    let q = Entry { paper: None, ..q };
+    // Latency at four offered rates: on a line (1000 + 0.5 x), and a
+    // hockey stick (flat, then steep from the last step).
+    let case = |x: u32| format!("{{ of = {{ profile = \"r{x}\" }}, x = {x} }}");
+    let fit = mapping(&format!(
+        "[[judge]]\nid = \"q\"\nmetric = \"plt_ms\"\nquantity = \"linear-fit\"\ncases = [{}]\nobserve = {{ what = \"R²\", above = 0.9 }}\n",
+        [1024, 2048, 4096, 8192].map(case).join(", ")
+    ));
+    let line: Vec<RunRow> = [1024, 2048, 4096, 8192].iter().flat_map(|x| runs(&format!("r{x}"), 10, around(1000.0 + 0.5 * *x as f64))).collect();
+    let j = judge::judge(&q, &fit[0], "x", &line);
+    assert_eq!(j.verdict, Verdict::Observed, "{j:?}");
+    assert!(j.value.unwrap() > 0.95 && j.why.as_deref().unwrap().starts_with("R²: "), "{j:?}");
+    let stick: Vec<RunRow> = [1024, 2048, 4096, 8192].iter().flat_map(|x| runs(&format!("r{x}"), 10, around(if *x < 8192 { 1000.0 } else { 50_000.0 }))).collect();
+    let j = judge::judge(&q, &fit[0], "x", &stick);
+    assert!(j.value.unwrap() < 0.9, "{j:?}");
+    assert_ne!(j.verdict, Verdict::Observed, "{j:?}");
+    // The gap between two sides, |of / vs − 1|, larger on the big page
+    // (1.5 against 1.05: 0.5 less 0.05) whichever side is slower.
+    let gap = mapping("[[judge]]\nid = \"q\"\nmetric = \"plt_ms\"\nquantity = \"gap-difference\"\ncases = [{ of = { profile = \"a-big\" }, vs = { profile = \"b-big\" } }, { of = { profile = \"a-small\" }, vs = { profile = \"b-small\" } }]\nobserve = { what = \"gap\", above = 0 }\n");
+    for (big, small) in [(150.0, 105.0), (50.0, 95.0)] {
+        let all: Vec<RunRow> = [runs("a-big", 10, around(big)), runs("b-big", 10, around(100.0)), runs("a-small", 10, around(small)), runs("b-small", 10, around(100.0))].concat();
+        let j = judge::judge(&q, &gap[0], "x", &all);
+        assert_eq!(j.verdict, Verdict::Observed, "{j:?}");
+        assert!((j.value.unwrap() - 0.45).abs() < 0.05, "{j:?}");
+    }
+}

@@ -66,6 +66,12 @@ pub enum Form {
     /// geometric mean of their figures.
     #[serde(rename = "ratio-of-ratios")]
     RatioOfRatios,
+    /// Cases taken two at a time, each the gap between its sides, |of /
+    /// vs − 1| ("the difference between the two protocols"): the first's
+    /// gap less the second's ("large differences on bigger pages": the
+    /// big page's gap less the small page's); several pairs, their mean.
+    #[serde(rename = "gap-difference")]
+    GapDifference,
     /// The share (%) of the `of` runs whose value lies below the `vs`
     /// runs' statistic ("in a third of samples MSS falls below DA2GC's
     /// median").
@@ -305,8 +311,11 @@ fn parse_one(index: usize, t: toml::Table) -> Result<Mapping, JudgeError> {
         return Err(err("cases", "either every case has vs or none has".into()));
     }
     let (over, quantity) = (e.over.unwrap_or(Over::Mean), e.quantity);
-    if quantity == Some(Form::RatioOfRatios) && (cases.len() % 2 != 0 || over != Over::Mean || cases.iter().any(|c| c.group.is_some())) {
-        return Err(err("quantity", "a ratio of ratios takes its cases two at a time (an even number, each with vs; no group, over = \"mean\")".into()));
+    if let Some(q @ (Form::RatioOfRatios | Form::GapDifference)) = quantity {
+        if cases.len() % 2 != 0 || over != Over::Mean || cases.iter().any(|c| c.group.is_some() || c.vs.is_none()) {
+            let what = if q == Form::RatioOfRatios { "a ratio of ratios" } else { "a gap difference" };
+            return Err(err("quantity", format!("{what} takes its cases two at a time (an even number, each with vs; no group, over = \"mean\")")));
+        }
     }
     let linear = quantity == Some(Form::LinearFit);
     if linear && (cases.len() < 3 || over != Over::Mean || cases.iter().any(|c| c.vs.is_some() || c.group.is_some() || c.x.is_none())) {
@@ -371,7 +380,7 @@ impl Mapping {
         }
         match (kind, self.form(kind)) {
             (Kind::Ratio | Kind::Equal, Form::Ratio | Form::RatioOfRatios)
-            | (Kind::Difference, Form::Difference)
+            | (Kind::Difference, Form::Difference | Form::GapDifference)
             | (Kind::Value | Kind::Count, Form::Value | Form::ShareBelow)
             | (Kind::AtLeast | Kind::AtMost, _) => Ok(()),
             // A metric that is itself a ratio (delivered over offered).
@@ -408,6 +417,13 @@ mod tests {
         assert_eq!(one(&format!("{pair}, {pair}")).unwrap()[0].quantity, Some(Form::RatioOfRatios));
         let e = one(pair).unwrap_err().to_string();
         assert!(e.starts_with("judge[1].quantity: a ratio of ratios takes its cases two at a time"), "{e}");
+        let gaps = |cases: &str| {
+            let doc: toml::Table = format!("[[judge]]\nid = \"x\"\nmetric = \"plt_ms\"\nquantity = \"gap-difference\"\ncases = [{cases}]\n").parse().unwrap();
+            parse(&doc)
+        };
+        assert_eq!(gaps(&format!("{pair}, {pair}")).unwrap()[0].quantity, Some(Form::GapDifference));
+        let e = gaps(&format!("{pair}, {{ of = {{ series = \"a\" }} }}")).unwrap_err().to_string();
+        assert!(e.starts_with("judge[1].") && e.contains("vs"), "{e}");
     }
 
     #[test]

@@ -26,6 +26,8 @@
 //! whether `vs` is given; or `ratio-of-ratios`: cases two at a time, the
 //! first's ratio over the second's, pairs averaged geometrically; or
 //! `share-below`: the % of `of`'s repetitions below `vs`'s statistic; or
+//! `gap-difference`: cases two at a time, each its gap |of / vs − 1|, the
+//! first's less the second's; or
 //! `linear-fit`: the R² of a straight line through the cases' statistics
 //! against each case's `x`, for a qualitative entry's "grows almost
 //! linearly"); `scale` (ours × scale is in the entry's unit, e.g.
@@ -116,7 +118,7 @@ pub fn judge(entry: &Entry, map: &Mapping, experiment: &str, runs: &[RunRow]) ->
     let paper = entry.paper.expect("a scored entry has the paper's number").centre();
     let up = match form {
         Form::Ratio | Form::RatioOfRatios => paper > 1.0,
-        Form::Difference => paper > 0.0,
+        Form::Difference | Form::GapDifference => paper > 0.0,
         Form::Value | Form::ShareBelow | Form::LinearFit => true,
     };
     if !measure(&mut out, map, experiment, runs, form, up) {
@@ -153,7 +155,7 @@ fn measure(out: &mut Judged, map: &Mapping, experiment: &str, runs: &[RunRow], f
             .collect()
     };
     let sides: Vec<(Vec<f64>, Vec<f64>)> = map.cases.iter().map(|c| (take(&c.of), c.vs.as_ref().map(take).unwrap_or_default())).collect();
-    let need_vs = form != Form::Value;
+    let need_vs = !matches!(form, Form::Value | Form::LinearFit);
     // Failed runs of the selection are not in the figure: say how many and
     // why, beside the setup (a time-out leaves out the slowest moments).
     let failed: Vec<&RunRow> = runs.iter().filter(|r| !r.ok && map.cases.iter().any(|c| c.of.matches_but_with(r) || c.vs.as_ref().is_some_and(|v| v.matches_but_with(r)))).collect();
@@ -303,6 +305,7 @@ fn figure(form: Form, stat: Statistic, of: &[f64], vs: &[f64]) -> f64 {
     match form {
         Form::Value | Form::LinearFit => stat.of(of),
         Form::Ratio | Form::RatioOfRatios => stat.of(of) / theirs(),
+        Form::GapDifference => (stat.of(of) / theirs() - 1.0).abs(),
         Form::Difference => stat.of(of) - theirs(),
         Form::ShareBelow => {
             let t = theirs();
@@ -324,6 +327,7 @@ fn across(form: Form, v: &[f64], x: &[f64]) -> f64 {
     let geometric = |v: &[f64]| (v.iter().map(|x| x.ln()).sum::<f64>() / v.len() as f64).exp();
     match form {
         Form::RatioOfRatios => geometric(&v.chunks(2).map(|p| p[0] / p[1]).collect::<Vec<_>>()),
+        Form::GapDifference => v.chunks(2).map(|p| p[0] - p[1]).sum::<f64>() / (v.len() / 2) as f64,
         Form::LinearFit => r_squared(x, v),
         _ if v.len() == 1 => v[0],
         Form::Ratio => geometric(v),
@@ -409,7 +413,7 @@ fn interval(id: &str, map: &Mapping, form: Form, need_vs: bool, sides: &[(Vec<f6
 }
 
 fn fmt_pivot(f: Form) -> &'static str {
-    if f == Form::Difference {
+    if matches!(f, Form::Difference | Form::GapDifference) {
         "0"
     } else {
         "1"
