@@ -212,6 +212,15 @@ fn seed_002s_station_line_flown_as_a_route_hands_over_where_mobility_does() {
         }
     }
     assert!(p.down.described["handover"].starts_with("buffer at 225500 ms, 1800500 ms"), "{}", p.down.described["handover"]);
+    // To a person, one flight's handovers and how they repeat; the hashed
+    // text keeps every one of the day.
+    let shown = p.to_string();
+    let line = shown.lines().find(|l| l.trim_start().starts_with("handover")).expect("a handover line");
+    let once = p.down.handover.as_ref().unwrap().at.iter().take_while(|d| d.as_secs_f64() < secs - 562.5).count();
+    let (flight, rest) = line.split_once("then again every 4:00:50 with the flight").expect(line);
+    assert!(rest.starts_with(&format!(" ({} in a day)", p.down.handover.as_ref().unwrap().at.len())), "{line}");
+    assert_eq!(flight.matches(" ms,").count(), once, "{line}");
+    assert!(line.len() < p.down.described["handover"].len(), "{line}");
     // The delay: radio (≤ 225 km: ≤ 0.75 ms) + 10 ms of ground network.
     let tl = spec(&route).timeline();
     assert!(served(&tl).len() == tl.delay_ms.len() && served(&tl).iter().all(|&d| (10.0..10.8).contains(&d)), "{:?}", &tl.delay_ms[..5]);

@@ -481,5 +481,5 @@ impl Handover {
 }
 
 mod parse;
-pub(crate) use parse::described;
+pub(crate) use parse::{described, described_at};
 pub use parse::{flight_times, Kind, KIND};

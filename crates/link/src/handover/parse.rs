@@ -157,10 +157,15 @@ fn handover_times(r: &Raw, t: &toml::Table) -> Result<Vec<Duration>, ProfileErro
 /// The handover stage in words (`aerolink profiles show`).
 pub(crate) fn described(spec: &HandoverSpec) -> String {
     let at_text: Vec<String> = spec.at.iter().map(|d| d.to_string()).collect();
+    described_at(spec, &at_text.join(", "))
+}
+
+/// The same with the times as `at_text` says them.
+pub(crate) fn described_at(spec: &HandoverSpec, at_text: &str) -> String {
     format!(
         "{} at {}; L2 random access (collision {}, back-off ≤ {} SF), router advertisement {}, {}binding update {} up / {} down (loss {}), tunnel {} B{}",
         spec.mode,
-        at_text.join(", "),
+        at_text,
         spec.ra_collision,
         spec.backoff,
         spec.router_adv,

@@ -35,6 +35,7 @@ impl fmt::Display for Profile {
         for (dir, label, spec) in [("up", "aircraft → ground", &self.up), ("down", "ground → aircraft", &self.down)] {
             writeln!(f, "  {dir} ({label}):")?;
             for (k, v) in &spec.described {
+                let v = spec.shown.get(k).unwrap_or(v);
                 writeln!(f, "    {k:<8} {v}")?;
             }
             if spec.queue == QueueSpec::Bdp {

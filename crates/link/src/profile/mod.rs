@@ -137,6 +137,9 @@ pub struct DirectionSpec {
     pub mtu: Option<u32>,
     /// Each key as a person would write it, for `profiles show` and hashing.
     pub described: BTreeMap<String, String>,
+    /// Shorter words for `profiles show` where a key's hashed text is long
+    /// (a route's handover times: every one of a day), by key.
+    pub shown: BTreeMap<String, String>,
 }
 
 impl Default for DirectionSpec {
@@ -158,6 +161,7 @@ impl Default for DirectionSpec {
             share: crate::bottleneck::Share::Fifo,
             mtu: None,
             described: BTreeMap::new(),
+            shown: BTreeMap::new(),
         }
     }
 }

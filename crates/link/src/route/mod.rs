@@ -148,7 +148,7 @@ impl RouteSpec {
                 handovers.extend(once.iter().map(|d| Duration(d.0 + k * p.0)).filter(|d| d.0 < day));
             }
         }
-        RouteLink { delay: BaseDelay::Trace(points), outages: windows, handovers }
+        RouteLink { delay: BaseDelay::Trace(points), outages: windows, handovers, once: once.len(), period }
     }
 
     /// One line for `profiles show` and the profile's hash.
@@ -180,6 +180,10 @@ pub struct RouteLink {
     pub outages: Vec<OutageWindow>,
     /// When the `handover` stage hands over (L-DACS cells), increasing.
     pub handovers: Vec<Duration>,
+    /// How many of them one flight has (the first ones), and the flight's
+    /// length in run time, after which they repeat.
+    pub once: usize,
+    pub period: Option<Duration>,
 }
 
 /// The last few timelines computed, by the route's keys and the files they
@@ -248,6 +252,13 @@ impl StageKind for Kind {
                 let h = h.map(std::mem::take).unwrap_or_default();
                 let spec = crate::handover::HandoverSpec { at: link.handovers, ..h };
                 d.described.insert("handover".into(), crate::handover::described(&spec));
+                // To a person: one flight's handovers and how they repeat
+                // (the hashed text lists a day's).
+                if let (Some(p), true) = (link.period, spec.at.len() > link.once) {
+                    let first: Vec<String> = spec.at[..link.once].iter().map(|d| d.to_string()).collect();
+                    let at = format!("{}, then again every {} with the flight ({} in a day)", first.join(", "), clock(p.as_secs_f64()), spec.at.len());
+                    d.shown.insert("handover".into(), crate::handover::described_at(&spec, &at));
+                }
                 d.handover = Some(spec);
             }
             (_, Some(h)) if h.at.is_empty() => {
