@@ -366,7 +366,11 @@ pub fn qlog_factory(role: &'static str) -> Option<quinn_proto::QlogFactory> {
             }
         };
         let mut c = quinn_proto::QlogConfig::default();
-        c.writer(Box::new(file)).title(Some(format!("aerolink {role}"))).description(Some(format!("{role} connection {n} of process {}", std::process::id())));
+        // One write per record (JSON-SEQ: each ends with a line feed), so a
+        // process stopped at the run's end leaves whole records only.
+        c.writer(Box::new(std::io::LineWriter::with_capacity(1 << 16, file)))
+            .title(Some(format!("aerolink {role}")))
+            .description(Some(format!("{role} connection {n} of process {}", std::process::id())));
         c.into_stream()
     }))
 }
