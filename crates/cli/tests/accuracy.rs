@@ -206,8 +206,11 @@ fn on_demand_return_links_make_an_idle_terminal_wait() {
     assert!(cra.iter().all(|r| (602.0..615.0).contains(r)), "CRA {cra:?}");
     // Up to a super-frame until the request goes, 2 × 300 ms → 23 + 2
     // super-frames of request cycle (662.5 ms), and one to send: 26.5 ms.
+    // Lateness only adds: the least CRA ping bounds VBDC's from below, the
+    // largest from above (a CRA ping 9 ms late once raised the lower bar).
+    let cra_min = cra.iter().cloned().fold(f64::INFINITY, f64::min);
     let cra_max = cra.iter().cloned().fold(0.0, f64::max);
-    assert!(vbdc.iter().all(|r| *r > cra_max + 680.0 && *r < cra_max + 725.0), "VBDC {vbdc:?} vs CRA {cra:?}");
+    assert!(vbdc.iter().all(|r| *r > cra_min + 680.0 && *r < cra_max + 725.0), "VBDC {vbdc:?} vs CRA {cra:?}");
 }
 
 #[test]
