@@ -15,7 +15,7 @@ use std::collections::VecDeque;
 
 use crate::packet::{Drop, Packet};
 use crate::profile::DirectionSpec;
-use crate::stage::{Stage, StageContext};
+use crate::stage::{HopShare, Stage, StageContext};
 use crate::time::{Duration, Instant};
 
 pub struct Pipeline<P> {
@@ -39,8 +39,19 @@ impl<P> Pipeline<P> {
     /// a BDP queue; `stream` must differ between the directions and hops of
     /// one run.
     pub fn new(spec: &DirectionSpec, rtt: Duration, seed: u64, stream: u64) -> Self {
-        let ctx = StageContext { seed, stream, rtt };
+        let ctx = StageContext { seed, stream, rtt, hop: None };
         Self::from_stages(crate::registry::build(spec, &ctx))
+    }
+
+    /// The two directions of one hop, built together so that what one
+    /// learns at run time reaches the other ([`HopShare`]): `stream` is
+    /// the up direction's (even), the down direction's is the next.
+    pub fn pair(up: &DirectionSpec, down: &DirectionSpec, rtt: Duration, seed: u64, stream: u64) -> (Self, Self) {
+        let hop = Some(std::sync::Arc::new(HopShare::default()));
+        let ctx = StageContext { seed, stream, rtt, hop };
+        let up = Self::from_stages(crate::registry::build(up, &ctx));
+        let ctx = StageContext { stream: stream + 1, ..ctx };
+        (up, Self::from_stages(crate::registry::build(down, &ctx)))
     }
 
     /// A pipeline of the given stages, in order (at least one).
@@ -92,20 +103,64 @@ impl<P> Pipeline<P> {
 
     /// Applies the cuts due by `now`, each at its own time: the stages run
     /// up to it, then the ones after the cutting stage lose what they hold.
+    /// A cut that waits ([`Stage::cut_waits`]) is asked when it happens,
+    /// with when the later stages emptied, once they have.
     fn apply_cuts(&mut self, now: Instant) {
         while let Some((at, i)) = self.stages.iter().enumerate().filter_map(|(i, s)| s.cut_at().map(|t| (t, i))).min() {
             if at > now {
                 return;
             }
             self.shift(at);
-            let last = self.stages.len() - 1;
-            while let Some(m) = self.stages[last].dequeue(at, &mut self.drops) {
-                self.settled.push_back(m);
-            }
+            self.settle(at);
+            let at = if self.stages[i].cut_waits() {
+                let emptied = self.run_until_empty(i, at, now);
+                match self.stages[i].cut_when(now, emptied) {
+                    Some(t) if t <= now => {
+                        self.shift(t);
+                        self.settle(t);
+                        t
+                    }
+                    // Later: cut at its time.
+                    Some(_) => continue,
+                    // Not known yet: asked again at the next step.
+                    None => return,
+                }
+            } else {
+                at
+            };
             for s in &mut self.stages[i + 1..] {
                 s.cut(at, &mut self.drops);
             }
             self.stages[i].cut_done();
+        }
+    }
+
+    /// Moves what the last stage released by `at` out of the chain.
+    fn settle(&mut self, at: Instant) {
+        let last = self.stages.len() - 1;
+        while let Some(m) = self.stages[last].dequeue(at, &mut self.drops) {
+            self.settled.push_back(m);
+        }
+    }
+
+    /// Runs the stages after `i` from `from`, event by event, up to `now`:
+    /// the time they last held bytes for transmission if they hold none
+    /// by then.
+    fn run_until_empty(&mut self, i: usize, from: Instant, now: Instant) -> Option<Instant> {
+        let mut t = from;
+        loop {
+            if self.stages[i + 1..].iter().all(|s| s.backlog_bytes() == 0) {
+                return Some(t);
+            }
+            // Nothing more by `now` (or a stage stuck at its time, not
+            // expected): asked again at the cut's next time.
+            let next = self.stages[i + 1..].iter().filter_map(|s| s.next_wakeup()).min()?;
+            if next > now || next <= t {
+                return None;
+            }
+            t = next;
+            self.shift(t);
+            self.settle(t);
         }
     }
 

@@ -82,7 +82,7 @@ mod tests {
 
     #[test]
     fn a_spec_builds_only_the_stages_it_needs() {
-        let ctx = StageContext { seed: 1, stream: 0, rtt: crate::Duration::ZERO };
+        let ctx = StageContext { seed: 1, stream: 0, rtt: crate::Duration::ZERO, hop: None };
         let plain = DirectionSpec::default();
         let names: Vec<_> = build(&plain, &ctx).iter().map(|s| s.name()).collect();
         assert_eq!(names, ["bottleneck", "delay"]);

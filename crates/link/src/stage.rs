@@ -59,6 +59,22 @@ pub trait Stage: Send {
     /// in transmission is lost (reason `outage`); what already propagates
     /// arrives. Stages that hold nothing of the kind keep the default.
     fn cut(&mut self, _at: Instant, _drops: &mut Vec<Drop>) {}
+    /// Whether the cut due at [`cut_at`](Stage::cut_at) waits for
+    /// something first (a base station delivering its queue before it
+    /// commands the handover). Then the pipeline asks
+    /// [`cut_when`](Stage::cut_when) instead of cutting at once.
+    fn cut_waits(&self) -> bool {
+        false
+    }
+    /// A waiting cut is due: `emptied` is when the later stages last held
+    /// bytes for transmission, if they hold none by `now` (the pipeline
+    /// has run them up to `now`). Returns when the cut happens (not before
+    /// any `now` asked earlier), or `None` to be asked again (meanwhile
+    /// [`cut_at`](Stage::cut_at) gives the last `now` asked, so the
+    /// pipeline asks at each of its steps; the stage's own wake-ups poll).
+    fn cut_when(&mut self, _now: Instant, _emptied: Option<Instant>) -> Option<Instant> {
+        self.cut_at()
+    }
     /// The capacity this stage gives now, bit/s, when it changes over time
     /// (bonded channels going down and up); `None` for stages whose
     /// capacity is fixed or absent. For link monitors.
@@ -103,12 +119,45 @@ pub fn pop_due(out: &mut std::collections::VecDeque<Meta>, now: Instant) -> Opti
 
 /// What a stage is built with: the run's seed, the direction's stream and
 /// the link's round-trip time (for BDP-sized queues).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct StageContext {
     pub seed: u64,
     /// Differs between the directions and hops of one run.
     pub stream: u64,
     pub rtt: Duration,
+    /// What the two directions of this hop tell each other while the run
+    /// goes on, when both are built together (a lab's hop); `None` for a
+    /// direction built alone.
+    pub hop: Option<std::sync::Arc<HopShare>>,
+}
+
+/// What one direction of a hop learns from the other at run time, beyond
+/// the seed they share: so far a handover's layer-2 start, which the
+/// ground's side fixes once its base station has delivered its queue
+/// (seed 002's HO_COM without the P-bit) and the aircraft's side follows.
+/// Unlike every draw from the seed, this depends on the other direction's
+/// packets, and the aircraft's side reads it at its next step (within
+/// [`POLL`] of the ground's).
+#[derive(Debug, Default)]
+pub struct HopShare {
+    l2_start: std::sync::Mutex<Vec<(u16, Instant)>>,
+}
+
+/// How often a stage waiting on the other direction looks again.
+pub const POLL: Duration = Duration::from_millis(1);
+
+impl HopShare {
+    /// Handover `index` leaves the old cell at `at`.
+    pub fn set_l2_start(&self, index: u16, at: Instant) {
+        let mut v = self.l2_start.lock().unwrap_or_else(|e| e.into_inner());
+        if !v.iter().any(|e| e.0 == index) {
+            v.push((index, at));
+        }
+    }
+    /// When handover `index` leaves the old cell, once known.
+    pub fn l2_start(&self, index: u16) -> Option<Instant> {
+        self.l2_start.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|e| e.0 == index).map(|e| e.1)
+    }
 }
 
 impl StageContext {

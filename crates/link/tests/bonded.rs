@@ -17,7 +17,7 @@ fn spec(channels: usize) -> BondedSpec {
 
 /// The stage for direction `stream` of a run with `seed`.
 fn ctx(seed: u64, stream: u64) -> StageContext {
-    StageContext { seed, stream, rtt: Duration::ZERO }
+    StageContext { seed, stream, rtt: Duration::ZERO, hop: None }
 }
 
 fn with_drops(mut s: BondedSpec, every: Duration) -> BondedSpec {

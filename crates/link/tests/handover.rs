@@ -131,16 +131,58 @@ fn packets_toward_the_aircraft_are_lost_or_buffered() {
     assert!(out.iter().all(|m| m.len == if m.arrived >= bound { 540 } else { 500 }));
     assert_eq!(out.len() + drops.len(), 100);
 
-    // Buffering: nothing is lost; what came during the handover leaves at
-    // the binding, in order, tunnelled.
+    // Buffering: the old station first delivers what it holds toward the
+    // aircraft, then commands layer 2 (seed 002 §3.2: HO_COM without the
+    // P-bit once its packets are out) — here 11 packets queued at the
+    // command (10.35 s), out 1.4 s later. Nothing is lost; what came from
+    // the agent's first buffering on leaves at the binding, in order,
+    // tunnelled.
     let (out, drops, phases) = run(Mode::Buffer, Side::Home);
     let at = |ph: Phase| phases.iter().find(|p| p.0 == ph).unwrap().1;
     assert!(drops.is_empty(), "{} dropped", drops.len());
     assert_eq!(out.len(), 100);
     assert!(out.windows(2).all(|w| w[0].id < w[1].id));
-    let held: Vec<_> = out.iter().filter(|m| m.arrived >= at(Phase::Buffering) && m.arrived < at(Phase::Bound)).collect();
-    assert_eq!(held.len(), 8, "10.3, 10.4, …, 11.0 s");
-    assert!(held.iter().all(|m| m.tx_start >= at(Phase::Bound) && m.len == 540));
+    let (buffering, l2) = (at(Phase::Buffering), at(Phase::L2Start));
+    let emptied = out.iter().filter(|m| m.arrived < buffering).map(|m| m.tx_end).max().unwrap();
+    assert_eq!((ms(buffering), l2), (10_250.0, emptied));
+    assert!(ms(l2) > 11_000.0, "layer 2 at {} ms", ms(l2));
+    // Then as drawn: random access at the next super-frame (240 ms clock),
+    // its response 65.04 ms after.
+    assert_eq!(at(Phase::L2End).0, l2.0.div_ceil(240 * MS) * 240 * MS + 65_040_000);
+    let held: Vec<_> = out.iter().filter(|m| m.arrived >= buffering && m.arrived < at(Phase::Bound)).collect();
+    let sent = (50..150u64).filter(|k| (buffering.0..at(Phase::Bound).0).contains(&(k * 100 * MS))).count();
+    assert_eq!(held.len(), sent);
+    assert!(held.len() > 8 && held.iter().all(|m| m.tx_start >= at(Phase::Bound) && m.len == 540));
+}
+
+/// Both directions built together (a lab's hop): the aircraft's side
+/// leaves the old cell when the ground's station has delivered its queue,
+/// not at the drawn command; built alone it keeps the drawn one.
+#[test]
+fn the_aircraft_leaves_when_the_ground_station_has_delivered() {
+    let p = profile("[link]\nrate = \"31.5 kbit/s\"\ndelay = \"10 ms\"\nqueue = \"64 KB\"\nhandover = { at = [\"10 s\"], mode = \"buffer\", ra_collision = 0 }\n");
+    let (mut up, mut down): (Pipeline<()>, Pipeline<()>) = Pipeline::pair(&p.up, &p.down, p.base_rtt(), 3, 0);
+    let phases = |pipe: &mut Pipeline<()>| {
+        let mut ev = Vec::new();
+        pipe.take_events(&mut ev);
+        ev.iter().filter_map(|e| if let Note::Handover { phase, .. } = e.note { Some((phase, e.at)) } else { None }).collect::<Vec<_>>()
+    };
+    // The ground's side runs first here; in a lab the two run side by side
+    // and the aircraft's side asks again every millisecond.
+    common::drive(&mut down, &(50..150u64).map(|k| (k * 100 * MS, 500)).collect::<Vec<_>>());
+    let ground = phases(&mut down);
+    let l2 = ground.iter().find(|p| p.0 == Phase::L2Start).unwrap().1;
+    assert!(ms(l2) > 11_000.0);
+    let (out, drops) = common::drive(&mut up, &(50..150u64).map(|k| (k * 100 * MS, 100)).collect::<Vec<_>>());
+    let air = phases(&mut up);
+    assert_eq!(air, ground, "one timeline");
+    // What the aircraft sends before it leaves goes through.
+    assert!(out.iter().filter(|m| m.arrived < l2).count() == (50..150u64).filter(|k| k * 100 * MS < l2.0).count());
+    assert!(!drops.is_empty() && drops.iter().all(|d| d.meta.arrived >= l2));
+    // Alone, the aircraft's side leaves at the drawn command.
+    let mut alone: Pipeline<()> = Pipeline::new(&p.up, p.base_rtt(), 3, 0);
+    common::drive(&mut alone, &[(100 * MS, 100)]);
+    assert_eq!(phases(&mut alone).iter().find(|p| p.0 == Phase::L2Start).map(|p| ms(p.1)), Some(10_350.0));
 }
 
 /// Seed 002 §6.1's conditions, each a timeline and what packets toward

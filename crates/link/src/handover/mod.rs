@@ -21,7 +21,15 @@
 //!    binding update (MBU; lost with `mbu_loss`, retried every 1 s while
 //!    no acknowledgement comes, up to 3 times); once one reaches the home
 //!    agent (`bu` later) the agent buffers the correspondent's packets, and
-//!    `ba` later the old station commands layer 2 (its queue delivered).
+//!    `ba` later the old station would command layer 2 — but first it
+//!    delivers what it holds toward the aircraft (seed 002 §3.2: HO_COM
+//!    without the P-bit once its packets are out; §5.6: ≈ 1.9 s later
+//!    than without buffering). The ground's side runs its later stages
+//!    until they hold nothing for transmission and tells the aircraft's
+//!    side ([`HopShare`](crate::stage::HopShare)), which leaves the old
+//!    cell then too (within a millisecond's poll; built alone it keeps the
+//!    drawn command). Every later phase keeps its drawn distance from the
+//!    random access, which waits for the next super-frame as drawn.
 //!    The modified acknowledgement (MBA, lost with `mba_loss`) only stops
 //!    the router's retries: the station's command does not wait for it
 //!    (seed 002 §6.1, second condition). When no MBU gets through the
@@ -62,9 +70,7 @@
 //! lost from layer 2 until the binding update leaves (no link, no address,
 //! then an agent that does not know the new address yet).
 //!
-//! Not modelled, stated: the old station's remaining packets in `buffer`
-//! mode are delivered by the shared link model while layer 2 goes on (the
-//! real station delays the handover until they are out); the home agent
+//! Not modelled, stated: the home agent
 //! does not drop duplicate TCP segments from its buffer; signalling
 //! messages take fixed times (`bu`, `ba`) instead of queueing behind data.
 
@@ -323,28 +329,86 @@ pub struct Handover {
     held: VecDeque<Meta>,
     held_bytes: u64,
     out: VecDeque<Meta>,
+    /// The timelines as drawn, before any layer-2 start waited on the
+    /// station's queue (`plan` holds them as they happen).
+    drawn: Vec<Timeline>,
+    /// Whether each handover's layer-2 start is known: drawn, or fixed
+    /// once the station delivered its queue.
+    fixed: Vec<bool>,
+    /// While the next cut waits: the last time it was asked.
+    waiting: Option<Instant>,
+    /// The other direction of the hop, when built with it.
+    hop: Option<std::sync::Arc<crate::stage::HopShare>>,
 }
 
+/// A time no run reaches: the phases of a handover whose layer-2 start is
+/// not known yet.
+const UNKNOWN: Instant = Instant(u64::MAX / 4);
+
 impl Handover {
-    pub fn new(spec: HandoverSpec, mut rng: LinkRng) -> Self {
+    pub fn new(spec: HandoverSpec, mut rng: LinkRng, hop: Option<std::sync::Arc<crate::stage::HopShare>>) -> Self {
         let plan = spec.timelines(&mut rng);
+        let fixed: Vec<bool> = plan.iter().map(|t| !(spec.mode == Mode::Buffer && t.buffering.is_some())).collect();
         let mut notes: Vec<(Instant, u16, Phase)> = Vec::new();
         for (k, t) in plan.iter().enumerate() {
             let k = k as u16;
-            notes.extend([
-                (t.trigger, k, Phase::Trigger),
-                (t.l2_start, k, Phase::L2Start),
-                (t.l2_end, k, Phase::L2End),
-                (t.address, k, Phase::Address),
-                (t.bound, k, Phase::Bound),
-                (t.acked, k, Phase::Acked),
-            ]);
+            notes.push((t.trigger, k, Phase::Trigger));
             if let Some(b) = t.buffering {
                 notes.push((b, k, Phase::Buffering));
             }
         }
+        let drawn = plan.clone();
+        let mut h = Handover {
+            spec,
+            plan,
+            pending_notes: VecDeque::new(),
+            events: Vec::new(),
+            next_cut: 0,
+            held: VecDeque::new(),
+            held_bytes: 0,
+            out: VecDeque::new(),
+            drawn,
+            fixed: vec![false; fixed.len()],
+            waiting: None,
+            hop,
+        };
+        h.pending_notes = notes.into();
+        for (k, fixed) in fixed.into_iter().enumerate() {
+            if fixed {
+                h.fix(k, h.drawn[k].l2_start);
+            } else {
+                // Not known until the station's queue is out: the aircraft
+                // stays in the old cell, the agent holds what it buffers.
+                let p = &mut h.plan[k];
+                for t in [&mut p.l2_start, &mut p.l2_end, &mut p.address, &mut p.bu_sent, &mut p.bound, &mut p.ba_sent, &mut p.acked] {
+                    *t = UNKNOWN;
+                }
+            }
+        }
+        h
+    }
+
+    /// Handover `k` leaves the old cell at `at` (not before its drawn
+    /// command): the random access at the next super-frame with the
+    /// drawn back-off, the rest of the drawn timeline after it.
+    fn fix(&mut self, k: usize, at: Instant) {
+        let d = &self.drawn[k];
+        let at = at.max(d.l2_start);
+        let p = if at == d.l2_start {
+            d.clone()
+        } else {
+            let frame = |t: Instant| Instant(t.0.div_ceil(SUPER_FRAME_NS) * SUPER_FRAME_NS);
+            let l2_end = frame(at) + (d.l2_end - frame(d.l2_start));
+            let later = l2_end - d.l2_end;
+            Timeline { l2_start: at, l2_end, address: d.address + later, bu_sent: d.bu_sent + later, bound: d.bound + later, ba_sent: d.ba_sent + later, acked: d.acked + later, ..d.clone() }
+        };
+        let k16 = k as u16;
+        let mut notes: Vec<_> = self.pending_notes.drain(..).collect();
+        notes.extend([(p.l2_start, k16, Phase::L2Start), (p.l2_end, k16, Phase::L2End), (p.address, k16, Phase::Address), (p.bound, k16, Phase::Bound), (p.acked, k16, Phase::Acked)]);
         notes.sort_by_key(|n| (n.0, n.1));
-        Handover { spec, plan, pending_notes: notes.into(), events: Vec::new(), next_cut: 0, held: VecDeque::new(), held_bytes: 0, out: VecDeque::new() }
+        self.pending_notes = notes.into();
+        self.plan[k] = p;
+        self.fixed[k] = true;
     }
 
     /// Reports phases reached by `t`, and flushes the agent's buffer once
@@ -440,7 +504,10 @@ impl Stage for Handover {
     }
 
     fn next_wakeup(&self) -> Option<Instant> {
-        [self.out.front().map(|m| m.due), self.held_until().map(|h| h.0), self.pending_notes.front().map(|n| n.0), self.cut_at()].into_iter().flatten().min()
+        [self.out.front().map(|m| m.due), self.held_until().map(|h| h.0), self.pending_notes.front().map(|n| n.0), self.waiting.map(|a| a + crate::stage::POLL).or(self.cut_at())]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     fn dequeue(&mut self, now: Instant, drops: &mut Vec<Drop>) -> Option<Meta> {
@@ -461,7 +528,12 @@ impl Stage for Handover {
     }
 
     fn cut_at(&self) -> Option<Instant> {
-        self.next_cut_index().map(|k| self.plan[k].l2_start)
+        match self.waiting {
+            // Asked again at every step of the pipeline (the wake-ups
+            // are its later stages' and a poll's, `next_wakeup`).
+            Some(asked) => Some(asked),
+            None => self.next_cut_index().map(|k| if self.fixed[k] { self.plan[k].l2_start } else { self.drawn[k].l2_start }),
+        }
     }
 
     fn cut_done(&mut self) {
@@ -469,14 +541,45 @@ impl Stage for Handover {
             self.next_cut = k + 1;
         }
     }
+
+    fn cut_waits(&self) -> bool {
+        self.next_cut_index().is_some_and(|k| !self.fixed[k])
+    }
+
+    /// Buffer mode, the modified update through: the ground's side leaves
+    /// the old cell once its station has delivered what it holds toward the
+    /// aircraft (`emptied`), and tells the aircraft's side, which follows.
+    fn cut_when(&mut self, now: Instant, emptied: Option<Instant>) -> Option<Instant> {
+        let k = self.next_cut_index()?;
+        let at = match (self.spec.side, &self.hop) {
+            (Side::Home, hop) => emptied.map(|e| {
+                let at = e.max(self.drawn[k].l2_start);
+                if let Some(hop) = hop {
+                    hop.set_l2_start(k as u16, at);
+                }
+                at
+            }),
+            (Side::Mobile, Some(hop)) => hop.l2_start(k as u16),
+            // Built alone: the drawn command.
+            (Side::Mobile, None) => Some(self.drawn[k].l2_start),
+        };
+        let Some(at) = at else {
+            self.waiting = Some(now);
+            return None;
+        };
+        // Not before what this side already ran (it may hear up to a poll late).
+        let at = self.waiting.map_or(at, |asked| at.max(asked));
+        self.waiting = None;
+        self.fix(k, at);
+        Some(self.plan[k].l2_start)
+    }
 }
 
 impl Handover {
-    /// The next handover that cuts this side's link: in buffer mode the old
-    /// station delivers what it holds toward the aircraft (if the modified
-    /// update got through); the aircraft's own queue is lost either way.
+    /// The next handover that cuts this side's link (in buffer mode, with
+    /// the modified update through, once the station's queue is out).
     fn next_cut_index(&self) -> Option<usize> {
-        (self.next_cut..self.plan.len()).find(|&k| !(self.spec.mode == Mode::Buffer && self.spec.side == Side::Home && self.plan[k].buffering.is_some()))
+        (self.next_cut < self.plan.len()).then_some(self.next_cut)
     }
 }
 

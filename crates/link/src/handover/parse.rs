@@ -117,7 +117,7 @@ impl StageKind for Kind {
         // Both directions of a hop (streams 2h and 2h + 1) draw the same
         // timeline.
         let rng = stage_rng(ctx.seed, (1 << 41) + ctx.stream / 2);
-        Some(Box::new(Handover::new(spec.handover.clone()?, rng)))
+        Some(Box::new(Handover::new(spec.handover.clone()?, rng, ctx.hop.clone())))
     }
 }
 
