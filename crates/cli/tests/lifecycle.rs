@@ -130,22 +130,20 @@ fn after_sigkill_down_all_removes_the_leftovers() {
     require_root();
     let mut child = Command::new(bin()).args(["run", "-q", "--ready-timeout", "0s", "--server", "sleep 41.41", "--client", "sleep 42.42"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     wait_until("the client to start", || processes_matching("42.42") > 0);
+    let pid = child.id() as i32;
     child.kill().unwrap();
     child.wait().unwrap();
     assert!(!leftover_namespaces().is_empty(), "a SIGKILL cannot clean up; this test expects leftovers");
-    let run_tmp = || {
-        std::fs::read_dir(std::env::temp_dir())
-            .unwrap()
-            .filter_map(|e| e.ok())
-            .map(|e| e.file_name().to_string_lossy().to_string())
-            .filter(|n| n.starts_with("aerolink-") && n.ends_with("-tmp"))
-            .count()
-    };
-    assert!(run_tmp() > 0, "the killed run's TMPDIR is expected to remain");
+    // The killed run's lab, told by its owner file (other runs on the host,
+    // an experiment under way, are none of this test's business).
+    let labs = aerolink_net::lab::stale_labs();
+    let run = &labs.iter().find(|l| l.pid == pid).unwrap_or_else(|| panic!("no stale lab of pid {pid}: {labs:?}")).run;
+    let tmp = aerolink_net::lab::run_tmp_dir(run);
+    assert!(tmp.exists(), "the killed run's TMPDIR is expected to remain");
     let o = aerolink(&["down", "--all"]);
     assert!(o.status.success(), "{:?}", text(&o));
     assert!(leftover_namespaces().is_empty(), "{:?}", leftover_namespaces());
-    assert_eq!(run_tmp(), 0, "down --all removes the runs' temporary directories");
+    assert!(!tmp.exists(), "down --all removes the runs' temporary directories: {tmp:?}");
     wait_until("orphans to die", || processes_matching("4[12]\\.4") == 0);
 }
 
