@@ -81,10 +81,11 @@ demo: build
 # and seeded mutations: crates/fuzzing) and end-to-end tests (real
 # namespaces, real traffic), grouped by scripts/test.sh: the tests that
 # judge timing or look at the whole host run alone, the other end-to-end
-# tests in lanes side by side. One compile builds the program and every
-# test binary (cargo schedules both on all cores), while apt installs.
+# tests in lanes side by side. The program and the alone phase's test
+# binaries compile while apt installs; the other test binaries compile as
+# idle work beside the alone phase (scripts/test.sh).
 test: toolchain
-	@$(call with-apt,$(CARGO) test --release --locked --workspace --no-run)
+	@$(call with-apt,./scripts/test.sh prebuild)
 	$(SUDO) ./scripts/test.sh
 
 # An hour of one experiment with faults injected all along (crates/cli/

@@ -1,21 +1,27 @@
 #!/usr/bin/env bash
 # `make test`'s runner (CI runs it through .ci/run). It builds every test
-# binary once, then runs them in groups, so that the whole suite fits in
+# binary once and runs them in groups, so that the whole suite fits in
 # 15 minutes on a fresh 2-core machine while the tests that judge timing
 # run with nothing else of normal priority beside them:
 #   1. lint      rustfmt's check (rustfmt.toml), the size limits
 #                (scripts/sizes.sh); clippy with -D warnings runs from
-#                "alone" on as an idle-priority task (SCHED_IDLE), or here
-#                when "together" is not asked
-#   2. build     every test binary, once (cargo test --no-run)
-#   3. libraries simulated time, parsers, stores: each binary with all cores
-#                (among them crates/fuzzing's replay: every fuzz target
-#                over its seeds, kept crash inputs and 20 000 seeded
-#                mutations each; libFuzzer itself is `make fuzz`)
-#   4. alone     tests that judge timing (accuracy, also as an ordinary
+#                "alone" on as idle work (SCHED_IDLE), or here when
+#                "together" is not asked
+#   2. build     the program and the alone phase's test binaries (`make
+#                test` builds them while apt installs: `test.sh
+#                prebuild`); every other test binary compiles as idle
+#                work beside the alone phase
+#   3. alone     tests that judge timing (accuracy, also as an ordinary
 #                user, nobody, in a user namespace of its own) or that
 #                look at the whole host (they SIGKILL aerolink and count
 #                what it leaves, or run `down --all`), one at a time
+#   4. libraries simulated time, parsers, stores: each binary with all
+#                cores; those that keep real time (loopback sockets
+#                paced by the clock) at once, the others as idle work
+#                beside the together phase (among
+#                them crates/fuzzing's replay: every fuzz target over its
+#                seeds, kept crash inputs and 20 000 seeded mutations
+#                each; libFuzzer itself is `make fuzz`)
 #   5. together  every other end-to-end test, in seven lanes side by side
 #                (they mostly wait on emulated round trips), one test at a
 #                time in each; their leftover checks count only what no
@@ -24,11 +30,18 @@
 # Each phase prints its start time; a failure stops the run with the
 # phase, the binary and its log's last lines.
 #   scripts/test.sh            everything
-#   scripts/test.sh PHASE...   only these phases (build is always done)
+#   scripts/test.sh PHASE...   only these phases (lint libraries alone
+#                              together; the build is always done — all
+#                              of it first unless "alone" overlaps it)
+#   scripts/test.sh prebuild   the first build only
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUDO=$([ "$(id -u)" = 0 ] || echo sudo)
 phases=("$@")
+# `prebuild`: only the first build of the default run (`make test` runs it
+# while apt installs the Debian packages).
+prebuild=false
+[ "${phases[*]:-}" != prebuild ] || { prebuild=true; phases=(); }
 [ ${#phases[@]} -gt 0 ] || phases=(lint libraries alone together)
 want() { [[ " ${phases[*]} " == *" $1 "* ]]; }
 t0=$SECONDS
@@ -36,7 +49,7 @@ phase() { echo "== $1 (at $((SECONDS - t0)) s)"; }
 logs=target/test-logs
 mkdir -p "$logs"
 
-if want lint; then
+if want lint && ! $prebuild; then
   phase "lint: cargo fmt --check"
   cargo fmt --check >/dev/null || { cargo fmt --check | head -40; echo "lint: run cargo fmt (rustfmt.toml sets the style)" >&2; exit 1; }
   phase "lint: scripts/sizes.sh"
@@ -46,48 +59,21 @@ fi
 # exceptions: Cargo.toml's [workspace.lints]). --release reuses the build
 # scripts' outputs (SQLite's C) of the build below.
 clippy() { cargo clippy --release --locked --workspace --all-targets --quiet -- -D warnings; }
-if want lint && ! want together; then
+if want lint && ! want together && ! $prebuild; then
   phase "lint: cargo clippy"
   clippy
-fi
-
-phase "build: every test binary"
-cargo test --release --locked --workspace --no-run --message-format=json >target/test-binaries.json
-# name, kind, package directory, executable
-jq -r 'select(.reason=="compiler-artifact" and .profile.test==true and .executable!=null) | [.target.name, .target.kind[0], (.manifest_path|sub("/Cargo.toml$";"")), .executable] | @tsv' target/test-binaries.json >target/test-binaries.tsv
-cli=$(pwd)/crates/cli
-e2e() { awk -F'\t' -v t="$1" -v d="$cli" '$1==t && $2=="test" && $3==d {print $4}' target/test-binaries.tsv; }
-
-# run LOG DIR EXE ARGS...: one test binary, its output in LOG, its tail
-# and the failing tests on failure.
-run() {
-  local log=$1 dir=$2 exe=$3; shift 3
-  local s=$SECONDS
-  if (cd "$dir" && "$exe" "$@") >"$log" 2>&1; then
-    echo "   ok   $(basename "$log" .log) ($((SECONDS - s)) s)"
-  else
-    echo "   FAIL $(basename "$log" .log) ($((SECONDS - s)) s): $log" >&2
-    grep -E "^(test .* FAILED|---- )" "$log" >&2 || true
-    tail -40 "$log" >&2
-    return 1
-  fi
-}
-
-if want libraries; then
-  phase "libraries: simulated time, parsers, stores"
-  while IFS=$'\t' read -r name kind dir exe; do
-    [ "$dir" = "$cli" ] && [ "$kind" = test ] && continue
-    run "$logs/$name-$kind.log" "$dir" "$exe"
-  done <target/test-binaries.tsv
 fi
 
 # Binaries and single tests (BINARY::TEST) that run alone: they judge
 # timing, or they SIGKILL aerolink (its leftovers would be any other
 # lane's to see) or run `down --all` (it would take other lanes' labs), or
 # count iperf3 clients host-wide. The chain topology's test judges its
-# pings' median to 2 ms (beside the lanes it read 62.9 ms over 60 ms).
+# pings' median to 2 ms (beside the lanes it read 62.9 ms over 60 ms), the
+# ordinary user's link its pings' mean to 1.5 ms (beside them: 103.3 ms
+# over 100 ms).
 ALONE=(accuracy
   lifecycle::a_chain_topology_routes_end_to_end
+  rootless::an_ordinary_user_gets_a_link_with_the_configured_delay
   faults::sigkill_at_random_moments_then_resume_loses_and_repeats_nothing
   lifecycle::after_sigkill_down_all_removes_the_leftovers
   lifecycle::down_all_leaves_a_run_under_way_alone
@@ -120,6 +106,91 @@ skips() {
   return 0
 }
 
+# name, kind, package directory, executable of the test binaries in a
+# cargo build's JSON messages ($1), into the table $2 (replaced whole).
+binaries() {
+  jq -r 'select(.reason=="compiler-artifact" and .profile.test==true and .executable!=null) | [.target.name, .target.kind[0], (.manifest_path|sub("/Cargo.toml$";"")), .executable] | @tsv' "$1" >"$2.new"
+  mv "$2.new" "$2"
+}
+buildall() { cargo test --release --locked --workspace --no-run --message-format=json >target/test-binaries.json && binaries target/test-binaries.json target/test-binaries.tsv; }
+cli=$(pwd)/crates/cli
+e2e() { awk -F'\t' -v t="$1" -v d="$cli" '$1==t && $2=="test" && $3==d {print $4}' target/test-binaries.tsv; }
+
+# Idle work (SCHED_IDLE: it takes only the CPU time nothing else wants —
+# the alone phase's tests mostly wait on their links, and a waking test
+# thread preempts an idle-policy task at once; the accuracy tests pass
+# beside two such busy loops, in the same time: docs/measurements.md,
+# 2026-11-27 night), each in a process group of its own (setsid), so that
+# a failure, which stops this script, stops it and its compilers too.
+idle=(setsid nice -n 19)
+command -v chrt >/dev/null && idle=(setsid chrt -i 0 nice -n 19)
+bg_pids=()
+trap 'for p in "${bg_pids[@]}"; do kill -- -"$p" 2>/dev/null || true; done' EXIT
+
+# With the alone phase to run, only the program and the alone phase's
+# binaries are built first; the rest compiles as idle work beside that
+# phase (its tests mostly wait; the compile took 176 s of 2 cores after
+# the program's), and the library tests run as idle work beside the
+# together phase. Otherwise everything is built first.
+overlap=false
+if want alone && { want libraries || want together; }; then overlap=true; fi
+export -f buildall binaries
+if $overlap; then
+  phase "build: the program and the alone phase's test binaries"
+  mapfile -t alone_bins < <(printf '%s\n' "${ALONE[@]}" | sed 's/::.*//' | sort -u)
+  tests=()
+  for b in "${alone_bins[@]}"; do tests+=(--test "$b"); done
+  cargo test --release --locked --workspace --no-run "${tests[@]}" --message-format=json >target/test-binaries-alone.json
+  binaries target/test-binaries-alone.json target/test-binaries.tsv
+  ! $prebuild || exit 0
+  echo "   the other test binaries compile as idle work: $logs/build-rest.log"
+  "${idle[@]}" bash -c buildall >"$logs/build-rest.log" 2>&1 &
+  build_pid=$!
+  bg_pids+=("$build_pid")
+else
+  phase "build: every test binary"
+  buildall
+  ! $prebuild || exit 0
+fi
+
+# run LOG DIR EXE ARGS...: one test binary, its output in LOG, its tail
+# and the failing tests on failure.
+run() {
+  local log=$1 dir=$2 exe=$3; shift 3
+  local s=$SECONDS
+  if (cd "$dir" && "$exe" "$@") >"$log" 2>&1; then
+    echo "   ok   $(basename "$log" .log) ($((SECONDS - s)) s)"
+  else
+    echo "   FAIL $(basename "$log" .log) ($((SECONDS - s)) s): $log" >&2
+    grep -E "^(test .* FAILED|---- )" "$log" >&2 || true
+    tail -40 "$log" >&2
+    return 1
+  fi
+}
+
+# The library tests: simulated time, parsers, stores, each binary with
+# all cores ($1: all, or only those that keep real time — loopback
+# sockets paced by the clock, which idle work would starve — or the
+# others).
+REALTIME_LIBS="aerolink_work-lib aerolink_net-lib aerolink_pep-lib aerolink_flight-lib"
+libraries() {
+  local rt
+  while IFS=$'\t' read -r name kind dir exe; do
+    [ "$dir" = "$cli" ] && [ "$kind" = test ] && continue
+    rt=false
+    [[ " $REALTIME_LIBS " != *" $name-$kind "* ]] || rt=true
+    case $1 in
+      realtime) $rt || continue ;;
+      other) ! $rt || continue ;;
+    esac
+    run "$logs/$name-$kind.log" "$dir" "$exe" || return 1
+  done <target/test-binaries.tsv
+}
+if want libraries && ! $overlap; then
+  phase "libraries: simulated time, parsers, stores"
+  libraries all
+fi
+
 # one TEST: BINARY or BINARY::TEST, its log in target/test-logs.
 one() {
   local t=$1; shift
@@ -129,21 +200,15 @@ one() {
   esac
 }
 
-# Clippy (two minutes of compiling on 2 cores) starts now, as a
-# SCHED_IDLE task: it takes only the CPU time nothing else wants — the
-# alone phase's tests mostly wait on their links, and a waking test
-# thread preempts an idle-policy task at once (the accuracy tests pass
-# beside two such busy loops, in the same time: docs/measurements.md,
-# 2026-11-27 night) — and the together phase need not wait on it. In a
-# process group of its own (setsid), so that a failure, which stops this
-# script, stops it and its compilers too.
-idle=(setsid nice -n 19)
-command -v chrt >/dev/null && idle=(setsid chrt -i 0 nice -n 19)
+# Clippy (two minutes of compiling on 2 cores) starts now as idle work
+# (after the build beside it: cargo runs one at a time in a target
+# directory); the together phase need not wait for it.
 clippy_pid=
-trap '[ -z "$clippy_pid" ] || kill -- -"$clippy_pid" 2>/dev/null || true' EXIT
 if want lint && want together; then
-  "${idle[@]}" bash -c "$(declare -f clippy); clippy" >"$logs/clippy.log" 2>&1 &
+  export -f clippy
+  "${idle[@]}" bash -c clippy >"$logs/clippy.log" 2>&1 &
   clippy_pid=$!
+  bg_pids+=("$clippy_pid")
 fi
 
 if want alone; then
@@ -153,6 +218,22 @@ if want alone; then
   nobody_skip=()
   for n in "${NOBODY_SKIP[@]}"; do nobody_skip+=(--skip "$n"); done
   (export AEROLINK_TEST_AS=65534; run "$logs/accuracy-as-nobody.log" "$cli" "$(e2e accuracy)" --test-threads=1 "${nobody_skip[@]}")
+fi
+
+if $overlap; then
+  wait "$build_pid" || { tail -40 "$logs/build-rest.log" >&2; echo "build: the other test binaries failed to compile: $logs/build-rest.log" >&2; exit 1; }
+  echo "   ok   the other test binaries"
+fi
+libs_pid=
+if want libraries && $overlap; then
+  phase "libraries that keep real time"
+  libraries realtime
+  phase "libraries: simulated time, parsers, stores, as idle work beside what follows"
+  export -f libraries run
+  export logs cli REALTIME_LIBS
+  "${idle[@]}" bash -c "libraries other" >"$logs/libraries.log" 2>&1 &
+  libs_pid=$!
+  bg_pids+=("$libs_pid")
 fi
 
 if want together; then
@@ -176,6 +257,13 @@ if want together; then
     wait "$clippy_pid" || { cat "$logs/clippy.log" >&2; echo "lint: cargo clippy refused warnings: $logs/clippy.log" >&2; exit 1; }
     echo "   ok   clippy"
   fi
+fi
+
+if [ -n "$libs_pid" ]; then
+  st=0
+  wait "$libs_pid" || st=1
+  cat "$logs/libraries.log"
+  [ $st = 0 ] || { echo "libraries: a test failed (above)" >&2; exit 1; }
 fi
 
 phase "done: every test passed"
