@@ -140,7 +140,7 @@ pub struct StageContext {
 /// [`POLL`] of the ground's).
 #[derive(Debug, Default)]
 pub struct HopShare {
-    l2_start: std::sync::Mutex<Vec<(u16, Instant)>>,
+    l2_start: std::sync::Mutex<std::collections::BTreeMap<u16, Instant>>,
 }
 
 /// How often a stage waiting on the other direction looks again.
@@ -149,14 +149,11 @@ pub const POLL: Duration = Duration::from_millis(1);
 impl HopShare {
     /// Handover `index` leaves the old cell at `at`.
     pub fn set_l2_start(&self, index: u16, at: Instant) {
-        let mut v = self.l2_start.lock().unwrap_or_else(|e| e.into_inner());
-        if !v.iter().any(|e| e.0 == index) {
-            v.push((index, at));
-        }
+        self.l2_start.lock().unwrap_or_else(|e| e.into_inner()).entry(index).or_insert(at);
     }
     /// When handover `index` leaves the old cell, once known.
     pub fn l2_start(&self, index: u16) -> Option<Instant> {
-        self.l2_start.lock().unwrap_or_else(|e| e.into_inner()).iter().find(|e| e.0 == index).map(|e| e.1)
+        self.l2_start.lock().unwrap_or_else(|e| e.into_inner()).get(&index).copied()
     }
 }
 

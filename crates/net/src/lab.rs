@@ -321,7 +321,7 @@ impl Lab {
         lab.logger = logger;
         for (i, prof) in spec.hops.iter().enumerate() {
             let rtt = prof.base_rtt();
-            let (up, down): (Pipeline<crate::pump::Frame>, Pipeline<crate::pump::Frame>) = Pipeline::pair(&prof.up, &prof.down, rtt, spec.seed, (i * 2) as u64);
+            let (up, down) = Pipeline::<crate::pump::Frame>::pair(&prof.up, &prof.down, rtt, spec.seed, (i * 2) as u64);
             let gso = !spec.packet_by_packet && spec.pcap.is_none() && !crate::gso::packet_by_packet_from_env();
             let monitor = hop_monitor(&spec.run, i, &up, &down)?;
             if let Some(m) = &monitor {

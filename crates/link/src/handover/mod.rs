@@ -330,11 +330,9 @@ pub struct Handover {
     held_bytes: u64,
     out: VecDeque<Meta>,
     /// The timelines as drawn, before any layer-2 start waited on the
-    /// station's queue (`plan` holds them as they happen).
+    /// station's queue (`plan` holds them as they happen: from layer 2 on
+    /// [`UNKNOWN`] until the station's queue is out).
     drawn: Vec<Timeline>,
-    /// Whether each handover's layer-2 start is known: drawn, or fixed
-    /// once the station delivered its queue.
-    fixed: Vec<bool>,
     /// While the next cut waits: the last time it was asked.
     waiting: Option<Instant>,
     /// The other direction of the hop, when built with it.
@@ -345,47 +343,39 @@ pub struct Handover {
 /// not known yet.
 const UNKNOWN: Instant = Instant(u64::MAX / 4);
 
+/// The notes of handover `k`'s phases from layer 2 on.
+fn layer2_notes(k: usize, t: &Timeline) -> [(Instant, u16, Phase); 5] {
+    let k = k as u16;
+    [(t.l2_start, k, Phase::L2Start), (t.l2_end, k, Phase::L2End), (t.address, k, Phase::Address), (t.bound, k, Phase::Bound), (t.acked, k, Phase::Acked)]
+}
+
 impl Handover {
     pub fn new(spec: HandoverSpec, mut rng: LinkRng, hop: Option<std::sync::Arc<crate::stage::HopShare>>) -> Self {
-        let plan = spec.timelines(&mut rng);
-        let fixed: Vec<bool> = plan.iter().map(|t| !(spec.mode == Mode::Buffer && t.buffering.is_some())).collect();
+        let drawn = spec.timelines(&mut rng);
+        let mut plan = drawn.clone();
         let mut notes: Vec<(Instant, u16, Phase)> = Vec::new();
-        for (k, t) in plan.iter().enumerate() {
-            let k = k as u16;
-            notes.push((t.trigger, k, Phase::Trigger));
+        for (k, t) in plan.iter_mut().enumerate() {
+            notes.push((t.trigger, k as u16, Phase::Trigger));
             if let Some(b) = t.buffering {
-                notes.push((b, k, Phase::Buffering));
+                notes.push((b, k as u16, Phase::Buffering));
             }
-        }
-        let drawn = plan.clone();
-        let mut h = Handover {
-            spec,
-            plan,
-            pending_notes: VecDeque::new(),
-            events: Vec::new(),
-            next_cut: 0,
-            held: VecDeque::new(),
-            held_bytes: 0,
-            out: VecDeque::new(),
-            drawn,
-            fixed: vec![false; fixed.len()],
-            waiting: None,
-            hop,
-        };
-        h.pending_notes = notes.into();
-        for (k, fixed) in fixed.into_iter().enumerate() {
-            if fixed {
-                h.fix(k, h.drawn[k].l2_start);
-            } else {
+            if spec.mode == Mode::Buffer && t.buffering.is_some() {
                 // Not known until the station's queue is out: the aircraft
                 // stays in the old cell, the agent holds what it buffers.
-                let p = &mut h.plan[k];
-                for t in [&mut p.l2_start, &mut p.l2_end, &mut p.address, &mut p.bu_sent, &mut p.bound, &mut p.ba_sent, &mut p.acked] {
+                for t in [&mut t.l2_start, &mut t.l2_end, &mut t.address, &mut t.bu_sent, &mut t.bound, &mut t.ba_sent, &mut t.acked] {
                     *t = UNKNOWN;
                 }
+            } else {
+                notes.extend(layer2_notes(k, t));
             }
         }
-        h
+        notes.sort_by_key(|n| (n.0, n.1));
+        Handover { spec, plan, pending_notes: notes.into(), events: Vec::new(), next_cut: 0, held: VecDeque::new(), held_bytes: 0, out: VecDeque::new(), drawn, waiting: None, hop }
+    }
+
+    /// Whether handover `k`'s layer-2 start is known.
+    fn known(&self, k: usize) -> bool {
+        self.plan[k].l2_start != UNKNOWN
     }
 
     /// Handover `k` leaves the old cell at `at` (not before its drawn
@@ -402,13 +392,11 @@ impl Handover {
             let later = l2_end - d.l2_end;
             Timeline { l2_start: at, l2_end, address: d.address + later, bu_sent: d.bu_sent + later, bound: d.bound + later, ba_sent: d.ba_sent + later, acked: d.acked + later, ..d.clone() }
         };
-        let k16 = k as u16;
         let mut notes: Vec<_> = self.pending_notes.drain(..).collect();
-        notes.extend([(p.l2_start, k16, Phase::L2Start), (p.l2_end, k16, Phase::L2End), (p.address, k16, Phase::Address), (p.bound, k16, Phase::Bound), (p.acked, k16, Phase::Acked)]);
+        notes.extend(layer2_notes(k, &p));
         notes.sort_by_key(|n| (n.0, n.1));
         self.pending_notes = notes.into();
         self.plan[k] = p;
-        self.fixed[k] = true;
     }
 
     /// Reports phases reached by `t`, and flushes the agent's buffer once
@@ -532,7 +520,7 @@ impl Stage for Handover {
             // Asked again at every step of the pipeline (the wake-ups
             // are its later stages' and a poll's, `next_wakeup`).
             Some(asked) => Some(asked),
-            None => self.next_cut_index().map(|k| if self.fixed[k] { self.plan[k].l2_start } else { self.drawn[k].l2_start }),
+            None => self.next_cut_index().map(|k| if self.known(k) { self.plan[k].l2_start } else { self.drawn[k].l2_start }),
         }
     }
 
@@ -543,7 +531,7 @@ impl Stage for Handover {
     }
 
     fn cut_waits(&self) -> bool {
-        self.next_cut_index().is_some_and(|k| !self.fixed[k])
+        self.next_cut_index().is_some_and(|k| !self.known(k))
     }
 
     /// Buffer mode, the modified update through: the ground's side leaves
