@@ -141,8 +141,9 @@ if $overlap; then
   tests=()
   for b in "${alone_bins[@]}"; do tests+=(--test "$b"); done
   cargo test --release --locked --workspace --no-run "${tests[@]}" --message-format=json >target/test-binaries-alone.json
-  binaries target/test-binaries-alone.json target/test-binaries.tsv
+  # (A prebuild stops here: it runs while apt installs, jq among them.)
   ! $prebuild || exit 0
+  binaries target/test-binaries-alone.json target/test-binaries.tsv
   echo "   the other test binaries compile as idle work: $logs/build-rest.log"
   "${idle[@]}" bash -c buildall >"$logs/build-rest.log" 2>&1 &
   build_pid=$!
