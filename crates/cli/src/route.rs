@@ -141,7 +141,7 @@ fn show(a: ShowArgs) -> anyhow::Result<i32> {
         let samples: Vec<_> = (0..tl.delay_ms.len())
             .map(|i| {
                 let (t, p, phase, d) = sample(i);
-                json!({"t_s": t, "phase": phase.as_str(), "lat": p.lat, "lon": p.lon, "alt_m": p.alt_m, "delay_ms": d})
+                json!({"t_s": t, "phase": phase.as_str(), "lat": p.lat, "lon": p.lon, "alt_m": p.alt_m, "delay_ms": d, "loss": tl.loss.get(i)})
             })
             .collect();
         let v = json!({
@@ -155,13 +155,16 @@ fn show(a: ShowArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     println!("{}", spec.describe(&tl));
-    println!("\n{:>10}  {:<9} {:>8} {:>9} {:>7}  {:>12}", "flight", "phase", "lat", "lon", "alt m", "one-way ms");
+    // The loss column only where the technology makes loss depend on place.
+    let loss_col = |i: usize| tl.loss.get(i).map_or(String::new(), |p| format!("  {:>6.1}", 100.0 * p));
+    let loss_head = if tl.loss.is_empty() { "" } else { "  loss %" };
+    println!("\n{:>10}  {:<9} {:>8} {:>9} {:>7}  {:>12}{loss_head}", "flight", "phase", "lat", "lon", "alt m", "one-way ms");
     let stride = ((every / tl.step_s).round() as usize).max(1);
     let last = tl.delay_ms.len() - 1;
     for i in (0..=last).step_by(stride).chain((last % stride != 0).then_some(last)) {
         let (t, p, phase, d) = sample(i);
         let d = d.map_or("no service".to_string(), |d| format!("{d:.1}"));
-        println!("{:>10}  {:<9} {:>8.2} {:>9.2} {:>7.0}  {:>12}", clock(t), phase.as_str(), p.lat, p.lon, p.alt_m, d);
+        println!("{:>10}  {:<9} {:>8.2} {:>9.2} {:>7.0}  {:>12}{}", clock(t), phase.as_str(), p.lat, p.lon, p.alt_m, d, loss_col(i));
     }
     const SHOWN: usize = 15;
     println!("\nevents ({}):", tl.events.len());

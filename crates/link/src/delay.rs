@@ -46,6 +46,9 @@ pub enum BaseDelay {
         mean: Option<Duration>,
         values: Vec<Duration>,
     },
+    /// The sum of delays: a route's path (a trace) and a flight's queueing
+    /// above it (steps).
+    Sum(Vec<BaseDelay>),
 }
 
 /// How many reconfiguration intervals are drawn (a day of 15 s intervals);
@@ -80,6 +83,7 @@ impl BaseDelay {
                     .collect();
                 BaseDelay::Steps { from: *from, every: *every, min: *min, max: *max, mean: *mean, values }
             }
+            BaseDelay::Sum(parts) => BaseDelay::Sum(parts.iter().map(|p| p.resolved(seed)).collect()),
             other => other.clone(),
         }
     }
@@ -118,6 +122,7 @@ impl BaseDelay {
                 let f = (x - t0.0) as f64 / (t1.0 - t0.0).max(1) as f64;
                 Duration((d0.0 as f64 + f * (d1.0 as f64 - d0.0 as f64)).round() as u64)
             }
+            BaseDelay::Sum(parts) => Duration(parts.iter().map(|p| p.at(t).0).sum()),
         }
     }
 
@@ -127,6 +132,7 @@ impl BaseDelay {
             BaseDelay::Steps { mean: Some(m), .. } => *m,
             BaseDelay::Steps { min, max, .. } => Duration((min.0 + max.0) / 2),
             BaseDelay::Trace(p) => Duration((p.iter().map(|x| x.1 .0 as u128).sum::<u128>() / p.len().max(1) as u128) as u64),
+            BaseDelay::Sum(parts) => Duration(parts.iter().map(|p| p.mean_hint().0).sum()),
         }
     }
 
@@ -324,8 +330,16 @@ impl StageKind for Kind {
                         Some(m) => format!("{min} + exponential of mean {} (capped at {max})", Duration(m.0 - min.0)),
                         None => format!("uniform {min}–{max}"),
                     };
-                    d.described.insert("delay_steps".into(), format!("{dist}, new every {every} from {from}"));
-                    BaseDelay::Steps { from, every, min, max, mean, values: Vec::new() }
+                    let steps = BaseDelay::Steps { from, every, min, max, mean, values: Vec::new() };
+                    if raw.contains_key("route") {
+                        // Above the route's path (the route stage, earlier
+                        // in the registry, set it).
+                        d.described.insert("delay_steps".into(), format!("above the route's: {dist}, new every {every} from {from}"));
+                        BaseDelay::Sum(vec![std::mem::replace(&mut d.delay, BaseDelay::Constant(Duration::ZERO)), steps])
+                    } else {
+                        d.described.insert("delay_steps".into(), format!("{dist}, new every {every} from {from}"));
+                        steps
+                    }
                 }
                 toml::Value::Table(t) => {
                     let path = table_str(r, t, "trace", "a delay trace file path")?;

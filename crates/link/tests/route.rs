@@ -179,7 +179,59 @@ fn a_bad_route_is_one_clear_line() {
     }
     let both = "[link]\ndelay = \"10 ms\"\nroute = { from = \"LHR\", to = \"JFK\", tech = \"geo\" }\n";
     let e = Profile::parse(both, "r.toml", &[], &mut |_| Err("no files".into())).expect_err("delay and route").to_string();
-    assert!(e.contains("remove `delay`"), "{e}");
+    assert!(e.contains("`delay` may only add a flight's varying queueing") && e.contains("r.toml"), "{e}");
+}
+
+/// A flight east along the equator at sea level, from the only tower, 3°
+/// in 3000 s (111.19 km every 1000 s): a cell of 300 km whose edge begins
+/// at 100 km, with 20 % loss and 300 ms more delay at its edge.
+const EDGE: &str = r#"{ waypoints = [{ lat = 0, lon = 0, at = "0 s" }, { lat = 0, lon = 3, at = "3000 s" }], sites = [{ lat = 0, lon = 0 }], tech = "atg", step = "10 s", extra = "0 ms", range_km = 300, edge_from_km = 100, edge_loss = "20%", edge_delay = "300 ms" }"#;
+
+#[test]
+fn the_edge_of_an_air_to_ground_cell_costs_loss_and_delay_with_the_square_of_the_distance_past_its_start() {
+    let tl = spec(EDGE).timeline();
+    let km = |t: usize| 111.195 * t as f64 / 1000.0;
+    let radio = |t: usize| km(t) / 299_792.458 * 1e3;
+    // Within 100 km: propagation only, no loss.
+    assert!(tl.loss[50] == 0.0 && (tl.delay_ms[50].unwrap() - radio(500)).abs() < 0.01);
+    // 222.39 km: ((222.39 − 100) / 200)² = 0.3745 of the edge's cost.
+    let share = ((km(2000) - 100.0) / 200.0_f64).powi(2);
+    assert!((share - 0.3745).abs() < 0.001, "{share}");
+    assert!((tl.loss[200] - 0.2 * share).abs() < 1e-4, "{}", tl.loss[200]);
+    assert!((tl.delay_ms[200].unwrap() - radio(2000) - 300.0 * share).abs() < 0.05, "{:?}", tl.delay_ms[200]);
+    // Past 300 km: no service, and no loss counted beside the outage.
+    assert!(tl.delay_ms[280].is_none() && tl.loss[280] == 0.0);
+    // The loss grows all the way out.
+    assert!(tl.loss[100..270].windows(2).all(|w| w[1] >= w[0]));
+}
+
+#[test]
+fn a_route_sets_the_loss_where_it_depends_on_place_and_delay_steps_add_a_flights_queueing() {
+    use aerolink_link::profile::LossSpec;
+    let p = profile(&format!("[link]\nroute = {}\n", EDGE.replace("step = \"10 s\"", "step = \"10 s\", time_scale = 10"))).expect("a profile");
+    let LossSpec::Trace { trace, .. } = &p.up.loss else { panic!("a loss trace: {:?}", p.up.loss) };
+    // One rate per 10 s of flight, 1 s of run at 10×; 300 of them, the
+    // flight's length (the delay trace's period).
+    assert_eq!(trace.window, Duration::from_secs(1));
+    assert_eq!(trace.rates.len(), 300);
+    assert!((trace.rate_at(Instant(Duration::from_millis(200_500).0)) - 0.2 * ((111.195 * 2.0 - 100.0) / 200.0_f64).powi(2)).abs() < 1e-3);
+    assert!(p.up.described["loss"].starts_with("along the route"), "{}", p.up.described["loss"]);
+    // The profile's own loss beside it: refused.
+    let e = profile(&format!("[link]\nroute = {EDGE}\nloss = \"1%\"\n")).expect_err("two losses");
+    assert!(e.contains("r.toml") && e.contains("remove `loss` (or edge_loss)"), "{e}");
+    // Without edge_loss the profile's loss stays its own.
+    let plain = profile("[link]\nroute = { from = \"LHR\", to = \"JFK\", tech = \"atg\" }\nloss = \"1%\"\n").expect("a profile");
+    assert_eq!(plain.up.loss, LossSpec::Bernoulli(0.01));
+    // Steps beside the route add to the path's delay, drawn from the seed.
+    let q = profile(&format!("[link]\nroute = {EDGE}\ndelay = {{ steps = \"10 s\", min = \"0 ms\", mean = \"200 ms\" }}\n")).expect("a profile");
+    let BaseDelay::Sum(parts) = &q.down.delay else { panic!("a sum: {:?}", q.down.delay) };
+    assert!(matches!(parts[..], [BaseDelay::Trace(_), BaseDelay::Steps { .. }]));
+    let resolved = q.down.delay.resolved(7);
+    let at = |t: u64| Instant(Duration::from_secs(t).0);
+    let path = parts[0].at(at(1500));
+    let above: Vec<u64> = (0..50).map(|k| resolved.at(at(10 * k + 5)).0 - parts[0].at(at(10 * k + 5)).0).collect();
+    assert!(above.iter().any(|&x| x > 0) && above.windows(2).any(|w| w[0] != w[1]), "{above:?}");
+    assert!(resolved.at(at(1500)) >= path);
 }
 
 fn profile(text: &str) -> Result<Profile, String> {

@@ -9,7 +9,12 @@
 //! `geo`, `leo`, `atg`, `ldacs`) computes the one-way delay every `step`
 //! of flight time and the outages (handovers, reconfigurations, no
 //! service); the profile takes them as its delay trace and outage windows
-//! (the rate, queue and loss stay the profile's own keys). Over `ldacs`
+//! (the rate and queue stay the profile's own keys). Where the technology
+//! makes the loss depend on place (`atg` with `edge_loss`) the route sets
+//! the loss too, as a trace with one rate per `step` (the profile's own
+//! `loss` beside it is refused); `delay` beside a route may only add a
+//! flight's varying queueing above the path's (`{ steps, min, mean }`,
+//! drawn from the run's seed). Over `ldacs`
 //! the cell handovers go to the profile's `handover` stage as its times
 //! (Mobile IPv6 / NEMO as seed 002 has it), not as outages.
 //!
@@ -32,9 +37,10 @@ pub mod tech;
 pub mod track;
 
 use crate::delay::BaseDelay;
+use crate::loss::{LossModel, LossTrace};
 use crate::outage::{OutageMode, OutageWindow};
 use crate::profile::keys::RawKeys;
-use crate::profile::{DirectionSpec, Loader, ProfileError};
+use crate::profile::{DirectionSpec, Loader, LossSpec, ProfileError};
 use crate::registry::StageKind;
 use crate::stage::{Stage, StageContext};
 use crate::{Duration, Instant};
@@ -148,15 +154,34 @@ impl RouteSpec {
                 handovers.extend(once.iter().map(|d| Duration(d.0 + k * p.0)).filter(|d| d.0 < day));
             }
         }
-        RouteLink { delay: BaseDelay::Trace(points), outages: windows, handovers, once: once.len(), period }
+        RouteLink { delay: BaseDelay::Trace(points), loss: self.loss_trace(tl), outages: windows, handovers, once: once.len(), period }
+    }
+
+    /// The place-bound loss in run time: one rate per `step` of flight
+    /// from `start` (the sample at or before it), as many as the delay
+    /// trace's period holds, so that both repeat together; none when the
+    /// technology gives none.
+    fn loss_trace(&self, tl: &Timeline) -> Option<LossTrace> {
+        if tl.loss.iter().all(|&p| p == 0.0) {
+            return None;
+        }
+        let first_i = (self.start_s / tl.step_s).floor() as usize;
+        let flown = (tl.loss.len().saturating_sub(1) as f64 * tl.step_s - self.start_s).max(0.0);
+        let windows = ((flown / tl.step_s).ceil() as usize).max(1);
+        let rates = (0..windows).map(|k| tl.loss[(first_i + k).min(tl.loss.len() - 1)]).collect();
+        Some(LossTrace { window: Duration::from_secs_f64(tl.step_s / self.time_scale), rates })
     }
 
     /// One line for `profiles show` and the profile's hash.
     pub fn describe(&self, tl: &Timeline) -> String {
         let served = tl.delay_ms.iter().flatten().count();
+        let loss = match tl.loss.iter().fold((f64::MAX, 0f64), |(a, b), &p| (a.min(p), b.max(p))) {
+            (_, 0.0) => String::new(),
+            (lo, hi) => format!(", loss {:.1}–{:.1} % each way", 100.0 * lo, 100.0 * hi),
+        };
         let (lo, hi) = tl.delay_ms.iter().flatten().fold((f64::MAX, 0f64), |(a, b), &d| (a.min(d), b.max(d)));
         format!(
-            "{} over {}: {:.0} km, {} of flight from {} at ×{}; one-way {:.1}–{:.1} ms, in service {:.0} % of the time; {} events, {} interruptions; {}",
+            "{} over {}: {:.0} km, {} of flight from {} at ×{}; one-way {:.1}–{:.1} ms{loss}, in service {:.0} % of the time; {} events, {} interruptions; {}",
             self.track.label,
             self.tech.name(),
             self.track.length_km(),
@@ -177,6 +202,8 @@ impl RouteSpec {
 #[derive(Clone, Debug)]
 pub struct RouteLink {
     pub delay: BaseDelay,
+    /// Loss that depends on place (ATG's cell edge), each direction.
+    pub loss: Option<LossTrace>,
     pub outages: Vec<OutageWindow>,
     /// When the `handover` stage hands over (L-DACS cells), increasing.
     pub handovers: Vec<Duration>,
@@ -213,9 +240,11 @@ pub fn clock(secs: f64) -> String {
 }
 
 /// Routes in the stage registry: key `route`. Not a stage of its own: it
-/// writes the delay (a trace) and outage windows the delay stage and the
-/// bottleneck carry out; `delay` beside it is refused, `outages` beside it
-/// add to its own.
+/// writes the delay (a trace), the loss where it depends on place (a
+/// trace) and outage windows the delay, loss and bottleneck stages carry
+/// out; `delay` beside it may only add steps (the delay stage adds them),
+/// `loss` beside a route that sets the loss is refused, `outages` beside
+/// it add to its own.
 pub struct Kind;
 
 pub static KIND: Kind = Kind;
@@ -229,8 +258,10 @@ impl StageKind for Kind {
     }
     fn parse(&self, raw: &RawKeys, load: Loader<'_>, d: &mut DirectionSpec) -> Result<(), ProfileError> {
         let Some(r) = raw.get("route") else { return Ok(()) };
-        if raw.contains_key("delay") {
-            return Err(r.err("route sets the delay along the route: remove `delay` (or `route`)"));
+        if let Some(d) = raw.get("delay").filter(|d| !d.value.as_table().is_some_and(|t| t.contains_key("steps"))) {
+            return Err(d.err(
+                "route sets the delay along the route; beside it `delay` may only add a flight's varying queueing, { steps = \"10 s\", min = \"0 ms\", mean = \"200 ms\" }: remove it or write it so",
+            ));
         }
         let t = r.value.as_table().ok_or_else(|| r.err("expected a table like { from = \"LHR\", to = \"JFK\", tech = \"geo\" }"))?;
         // What the route read (a TLE file) is part of what it computes.
@@ -239,6 +270,13 @@ impl StageKind for Kind {
         let tl = cached_timeline(&format!("{t}\n{read}"), &spec);
         let link = spec.link(&tl);
         d.delay = link.delay;
+        if let Some(trace) = link.loss {
+            if let Some(l) = raw.get("loss") {
+                return Err(l.err("route sets the loss along the route (edge_loss): remove `loss` (or edge_loss)"));
+            }
+            d.described.insert("loss".into(), format!("along the route, per {} (mean {})", trace.window, crate::profile::describe::pct(trace.mean_loss())));
+            d.loss = LossSpec::Trace { path: "route".into(), trace };
+        }
         d.outages.extend(link.outages);
         d.described.insert("route".into(), spec.describe(&tl));
         // Over L-DACS the handover stage hands over where the route says

@@ -3,7 +3,7 @@
 //! builds from its flags) and names the key and what it allows on error.
 use super::airports;
 use super::earth::Point;
-use super::tech::{Atg, Geo, Ldacs, Leo, Tech, TechName};
+use super::tech::{Atg, Edge, Geo, Ldacs, Leo, Tech, TechName};
 use super::track::Track;
 use crate::units;
 
@@ -40,7 +40,7 @@ const SHELL_KEYS: &[&str] = &["inclination", "altitude_km", "planes", "per_plane
 /// How far flight time 0 may be from a TLE set's own epoch, days: SGP4's
 /// error grows by about a kilometre a day.
 const TLE_MAX_DAYS: f64 = 30.0;
-const ATG_KEYS: &[&str] = &["range_km", "hysteresis_km", "handover_outage"];
+const ATG_KEYS: &[&str] = &["range_km", "hysteresis_km", "handover_outage", "edge_loss", "edge_delay", "edge_from_km"];
 const LDACS_KEYS: &[&str] = &["spacing_km", "first_station_km", "airport_km", "range_km", "hysteresis_km"];
 
 /// The table's typed reader: each getter names the key in its error.
@@ -71,6 +71,15 @@ impl Keys<'_> {
             return Err(format!("{key}: expected from {lo} s to {hi} s, got {s}"));
         }
         Ok(d)
+    }
+
+    fn prob(&self, key: &str) -> Result<f64, String> {
+        match self.0.get(key) {
+            None => Ok(0.0),
+            Some(toml::Value::String(s)) => units::parse_probability(s).map_err(|m| format!("{key}: expected {m}")),
+            Some(toml::Value::Float(f)) if (0.0..=1.0).contains(f) => Ok(*f),
+            Some(_) => Err(format!("{key}: expected {}", units::PROBABILITY_HELP)),
+        }
     }
 
     fn point(&self, key: &str, v: &toml::Value, i: usize, with_time: bool) -> Result<(Point, f64), String> {
@@ -279,8 +288,9 @@ fn parse_tech(k: &Keys, name: TechName, load: crate::profile::Loader<'_>) -> Res
             (Tech::Ldacs(l), "1 s", "10 ms")
         }
         TechName::Atg => {
-            let a =
-                Atg { range_km: k.num("range_km", 300.0, 1.0, 1000.0)?, hysteresis_km: k.num("hysteresis_km", 20.0, 0.0, 1000.0)?, handover_outage_s: k.secs("handover_outage", "1 s", 0.0, 600.0)? };
+            let range_km = k.num("range_km", 300.0, 1.0, 1000.0)?;
+            let edge = Edge { loss: k.prob("edge_loss")?, delay_ms: k.secs("edge_delay", "0 s", 0.0, 60.0)? * 1e3, from_km: k.num("edge_from_km", 0.0, 0.0, range_km)? };
+            let a = Atg { range_km, hysteresis_km: k.num("hysteresis_km", 20.0, 0.0, 1000.0)?, handover_outage_s: k.secs("handover_outage", "1 s", 0.0, 600.0)?, edge };
             (Tech::Atg(a), "10 s", "25 ms")
         }
     })

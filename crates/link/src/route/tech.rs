@@ -25,7 +25,15 @@
 //! - **ATG** (air to ground): towers within `range_km` (radio line of
 //!   sight from cruise height reaches about 400 km); the aircraft uses the
 //!   nearest and hands over (`handover_outage`) when another becomes
-//!   nearer by `hysteresis_km`. No tower in range: no service.
+//!   nearer by `hysteresis_km`. No tower in range: no service. Toward the
+//!   edge of a cell the signal weakens: beyond `edge_from_km` from the
+//!   tower the loss (`edge_loss` at `range_km`, per direction) and the
+//!   extra delay of the radio's retransmissions and lower rates
+//!   (`edge_delay` at `range_km`) grow with the square of the distance
+//!   past it, so a flight sees them rise where towers are far apart and
+//!   vanish near one (seed 000 §4.4: DA2GC's latency and loss spike at
+//!   places; MSS's do not). Both 0 by default: the shape and the figures
+//!   are a model's choice, not measured.
 //! - **L-DACS 1**: ground stations in a line along the track, every
 //!   `spacing_km` (seed 002: cells of 225 km overlapping by 100 km, 350
 //!   km apart) from `first_station_km`, only within `airport_km` of an
@@ -87,6 +95,10 @@ pub struct Timeline {
     pub step_s: f64,
     /// One-way delay in ms at each step from 0, `None` without service.
     pub delay_ms: Vec<Option<f64>>,
+    /// The loss probability (each direction) at each step, where the
+    /// technology makes it depend on place (ATG's cell edge); empty
+    /// otherwise.
+    pub loss: Vec<f64>,
     /// Interruptions: start, length (s) and why.
     pub outages: Vec<(f64, f64, Cause)>,
     /// What happened when (handovers, satellite changes), its kind and a
@@ -140,6 +152,35 @@ pub struct Atg {
     pub range_km: f64,
     pub hysteresis_km: f64,
     pub handover_outage_s: f64,
+    /// At the edge of a cell (`range_km` from its tower).
+    pub edge: Edge,
+}
+
+/// What the edge of a cell costs, at `range_km` from the tower; nearer,
+/// in proportion to the square of the distance past `from_km` (none
+/// within it).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Edge {
+    /// Loss probability, each direction.
+    pub loss: f64,
+    /// Extra one-way delay, ms.
+    pub delay_ms: f64,
+    /// Where the edge begins, km from the tower.
+    pub from_km: f64,
+}
+
+impl Edge {
+    /// The share of the edge's cost at `km` from the tower of a cell of
+    /// `range_km`: ((km − from) / (range − from))², 0 within `from_km`.
+    pub fn share(&self, km: f64, range_km: f64) -> f64 {
+        if km <= self.from_km || range_km <= self.from_km {
+            return 0.0;
+        }
+        ((km - self.from_km) / (range_km - self.from_km)).powi(2).min(1.0)
+    }
+    fn is_zero(&self) -> bool {
+        self.loss == 0.0 && self.delay_ms == 0.0
+    }
 }
 
 /// L-DACS 1 parameters.
@@ -265,7 +306,8 @@ pub fn geo(track: &Track, g: &Geo, step: f64, extra_ms: f64) -> Timeline {
 pub use super::leo::{leo, leo_positions, shell, teme_to_ecef};
 
 pub fn atg(track: &Track, a: &Atg, sites: &[Site], step: f64, extra_ms: f64) -> Timeline {
-    nearest_site(track, a.range_km, a.hysteresis_km, sites, step, extra_ms, |t, tl| {
+    let cells = Cells { range_km: a.range_km, hysteresis_km: a.hysteresis_km, edge: a.edge };
+    nearest_site(track, cells, sites, step, extra_ms, |t, tl| {
         tl.outages.push((t, a.handover_outage_s, Cause::Handover));
         Cause::Handover
     })
@@ -274,7 +316,8 @@ pub fn atg(track: &Track, a: &Atg, sites: &[Site], step: f64, extra_ms: f64) -> 
 /// L-DACS 1: the nearest station in range, as air-to-ground; a handover is
 /// an event the profile's `handover` stage carries out.
 pub fn ldacs(track: &Track, l: &Ldacs, stations: &[Site], step: f64, extra_ms: f64) -> Timeline {
-    nearest_site(track, l.range_km, l.hysteresis_km, stations, step, extra_ms, |_, _| Cause::CellHandover)
+    let cells = Cells { range_km: l.range_km, hysteresis_km: l.hysteresis_km, edge: Edge::default() };
+    nearest_site(track, cells, stations, step, extra_ms, |_, _| Cause::CellHandover)
 }
 
 /// Seed 002's line of L-DACS stations laid along the track: one every
@@ -309,9 +352,20 @@ pub fn line_stations(track: &Track, l: &Ldacs) -> Vec<Site> {
     out
 }
 
+/// Cells around ground sites: their reach, the margin that keeps the
+/// serving one, and what their edge costs.
+#[derive(Clone, Copy)]
+struct Cells {
+    range_km: f64,
+    hysteresis_km: f64,
+    edge: Edge,
+}
+
 /// The nearest site within `range_km`, kept until another is nearer by
-/// `hysteresis_km`; `handover` records a change and says why it was.
-fn nearest_site(track: &Track, range_km: f64, hysteresis_km: f64, sites: &[Site], step: f64, extra_ms: f64, mut handover: impl FnMut(f64, &mut Timeline) -> Cause) -> Timeline {
+/// `hysteresis_km`, with what the cell's `edge` costs at the distance flown
+/// from it; `handover` records a change and says why it was.
+fn nearest_site(track: &Track, cells: Cells, sites: &[Site], step: f64, extra_ms: f64, mut handover: impl FnMut(f64, &mut Timeline) -> Cause) -> Timeline {
+    let Cells { range_km, hysteresis_km, edge } = cells;
     let towers: Vec<Vec3> = sites.iter().map(|s| s.1.ecef()).collect();
     let mut tl = Timeline { step_s: step, ..Timeline::default() };
     let mut serving: Option<usize> = None;
@@ -331,7 +385,11 @@ fn nearest_site(track: &Track, range_km: f64, hysteresis_km: f64, sites: &[Site]
             _ => {}
         }
         serving = now;
-        tl.delay_ms.push(now.map(|s| one_way_ms(range[s], extra_ms)));
+        let share = now.map_or(0.0, |s| edge.share(range[s], range_km));
+        tl.delay_ms.push(now.map(|s| one_way_ms(range[s], extra_ms) + share * edge.delay_ms));
+        if !edge.is_zero() {
+            tl.loss.push(share * edge.loss);
+        }
     }
     tl
 }
