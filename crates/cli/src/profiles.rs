@@ -20,7 +20,7 @@ pub fn list(json_out: bool) -> anyhow::Result<i32> {
     for p in &rows {
         // The capacity, whichever stage sets it (a rate, or L-DACS's user rate).
         let rate = |d: &aerolink_link::DirectionSpec| match (&d.rate, d.capacity_bps()) {
-            (aerolink_link::profile::RateSpec::Trace { .. }, _) => d.described.get("rate").cloned().unwrap_or_default(),
+            (aerolink_link::profile::RateSpec::Trace { .. } | aerolink_link::profile::RateSpec::Series { .. }, _) => d.described.get("rate").cloned().unwrap_or_default(),
             (_, Some(bps)) => aerolink_link::units::Rate::from_bps(bps).to_string(),
             (_, None) => "unlimited".to_string(),
         };

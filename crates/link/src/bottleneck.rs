@@ -263,6 +263,7 @@ impl StageKind for Kind {
             RateSpec::Unlimited => "unlimited".into(),
             RateSpec::Constant(rate) => rate.to_string(),
             RateSpec::Trace { path, trace } => format!("trace {path} (mean {})", Rate::from_bps(trace.mean_bps())),
+            RateSpec::Series { what, series } => format!("{what} (mean {})", Rate::from_bps(series.mean_bps())),
         };
         d.described.insert("rate".into(), rate);
         if let Some(r) = raw.get("queue") {

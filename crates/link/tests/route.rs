@@ -454,3 +454,36 @@ fn a_kept_timeline_is_not_reused_for_another_files_sets() {
     assert_eq!(first, again);
     assert_ne!(first, other, "sets at 1100 km give longer delays than at 550 km");
 }
+
+/// A parked aircraft on the equator 70° east of the only satellite sees it
+/// at 11.48° (tan el = (cos 70° − 6371/42157) / sin 70°): below `low_from`
+/// (20°) the loss grows with the square of the degrees under it, to
+/// `low_loss` at `min_elevation` (5°): ((20 − 11.48) / 15)² × 30 % = 9.67 %.
+#[test]
+fn geo_loses_more_low_over_the_horizon() {
+    let parked = r#"{ waypoints = [{ lat = 0, lon = 70, at = "0 s" }, { lat = 0, lon = 70, at = "60 s" }], tech = "geo", satellites = [0], low_loss = "30%", low_from = 20 }"#;
+    let tl = spec(parked).timeline();
+    assert!(tl.loss.iter().all(|&p| (p - 0.0967).abs() < 0.0005), "{:?}", &tl.loss[..2]);
+    // Higher than low_from: none, and the profile's own loss stays.
+    let high = spec(&parked.replace("lon = 70", "lon = 30")).timeline();
+    assert!(high.loss.iter().all(|&p| p == 0.0));
+    let p = profile(&format!("[link]\nroute = {}\nloss = \"1%\"\n", parked.replace("low_loss = \"30%\", ", ""))).expect("a profile");
+    assert_eq!(p.up.loss, aerolink_link::profile::LossSpec::Bernoulli(0.01));
+}
+
+/// With `edge_rate` the rate falls from the profile's `rate` near a tower
+/// to it at the edge, with the edge's share: at 222.39 km (0.3745 of the
+/// way) 10 − 0.3745 × 9 = 6.63 Mbit/s.
+#[test]
+fn an_air_to_ground_cells_rate_falls_toward_its_edge() {
+    use aerolink_link::profile::RateSpec;
+    let route = EDGE.replace("step = \"10 s\"", "step = \"10 s\", time_scale = 10, edge_rate = \"1 Mbit/s\"");
+    let p = profile(&format!("[link]\nroute = {route}\nrate = \"10 Mbit/s\"\n")).expect("a profile");
+    let RateSpec::Series { series, .. } = &p.down.rate else { panic!("a rate series: {:?}", p.down.rate) };
+    let at = |s: u64| series.rate_at(Instant(Duration::from_secs(s).0));
+    assert_eq!(at(50), 10e6, "within 100 km: the profile's rate");
+    assert!((at(200) - 6.63e6).abs() < 0.01e6, "{}", at(200));
+    assert!(p.down.described["rate"].starts_with("along the route"), "{}", p.down.described["rate"]);
+    let e = profile(&format!("[link]\nroute = {route}\n")).expect_err("no rate near a tower");
+    assert!(e.contains("r.toml") && e.contains("edge_rate needs `rate`"), "{e}");
+}

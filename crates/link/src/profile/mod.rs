@@ -53,7 +53,15 @@ pub struct ProfileError {
 pub enum RateSpec {
     Unlimited,
     Constant(Rate),
-    Trace { path: String, trace: MahimahiTrace },
+    Trace {
+        path: String,
+        trace: MahimahiTrace,
+    },
+    /// One rate per window (a route's, along the flight).
+    Series {
+        what: String,
+        series: crate::rate::RateSeries,
+    },
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -180,6 +188,7 @@ impl DirectionSpec {
             RateSpec::Unlimited => None,
             RateSpec::Constant(r) => Some(r.bits_per_sec),
             RateSpec::Trace { trace, .. } => Some(trace.mean_bps()),
+            RateSpec::Series { series, .. } => Some(series.mean_bps()),
         };
         let bond = self.bonded.as_ref().map(|b| b.rate_bps * b.channels.len() as f64);
         [rate, self.ldacs.as_ref().map(|l| l.rate_bps), self.dama.as_ref().map(|d| d.carrier_bps), bond].into_iter().flatten().reduce(f64::min)
@@ -192,6 +201,11 @@ impl DirectionSpec {
                 let mut t = trace.clone();
                 t.set_overhead(self.overhead_bytes);
                 Box::new(t)
+            }
+            RateSpec::Series { series, .. } => {
+                let mut s = series.clone();
+                s.set_overhead(self.overhead_bytes);
+                Box::new(s)
             }
         }
     }

@@ -2,13 +2,16 @@
 //!
 //! A [`Server`] answers one question, in packet order: a packet of `bytes`
 //! that may start at `start` — when has its last bit been sent? Constant
-//! rates compute it; Mahimahi traces walk their delivery opportunities.
+//! rates compute it; Mahimahi traces walk their delivery opportunities; a
+//! series (a route's rate along the flight) takes its window's rate.
 
 mod constant;
 mod mahimahi;
+mod series;
 
 pub use constant::ConstantRate;
 pub use mahimahi::{MahimahiTrace, TraceError};
+pub use series::RateSeries;
 
 use crate::time::Instant;
 

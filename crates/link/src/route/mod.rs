@@ -10,9 +10,11 @@
 //! of flight time and the outages (handovers, reconfigurations, no
 //! service); the profile takes them as its delay trace and outage windows
 //! (the rate and queue stay the profile's own keys). Where the technology
-//! makes the loss depend on place (`atg` with `edge_loss`) the route sets
-//! the loss too, as a trace with one rate per `step` (the profile's own
-//! `loss` beside it is refused); `delay` beside a route may only add a
+//! makes the loss depend on place (`atg` with `edge_loss`, `geo` with
+//! `low_loss`) the route sets the loss too, as a trace with one rate per
+//! `step` (the profile's own `loss` beside it is refused); with `atg`'s
+//! `edge_rate` the rate falls from the profile's `rate` near a tower to it
+//! at a cell's edge, one rate per `step`; `delay` beside a route may only add a
 //! flight's varying queueing above the path's (`{ steps, min, mean }`,
 //! drawn from the run's seed). Over `ldacs`
 //! the cell handovers go to the profile's `handover` stage as its times
@@ -40,7 +42,8 @@ use crate::delay::BaseDelay;
 use crate::loss::{LossModel, LossTrace};
 use crate::outage::{OutageMode, OutageWindow};
 use crate::profile::keys::RawKeys;
-use crate::profile::{DirectionSpec, Loader, LossSpec, ProfileError};
+use crate::profile::{DirectionSpec, Loader, LossSpec, ProfileError, RateSpec};
+use crate::rate::RateSeries;
 use crate::registry::StageKind;
 use crate::stage::{Stage, StageContext};
 use crate::{Duration, Instant};
@@ -154,7 +157,7 @@ impl RouteSpec {
                 handovers.extend(once.iter().map(|d| Duration(d.0 + k * p.0)).filter(|d| d.0 < day));
             }
         }
-        RouteLink { delay: BaseDelay::Trace(points), loss: self.loss_trace(tl), outages: windows, handovers, once: once.len(), period }
+        RouteLink { delay: BaseDelay::Trace(points), loss: self.loss_trace(tl), rate: self.rate_series(tl), outages: windows, handovers, once: once.len(), period }
     }
 
     /// The place-bound loss in run time: one rate per `step` of flight
@@ -165,11 +168,33 @@ impl RouteSpec {
         if tl.loss.iter().all(|&p| p == 0.0) {
             return None;
         }
+        Some(LossTrace { window: Duration::from_secs_f64(tl.step_s / self.time_scale), rates: self.per_step(tl, &tl.loss) })
+    }
+
+    /// The rate along the route in run time, as the loss ([`Self::loss_trace`]);
+    /// none when it does not depend on place.
+    fn rate_series(&self, tl: &Timeline) -> Option<RateSeries> {
+        if tl.rate_bps.is_empty() {
+            return None;
+        }
+        RateSeries::new(Duration::from_secs_f64(tl.step_s / self.time_scale), self.per_step(tl, &tl.rate_bps)).ok()
+    }
+
+    /// One value of `samples` per step of flight from `start` (the sample
+    /// at or before it), as many as the delay trace's period holds.
+    fn per_step(&self, tl: &Timeline, samples: &[f64]) -> Vec<f64> {
         let first_i = (self.start_s / tl.step_s).floor() as usize;
-        let flown = (tl.loss.len().saturating_sub(1) as f64 * tl.step_s - self.start_s).max(0.0);
+        let flown = (samples.len().saturating_sub(1) as f64 * tl.step_s - self.start_s).max(0.0);
         let windows = ((flown / tl.step_s).ceil() as usize).max(1);
-        let rates = (0..windows).map(|k| tl.loss[(first_i + k).min(tl.loss.len() - 1)]).collect();
-        Some(LossTrace { window: Duration::from_secs_f64(tl.step_s / self.time_scale), rates })
+        (0..windows).map(|k| samples[(first_i + k).min(samples.len() - 1)]).collect()
+    }
+
+    /// The rate at a cell's edge (ATG's `edge_rate`), if the route has one.
+    pub fn edge_rate_bps(&self) -> Option<f64> {
+        match &self.tech {
+            Tech::Atg(a) => a.edge.rate_bps,
+            _ => None,
+        }
     }
 
     /// One line for `profiles show` and the profile's hash.
@@ -202,8 +227,11 @@ impl RouteSpec {
 #[derive(Clone, Debug)]
 pub struct RouteLink {
     pub delay: BaseDelay,
-    /// Loss that depends on place (ATG's cell edge), each direction.
+    /// Loss that depends on place (ATG's cell edge, GEO's low elevation),
+    /// each direction.
     pub loss: Option<LossTrace>,
+    /// The rate where it depends on place (ATG's `edge_rate`).
+    pub rate: Option<RateSeries>,
     pub outages: Vec<OutageWindow>,
     /// When the `handover` stage hands over (L-DACS cells), increasing.
     pub handovers: Vec<Duration>,
@@ -267,7 +295,14 @@ impl StageKind for Kind {
         // What the route read (a TLE file) is part of what it computes.
         let mut read = String::new();
         let spec = RouteSpec::parse(t, &mut |p: &str| load(p).inspect(|text| read.push_str(text))).map_err(|m| r.err(m))?;
-        let tl = cached_timeline(&format!("{t}\n{read}"), &spec);
+        let mut tl = cached_timeline(&format!("{t}\n{read}"), &spec);
+        // The rate near a tower is the profile's; at the edge, the route's.
+        if let Some(edge) = spec.edge_rate_bps() {
+            let RateSpec::Constant(near) = &d.rate else {
+                return Err(r.err("edge_rate needs `rate` beside the route, a constant rate: the rate near a tower"));
+            };
+            tl = tl.with_rates(near.bits_per_sec, Some(edge));
+        }
         let link = spec.link(&tl);
         d.delay = link.delay;
         if let Some(trace) = link.loss {
@@ -276,6 +311,12 @@ impl StageKind for Kind {
             }
             d.described.insert("loss".into(), format!("along the route, per {} (mean {})", trace.window, crate::profile::describe::pct(trace.mean_loss())));
             d.loss = LossSpec::Trace { path: "route".into(), trace };
+        }
+        if let Some(series) = link.rate {
+            let (lo, hi) = series.bps.iter().fold((f64::MAX, 0f64), |(a, b), &x| (a.min(x), b.max(x)));
+            let r = |b: f64| crate::units::Rate::from_bps(b).to_string();
+            d.described.insert("rate".into(), format!("along the route, {}–{} per {} (mean {})", r(lo), r(hi), series.window, r(series.mean_bps())));
+            d.rate = RateSpec::Series { what: "route".into(), series };
         }
         d.outages.extend(link.outages);
         d.described.insert("route".into(), spec.describe(&tl));

@@ -33,14 +33,14 @@ pub struct RouteSpec {
 }
 
 const COMMON: &[&str] = &["tech", "from", "to", "waypoints", "cruise_kmh", "altitude_m", "taxi", "time_scale", "step", "start", "extra", "sites"];
-const GEO_KEYS: &[&str] = &["satellites", "min_elevation", "hysteresis", "gateway_elevation", "beam_km", "beam_outage", "satellite_outage"];
+const GEO_KEYS: &[&str] = &["satellites", "min_elevation", "hysteresis", "gateway_elevation", "beam_km", "beam_outage", "satellite_outage", "low_loss", "low_from"];
 const LEO_KEYS: &[&str] = &["inclination", "altitude_km", "planes", "per_plane", "phasing", "min_elevation", "slot", "slot_from", "glitch", "tle", "epoch", "isl"];
 /// The shell's keys, which `tle` replaces.
 const SHELL_KEYS: &[&str] = &["inclination", "altitude_km", "planes", "per_plane", "phasing"];
 /// How far flight time 0 may be from a TLE set's own epoch, days: SGP4's
 /// error grows by about a kilometre a day.
 const TLE_MAX_DAYS: f64 = 30.0;
-const ATG_KEYS: &[&str] = &["range_km", "hysteresis_km", "handover_outage", "edge_loss", "edge_delay", "edge_from_km"];
+const ATG_KEYS: &[&str] = &["range_km", "hysteresis_km", "handover_outage", "edge_loss", "edge_delay", "edge_from_km", "edge_rate"];
 const LDACS_KEYS: &[&str] = &["spacing_km", "first_station_km", "airport_km", "range_km", "hysteresis_km"];
 
 /// The table's typed reader: each getter names the key in its error.
@@ -228,14 +228,17 @@ fn parse_tech(k: &Keys, name: TechName, load: crate::profile::Loader<'_>) -> Res
                     .ok_or("satellites: expected longitudes in degrees, -180 to 180")?,
                 Some(_) => return Err("satellites: expected 1 to 64 longitudes".into()),
             };
+            let min_elevation = k.num("min_elevation", 5.0, 0.0, 80.0)?;
             let g = Geo {
                 satellites,
-                min_elevation: k.num("min_elevation", 5.0, 0.0, 80.0)?,
+                min_elevation,
                 hysteresis: k.num("hysteresis", 5.0, 0.0, 90.0)?,
                 gateway_elevation: k.num("gateway_elevation", 30.0, 0.0, 90.0)?,
                 beam_km: k.num("beam_km", 600.0, 0.0, 40_000.0)?,
                 beam_outage_s: k.secs("beam_outage", "1 s", 0.0, 600.0)?,
                 satellite_outage_s: k.secs("satellite_outage", "30 s", 0.0, 3600.0)?,
+                low_loss: k.prob("low_loss")?,
+                low_from_deg: k.num("low_from", 20.0, min_elevation, 90.0)?,
             };
             (Tech::Geo(g), "10 s", "20 ms")
         }
@@ -289,7 +292,12 @@ fn parse_tech(k: &Keys, name: TechName, load: crate::profile::Loader<'_>) -> Res
         }
         TechName::Atg => {
             let range_km = k.num("range_km", 300.0, 1.0, 1000.0)?;
-            let edge = Edge { loss: k.prob("edge_loss")?, delay_ms: k.secs("edge_delay", "0 s", 0.0, 60.0)? * 1e3, from_km: k.num("edge_from_km", 0.0, 0.0, range_km)? };
+            let rate_bps = match k.0.get("edge_rate") {
+                None => None,
+                Some(toml::Value::String(s)) => Some(units::parse_rate(s).map_err(|m| format!("edge_rate: expected {m}"))?.bits_per_sec),
+                Some(_) => return Err(format!("edge_rate: expected {} in quotes", units::RATE_HELP)),
+            };
+            let edge = Edge { loss: k.prob("edge_loss")?, delay_ms: k.secs("edge_delay", "0 s", 0.0, 60.0)? * 1e3, from_km: k.num("edge_from_km", 0.0, 0.0, range_km)?, rate_bps };
             let a = Atg { range_km, hysteresis_km: k.num("hysteresis_km", 20.0, 0.0, 1000.0)?, handover_outage_s: k.secs("handover_outage", "1 s", 0.0, 600.0)?, edge };
             (Tech::Atg(a), "10 s", "25 ms")
         }

@@ -9,7 +9,11 @@
 //!   stands `hysteresis` degrees higher (a satellite handover:
 //!   `satellite_outage` without service), and changes spot beam every
 //!   `beam_km` flown (`beam_outage`). Path: aircraft → satellite →
-//!   gateway, the gateway seen at `gateway_elevation`.
+//!   gateway, the gateway seen at `gateway_elevation`. Low over the
+//!   horizon the path crosses more atmosphere and the antenna's gain
+//!   falls: below `low_from` degrees of elevation the loss grows with the
+//!   square of the degrees under it, to `low_loss` (each direction) at
+//!   `min_elevation` (0 by default).
 //! - **LEO**: a Walker-delta shell (`inclination`, `altitude_km`,
 //!   `planes`, `per_plane`, `phasing`) on circular orbits, or the
 //!   satellites of a two-line element set (`tle`) propagated by SGP4 (the
@@ -96,14 +100,35 @@ pub struct Timeline {
     /// One-way delay in ms at each step from 0, `None` without service.
     pub delay_ms: Vec<Option<f64>>,
     /// The loss probability (each direction) at each step, where the
-    /// technology makes it depend on place (ATG's cell edge); empty
-    /// otherwise.
+    /// technology makes it depend on place (ATG's cell edge, GEO's low
+    /// elevation); empty otherwise.
     pub loss: Vec<f64>,
+    /// The rate at each step, bit/s, where it depends on place (ATG's
+    /// `edge_rate`, between the profile's `rate` near a tower and it at the
+    /// edge); empty otherwise. Filled by [`Timeline::with_rates`] from
+    /// `edge_share`.
+    pub rate_bps: Vec<f64>,
+    /// How far into the cell's edge the aircraft is at each step (0 near
+    /// the tower or without service, 1 at the edge), where the technology
+    /// has edges that cost something; empty otherwise.
+    pub edge_share: Vec<f64>,
     /// Interruptions: start, length (s) and why.
     pub outages: Vec<(f64, f64, Cause)>,
     /// What happened when (handovers, satellite changes), its kind and a
     /// line for people.
     pub events: Vec<(f64, EventKind, String)>,
+}
+
+impl Timeline {
+    /// The rates along the route for a profile whose rate near a tower is
+    /// `near_bps`: from it down to the edge's rate in proportion to
+    /// `edge_share` (ATG's `edge_rate`); unchanged without one.
+    pub fn with_rates(mut self, near_bps: f64, edge_bps: Option<f64>) -> Timeline {
+        if let Some(edge) = edge_bps {
+            self.rate_bps = self.edge_share.iter().map(|s| near_bps - s * (near_bps - edge)).collect();
+        }
+        self
+    }
 }
 
 /// GEO parameters.
@@ -116,6 +141,9 @@ pub struct Geo {
     pub beam_km: f64,
     pub beam_outage_s: f64,
     pub satellite_outage_s: f64,
+    /// Loss at `min_elevation` (each direction), growing from `low_from_deg`.
+    pub low_loss: f64,
+    pub low_from_deg: f64,
 }
 
 /// Satellites from two-line element sets, and the UTC time of flight
@@ -167,6 +195,9 @@ pub struct Edge {
     pub delay_ms: f64,
     /// Where the edge begins, km from the tower.
     pub from_km: f64,
+    /// The rate at the edge, bit/s (the profile's `rate` is the rate near
+    /// a tower); none: the rate does not depend on place.
+    pub rate_bps: Option<f64>,
 }
 
 impl Edge {
@@ -179,7 +210,7 @@ impl Edge {
         ((km - self.from_km) / (range_km - self.from_km)).powi(2).min(1.0)
     }
     fn is_zero(&self) -> bool {
-        self.loss == 0.0 && self.delay_ms == 0.0
+        self.loss == 0.0 && self.delay_ms == 0.0 && self.rate_bps.is_none()
     }
 }
 
@@ -299,8 +330,21 @@ pub fn geo(track: &Track, g: &Geo, step: f64, extra_ms: f64) -> Timeline {
         }
         serving = now;
         tl.delay_ms.push(now.map(|s| one_way_ms(norm(sub(sats[s], ac)) + gateway_km, extra_ms)));
+        if g.low_loss > 0.0 {
+            let share = now.map_or(0.0, |s| low_share(el[s], g.min_elevation, g.low_from_deg));
+            tl.loss.push(share * g.low_loss);
+        }
     }
     tl
+}
+
+/// The share of GEO's low-elevation loss at `el` degrees: ((from − el) /
+/// (from − min))², 0 at `from` and above, 1 at `min`.
+pub fn low_share(el: f64, min: f64, from: f64) -> f64 {
+    if el >= from || from <= min {
+        return 0.0;
+    }
+    ((from - el) / (from - min)).powi(2).min(1.0)
 }
 
 pub use super::leo::{leo, leo_positions, shell, teme_to_ecef};
@@ -389,6 +433,7 @@ fn nearest_site(track: &Track, cells: Cells, sites: &[Site], step: f64, extra_ms
         tl.delay_ms.push(now.map(|s| one_way_ms(range[s], extra_ms) + share * edge.delay_ms));
         if !edge.is_zero() {
             tl.loss.push(share * edge.loss);
+            tl.edge_share.push(share);
         }
     }
     tl
