@@ -97,9 +97,13 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                 let o = browser::LoadOpts { protocol, resolve_to, timeout: std::time::Duration::from_nanos(timeout.0), har, screenshot, warm, bodies: false, net_log, proxy };
                 print(&browser::load(&page, &url, &o).await?.result)
             }
-            WorkloadCmd::Ping(PingArgs { server, count, interval, size, wait }) => {
+            WorkloadCmd::Ping(PingArgs { server, count, interval, size, wait, passes }) => {
                 let ip = addr(&server)?.ip();
-                print(&aerolink_work::ping::run(ip, count, std::time::Duration::from_nanos(interval.0), size, std::time::Duration::from_nanos(wait.0)).await?)
+                let mut r = aerolink_work::ping::run(ip, count, std::time::Duration::from_nanos(interval.0), size, std::time::Duration::from_nanos(wait.0)).await?;
+                if passes > 1 {
+                    r.pass_ms = count as f64 * interval.as_millis_f64() / passes as f64;
+                }
+                print(&r)
             }
             WorkloadCmd::Dns(d) => {
                 let r = resolver_addr(&d.resolver)?;

@@ -168,6 +168,10 @@ metrics! {
     LossWindowMedianPct = "loss_window_median_pct", "median loss of a 100 s window", Number, Lower;
     LossWindowP90Pct = "loss_window_p90_pct", "90th-percentile loss of a 100 s window", Number, Lower;
     LossWindowMaxPct = "loss_window_max_pct", "largest loss of a 100 s window", Number, Lower;
+    // A route flown again and again (ping's `passes`): the correlation of
+    // the passes' windows (seed 000 §4.4).
+    PlaceLossCorr = "place_loss_corr", "loss bound to place: correlation of the passes' windows", Number, Neither;
+    PlaceRttCorr = "place_rtt_corr", "round-trip time bound to place: correlation of the passes' windows", Number, Neither;
     // DNS lookups, each name twice back to back (seed 000 §5.1, §5.3).
     DnsFirstMsMedian = "dns_first_ms_median", "median first lookup", Ms, Lower;
     DnsHitMs = "dns_hit_ms", "lookup answered from a cache (lower mode)", Ms, Lower;

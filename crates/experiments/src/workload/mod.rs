@@ -59,6 +59,8 @@ pub enum WorkloadError {
     BrowserPage(String, String),
     #[error("count must be at least 1, the interval at least 2 ms (ping's limit for an ordinary user: Debian's iputils refuses less) and the size at most 65507 bytes")]
     Ping,
+    #[error("passes: {passes} passes of {windows} windows need a count of at least {need}")]
+    PingPasses { passes: u32, windows: usize, need: usize },
 }
 
 /// What one workload is: everything else of aerolink reaches it through

@@ -1,9 +1,13 @@
 //! `ping`: echo requests by Debian's ping, each reply's round-trip time,
-//! and seed 000 §4.2's loss per 100 s window.
+//! and seed 000 §4.2's loss per 100 s window. With `passes = N` the pings
+//! are N equal passes over a route flown again and again (its period in
+//! run time is `count × interval / N`): the run's place metrics correlate
+//! the passes window by window ([`place_corr`]), how much the loss and the
+//! round-trip time depend on where the aircraft is (seed 000 §4.4).
 
 use aerolink_link::Duration;
 use aerolink_work::cli::{PingArgs, WorkloadCmd};
-use aerolink_work::ping::PingResult;
+use aerolink_work::ping::{place_corr, PassWindow, PingResult, PLACE_WINDOWS};
 use serde::{Deserialize, Serialize};
 
 use super::table::{de, fields, Dur, KeyErr, Many, Whole};
@@ -20,6 +24,17 @@ pub struct Ping {
     /// minute); kept out of the run's key when not given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wait_ms: Option<u64>,
+    /// Equal passes over a repeated route (1: none); kept out of the run's
+    /// key when 1.
+    #[serde(default = "one", skip_serializing_if = "is_one")]
+    pub passes: u32,
+}
+
+fn one() -> u32 {
+    1
+}
+fn is_one(n: &u32) -> bool {
+    *n == 1
 }
 
 /// Long enough for a reply queued behind a minute of Iridium backlog.
@@ -36,6 +51,7 @@ struct Table {
     #[serde(alias = "size")]
     sizes: Option<Many<Whole<0, { u32::MAX as i64 }>>>,
     wait: Option<Dur>,
+    passes: Option<Whole<1, 100>>,
 }
 
 fn expand(t: toml::Table) -> Result<Vec<Workload>, KeyErr> {
@@ -43,7 +59,8 @@ fn expand(t: toml::Table) -> Result<Vec<Workload>, KeyErr> {
     let count = t.count.map_or(100, |c| c.get());
     let interval_ms = t.interval.map_or(Duration::from_millis(1000), |d| d.0).as_millis_f64().round() as u64;
     let wait_ms = t.wait.map(|d| d.0.as_millis_f64().round() as u64);
-    Ok(Many::or(t.sizes, vec![Whole(56)]).into_iter().map(|size| Workload::Ping(Ping { count, interval_ms, size: size.get(), wait_ms })).collect())
+    let passes = t.passes.map_or(1, |p| p.get());
+    Ok(Many::or(t.sizes, vec![Whole(56)]).into_iter().map(|size| Workload::Ping(Ping { count, interval_ms, size: size.get(), wait_ms, passes })).collect())
 }
 
 /// Seed 000 §4.2's loss windows: the share of pings lost in each whole
@@ -58,6 +75,11 @@ impl Kind for Ping {
         if self.count == 0 || self.interval_ms < 2 || self.size > aerolink_work::ping::MAX_SIZE {
             return Err(WorkloadError::Ping);
         }
+        // A request per window of each pass, at least.
+        let need = self.passes as usize * PLACE_WINDOWS;
+        if self.passes > 1 && (self.count as usize) < need {
+            return Err(WorkloadError::PingPasses { passes: self.passes, windows: PLACE_WINDOWS, need });
+        }
         Ok(())
     }
     fn protocol(&self) -> String {
@@ -65,7 +87,8 @@ impl Kind for Ping {
     }
     fn params_label(&self) -> String {
         let wait = self.wait_ms.map(|w| format!(", wait {w} ms")).unwrap_or_default();
-        format!("{} B every {} ms ×{}{wait}", self.size, self.interval_ms, self.count)
+        let passes = if self.passes > 1 { format!(", {} passes", self.passes) } else { String::new() };
+        format!("{} B every {} ms ×{}{wait}{passes}", self.size, self.interval_ms, self.count)
     }
     fn client_cmd(&self, server: String, _knobs: &Knobs) -> WorkloadCmd {
         WorkloadCmd::Ping(PingArgs {
@@ -74,6 +97,7 @@ impl Kind for Ping {
             interval: Duration::from_millis(self.interval_ms),
             size: self.size,
             wait: Duration::from_millis(self.wait_ms.unwrap_or(DEFAULT_WAIT_MS)),
+            passes: self.passes,
         })
     }
     fn table_metrics(&self) -> Vec<Metric> {
@@ -116,6 +140,15 @@ impl Measured for Ping {
             m.insert(LossWindowP90Pct, crate::stats::quantile(&w, 0.9));
             m.insert(LossWindowMaxPct, w[w.len() - 1]);
         }
+        // A route flown again and again: how much the loss and the
+        // round-trip time depend on place.
+        let passes = r.pass_windows();
+        if let Some(c) = place_corr(&passes, PassWindow::loss) {
+            m.insert(PlaceLossCorr, c);
+        }
+        if let Some(c) = place_corr(&passes, PassWindow::rtt_ms) {
+            m.insert(PlaceRttCorr, c);
+        }
         m
     }
 }
@@ -128,7 +161,7 @@ mod tests {
     /// and `run --json` keep their form.
     #[test]
     fn a_decoded_result_serializes_as_the_clients_json() {
-        let p = Workload::Ping(Ping { count: 3, interval_ms: 10, size: 56, wait_ms: None });
+        let p = Workload::Ping(Ping { count: 3, interval_ms: 10, size: 56, wait_ms: None, passes: 1 });
         let text = r#"{"sent":3,"received":2,"size_bytes":56,"interval_ms":10.0,"rtts_ms":[20.5,21.0],"seqs":[1,2]}"#;
         let r = p.decode(text).unwrap();
         assert_eq!(serde_json::to_string(&r).unwrap(), text);

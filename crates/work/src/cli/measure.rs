@@ -49,6 +49,11 @@ pub struct PingArgs {
     /// How long to wait for the last replies after the last request.
     #[arg(long, default_value = "30s", value_parser = duration_arg)]
     pub wait: Duration,
+    /// The run is this many equal passes over a route flown again and
+    /// again (its period: COUNT × INTERVAL / PASSES): the result compares
+    /// them window by window (`place_loss_corr`, `place_rtt_corr`).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub passes: u32,
 }
 
 /// `workload dns`: where to ask and how many names, how often.
@@ -91,6 +96,9 @@ impl PingArgs {
         flag(a, "interval", duration_text(self.interval));
         flag(a, "size", self.size);
         flag(a, "wait", duration_text(self.wait));
+        if self.passes > 1 {
+            flag(a, "passes", self.passes);
+        }
     }
 }
 

@@ -92,7 +92,8 @@ fn every_variant() -> Vec<WorkloadCmd> {
             v.push(WorkloadCmd::Realtime(RealtimeArgs { server: "2001:2::2".into(), params }));
         }
     }
-    v.push(WorkloadCmd::Ping(PingArgs { server: server.clone(), count: 3, interval: Duration::from_millis(1500), size: 1024, wait: Duration::from_secs(5) }));
+    v.push(WorkloadCmd::Ping(PingArgs { server: server.clone(), count: 3, interval: Duration::from_millis(1500), size: 1024, wait: Duration::from_secs(5), passes: 1 }));
+    v.push(WorkloadCmd::Ping(PingArgs { server: server.clone(), count: 4, interval: Duration::from_millis(100), size: 56, wait: Duration::from_secs(5), passes: 2 }));
     for (i, protocol) in BrowserProtocol::ALL.iter().enumerate() {
         let params = BrowserParams { protocol: *protocol, page: if i == 0 { "news".into() } else { "https://www.a.test/x?y=1".into() }, warm: i == 1 };
         v.push(WorkloadCmd::Browser(BrowserArgs {
