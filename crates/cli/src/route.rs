@@ -46,6 +46,11 @@ pub struct ShowArgs {
     /// Flight time between the table's rows.
     #[arg(long, default_value = "30 min", value_name = "DURATION")]
     pub every: String,
+    /// The rate near a tower (a profile's `rate`), for a route whose rate
+    /// falls toward a cell's edge (air to ground's `edge_rate`): the table
+    /// and the JSON then give the rate at each sample.
+    #[arg(long, value_name = "RATE")]
+    pub rate: Option<String>,
     /// Print JSON (every sample, event and outage) instead of text.
     #[arg(long)]
     pub json: bool,
@@ -108,7 +113,16 @@ fn show(a: ShowArgs) -> anyhow::Result<i32> {
     let mut load = |name: &str| std::fs::read_to_string(dir.join(name)).map_err(|e| e.to_string());
     let spec = RouteSpec::parse(&t, &mut load).map_err(|m| user(format!("{origin}: route: {m}")))?;
     let every = aerolink_link::units::parse_duration(&a.every).map_err(|m| user(format!("--every: expected {m}")))?.as_secs_f64().max(spec.step_s);
-    let tl = spec.timeline();
+    let mut tl = spec.timeline();
+    match (spec.edge_rate_bps(), &a.rate) {
+        (Some(edge), Some(r)) => {
+            let near = aerolink_link::units::parse_rate(r).map_err(|m| user(format!("--rate: expected {m}")))?;
+            tl = tl.with_rates(near.bits_per_sec, Some(edge));
+        }
+        (Some(_), None) => return Err(user(format!("{origin}: route: edge_rate is the rate at a cell's edge: give --rate, the rate near a tower (a profile's `rate`)"))),
+        (None, Some(_)) => return Err(user("--rate: only with edge_rate (tech = \"atg\"): elsewhere the rate does not depend on place")),
+        (None, None) => {}
+    }
     let sample = |i: usize| {
         let t = i as f64 * tl.step_s;
         let (p, phase) = spec.track.at(t);
@@ -141,7 +155,7 @@ fn show(a: ShowArgs) -> anyhow::Result<i32> {
         let samples: Vec<_> = (0..tl.delay_ms.len())
             .map(|i| {
                 let (t, p, phase, d) = sample(i);
-                json!({"t_s": t, "phase": phase.as_str(), "lat": p.lat, "lon": p.lon, "alt_m": p.alt_m, "delay_ms": d, "loss": tl.loss.get(i)})
+                json!({"t_s": t, "phase": phase.as_str(), "lat": p.lat, "lon": p.lon, "alt_m": p.alt_m, "delay_ms": d, "loss": tl.loss.get(i), "rate_bps": tl.rate_bps.get(i)})
             })
             .collect();
         let v = json!({
@@ -156,8 +170,24 @@ fn show(a: ShowArgs) -> anyhow::Result<i32> {
     }
     println!("{}", spec.describe(&tl));
     // The loss column only where the technology makes loss depend on place.
-    let loss_col = |i: usize| tl.loss.get(i).map_or(String::new(), |p| format!("  {:>6.1}", 100.0 * p));
-    let loss_head = if tl.loss.is_empty() { "" } else { "  loss %" };
+    // The loss and rate columns only where the technology makes them
+    // depend on place (blank without service).
+    let (lossy, rated) = (tl.loss.iter().any(|&p| p > 0.0), !tl.rate_bps.is_empty());
+    let loss_col = |i: usize| {
+        let served = tl.delay_ms[i].is_some();
+        let loss = match tl.loss.get(i) {
+            Some(p) if lossy && served => format!("  {:>6.1}", 100.0 * p),
+            _ if lossy => format!("  {:>6}", ""),
+            _ => String::new(),
+        };
+        let rate = match tl.rate_bps.get(i) {
+            Some(r) if served => format!("  {:>14}", aerolink_link::units::Rate::from_bps(*r).to_string()),
+            _ if rated => format!("  {:>14}", ""),
+            _ => String::new(),
+        };
+        format!("{loss}{rate}")
+    };
+    let loss_head = format!("{}{}", if lossy { "  loss %" } else { "" }, if rated { format!("  {:>14}", "rate") } else { String::new() });
     println!("\n{:>10}  {:<9} {:>8} {:>9} {:>7}  {:>12}{loss_head}", "flight", "phase", "lat", "lon", "alt m", "one-way ms");
     let stride = ((every / tl.step_s).round() as usize).max(1);
     let last = tl.delay_ms.len() - 1;
