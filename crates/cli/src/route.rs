@@ -1,7 +1,7 @@
 //! `aerolink route show ROUTE --tech geo|leo|atg|ldacs` and `aerolink route
 //! airports`: the link a flight would have, computed along its route
 //! (aerolink_link::route), as a table, JSON or an SVG timeline.
-use aerolink_link::route::{airports, clock, Cause, EventKind, RouteSpec, TechName};
+use aerolink_link::route::{airports, clock, Cause, EventKind, RouteSpec, TechName, Timeline};
 use clap::builder::TypedValueParser;
 use clap::{Args, Subcommand};
 use serde_json::json;
@@ -123,11 +123,7 @@ fn show(a: ShowArgs) -> anyhow::Result<i32> {
         (None, Some(_)) => return Err(user("--rate: only with edge_rate (tech = \"atg\"): elsewhere the rate does not depend on place")),
         (None, None) => {}
     }
-    let sample = |i: usize| {
-        let t = i as f64 * tl.step_s;
-        let (p, phase) = spec.track.at(t);
-        (t, p, phase, tl.delay_ms[i])
-    };
+    let sample = |i: usize| sample(&spec, &tl, i);
     if let Some(path) = &a.svg {
         let pts: Vec<(f64, Option<f64>)> = (0..tl.delay_ms.len()).map(|i| (i as f64 * tl.step_s / 3600.0, tl.delay_ms[i])).collect();
         // Out of reach and the interruptions other than LEO's 15 s
@@ -168,7 +164,25 @@ fn show(a: ShowArgs) -> anyhow::Result<i32> {
         println!("{}", serde_json::to_string_pretty(&v)?);
         return Ok(0);
     }
-    println!("{}", spec.describe(&tl));
+    print_text(&spec, &tl, every);
+    if let Some(p) = &a.svg {
+        println!("drawn: {}", p.display());
+    }
+    Ok(0)
+}
+
+/// Flight time, place, phase and one-way delay of sample `i`.
+fn sample(spec: &RouteSpec, tl: &Timeline, i: usize) -> (f64, aerolink_link::route::earth::Point, aerolink_link::route::track::Phase, Option<f64>) {
+    let t = i as f64 * tl.step_s;
+    let (p, phase) = spec.track.at(t);
+    (t, p, phase, tl.delay_ms[i])
+}
+
+/// The timeline as text: the summary, a row every `every` of flight, the
+/// events and the time without service.
+fn print_text(spec: &RouteSpec, tl: &Timeline, every: f64) {
+    let sample = |i: usize| sample(spec, tl, i);
+    println!("{}", spec.describe(tl));
     // The loss column only where the technology makes loss depend on place.
     // The loss and rate columns only where the technology makes them
     // depend on place (blank without service).
@@ -191,7 +205,7 @@ fn show(a: ShowArgs) -> anyhow::Result<i32> {
     println!("\n{:>10}  {:<9} {:>8} {:>9} {:>7}  {:>12}{loss_head}", "flight", "phase", "lat", "lon", "alt m", "one-way ms");
     let stride = ((every / tl.step_s).round() as usize).max(1);
     let last = tl.delay_ms.len() - 1;
-    for i in (0..=last).step_by(stride).chain((last % stride != 0).then_some(last)) {
+    for i in (0..=last).step_by(stride).chain((!last.is_multiple_of(stride)).then_some(last)) {
         let (t, p, phase, d) = sample(i);
         let d = d.map_or("no service".to_string(), |d| format!("{d:.1}"));
         println!("{:>10}  {:<9} {:>8.2} {:>9.2} {:>7.0}  {:>12}{}", clock(t), phase.as_str(), p.lat, p.lon, p.alt_m, d, loss_col(i));
@@ -211,8 +225,4 @@ fn show(a: ShowArgs) -> anyhow::Result<i32> {
     if cells > 0 {
         println!("cell handovers: {cells}, each carried out by the profile's `handover` stage (seed 002's Mobile IPv6 / NEMO: ≈ 0.8 s without DAD)");
     }
-    if let Some(p) = &a.svg {
-        println!("drawn: {}", p.display());
-    }
-    Ok(0)
 }
