@@ -253,6 +253,7 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
                     warm: params.warm,
                     resolver: None,
                     proxy: false,
+                    intercepted: false,
                     har: abs(har),
                     screenshot: abs(screenshot),
                     net_log: abs(net_log),
@@ -391,18 +392,7 @@ fn per_seed(w: &aerolink_experiments::workload::Workload, seed: u64, repeat: u32
         })
     };
     match w {
-        Workload::Browser(aerolink_experiments::workload::Browser { protocol, page, warm, resolver, proxy, har, screenshot, net_log }) if repeat > 1 => {
-            Workload::Browser(aerolink_experiments::workload::Browser {
-                protocol: *protocol,
-                page: page.clone(),
-                warm: *warm,
-                resolver: *resolver,
-                proxy: *proxy,
-                har: tag(har),
-                screenshot: tag(screenshot),
-                net_log: tag(net_log),
-            })
-        }
+        Workload::Browser(b) if repeat > 1 => Workload::Browser(aerolink_experiments::workload::Browser { har: tag(&b.har), screenshot: tag(&b.screenshot), net_log: tag(&b.net_log), ..b.clone() }),
         other => other.clone(),
     }
 }

@@ -295,15 +295,18 @@ fn a_page_load_resolves_its_names_through_the_resolver_aboard() {
 /// aircraft gateway: a cold load's objects are MISSes fetched across the
 /// space link; after another device loaded the page (`warm`: a browser of
 /// its own first) they are HITs answered across the cabin, far faster.
-/// The cache is stopped with its run.
+/// With `proxy = "transparent"` the browser is told of no proxy: its
+/// objects are HITs only because the gateway redirects the cabin's port
+/// 80 to the cache. The cache is stopped with its run.
 #[test]
 fn the_cache_aboard_answers_a_second_devices_load() {
     chromium_installed();
     let (_d, runs) = experiment_runs(
         "browser-cache",
-        "name = \"bcache\"\nseed = 2\nrepetitions = 1\ntopology = \"ifc\"\nprofiles = [\"geo\"]\n[[variant]]\nname = \"geo\"\nbase = \"satcom-100\"\nrtt = \"300ms\"\n[[workload]]\ntype = \"browser\"\nprotocols = [\"http1\"]\npages = [\"8x20KB\"]\nproxy = \"aboard\"\n[[workload]]\ntype = \"browser\"\nprotocols = [\"http1\"]\npages = [\"8x20KB\"]\nproxy = \"aboard\"\nwarm = true\n",
+        "name = \"bcache\"\nseed = 2\nrepetitions = 1\ntopology = \"ifc\"\nprofiles = [\"geo\"]\n[[variant]]\nname = \"geo\"\nbase = \"satcom-100\"\nrtt = \"300ms\"\n[[workload]]\ntype = \"browser\"\nprotocols = [\"http1\"]\npages = [\"8x20KB\"]\nproxy = \"aboard\"\n[[workload]]\ntype = \"browser\"\nprotocols = [\"http1\"]\npages = [\"8x20KB\"]\nproxy = \"aboard\"\nwarm = true\n[[workload]]\ntype = \"browser\"\nprotocols = [\"http1\"]\npages = [\"8x20KB\"]\nproxy = \"transparent\"\nwarm = true\n",
     );
-    let m = |warm: bool| runs.iter().find(|r| r["params"].as_str().unwrap().contains("warm") == warm).map(|r| r["metrics"].clone()).unwrap_or_else(|| panic!("{runs:?}"));
+    let of = |label: &str| runs.iter().find(|r| r["params"].as_str().unwrap().ends_with(label)).map(|r| r["metrics"].clone()).unwrap_or_else(|| panic!("{label}: {runs:?}"));
+    let m = |warm: bool| of(if warm { "warm cache:aboard" } else { "8x20KB cache:aboard" });
     let (cold, warm) = (m(false), m(true));
     let f = |v: &Value, k: &str| v[k].as_f64().unwrap_or_else(|| panic!("{k} in {v}"));
     // The page and its eight objects: every one a MISS cold, a HIT warm.
@@ -312,6 +315,9 @@ fn the_cache_aboard_answers_a_second_devices_load() {
     assert_eq!(f(&warm, "cache_hits"), 9.0, "{warm}");
     assert!(warm.get("cache_miss_ms_mean").is_none(), "{warm}");
     assert!(f(&warm, "cache_object_ms_mean") * 3.0 < f(&cold, "cache_object_ms_mean"), "HITs {warm} MISSes {cold}");
+    let inpath = of("warm cache:transparent");
+    assert_eq!(f(&inpath, "cache_hits"), 9.0, "in the path, unnamed: {inpath}");
+    assert!(f(&inpath, "cache_object_ms_mean") * 3.0 < f(&cold, "cache_object_ms_mean"), "HITs {inpath} MISSes {cold}");
     assert!(leftover_namespaces().is_empty());
     assert!(orphan_processes("^squid -N").is_empty(), "the cache aboard is stopped with its run");
 }

@@ -412,10 +412,12 @@ fn client_beside(req: &RunRequest, lab: &Lab, env: &[(String, String)], server: 
         };
     }
     if req.workload.proxy_aboard() {
-        match crate::aboard::proxy(lab, v4, env, tmp, stop) {
+        let intercept = req.workload.proxy_intercepts();
+        match crate::aboard::proxy(lab, v4, intercept, env, tmp, stop) {
             Ok((s, a)) => {
                 services.push(s);
-                aboard.proxy = Some(a);
+                // A transparent cache is not named to the client.
+                aboard.proxy = (!intercept).then_some(a);
             }
             Err(e) => return failed(format!("starting the HTTP cache aboard: {e}")),
         };

@@ -15,7 +15,7 @@ use super::ResolverAt;
 aerolink_work::choice! {
     /// Whether the load goes through the HTTP cache aboard (squid in the
     /// aircraft gateway; needs the gateway chain).
-    pub enum ProxyAt { None = "none", Aboard = "aboard" }
+    pub enum ProxyAt { None = "none", Aboard = "aboard", Transparent = "transparent" }
 }
 use super::{Kind, Knobs, Measured, Workload, WorkloadError, WorkloadKind};
 use crate::metric::Metric::{self, *};
@@ -35,6 +35,11 @@ pub struct Browser {
     /// cache off).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub proxy: bool,
+    /// With `proxy`: the cache intercepts the cabin's port 80 (a
+    /// transparent cache, as airlines run them); the browser is not told
+    /// of it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub intercepted: bool,
     /// Where to write the HAR and the screenshot (`bench browser`); not
     /// part of what a run is.
     #[serde(skip)]
@@ -73,7 +78,8 @@ fn expand(t: toml::Table) -> Result<Vec<Workload>, KeyErr> {
         for Text(page) in &t.pages.0 {
             for &resolver in &resolvers {
                 for &Choice(p) in &proxies {
-                    out.push(Workload::Browser(Browser { protocol, page: page.clone(), warm, resolver, proxy: p == ProxyAt::Aboard, har: None, screenshot: None, net_log: None }));
+                    let (proxy, intercepted) = (p != ProxyAt::None, p == ProxyAt::Transparent);
+                    out.push(Workload::Browser(Browser { protocol, page: page.clone(), warm, resolver, proxy, intercepted, har: None, screenshot: None, net_log: None }));
                 }
             }
         }
@@ -97,7 +103,11 @@ impl Kind for Browser {
     fn params_label(&self) -> String {
         let warm = if self.warm { " warm" } else { "" };
         let dns = self.resolver.map(|r| format!(" dns:{r}")).unwrap_or_default();
-        let proxy = if self.proxy { " cache:aboard" } else { "" };
+        let proxy = match (self.proxy, self.intercepted) {
+            (true, true) => " cache:transparent",
+            (true, false) => " cache:aboard",
+            _ => "",
+        };
         format!("{}{warm}{dns}{proxy}", self.page)
     }
     fn resolver_aboard(&self) -> bool {
@@ -109,6 +119,9 @@ impl Kind for Browser {
     }
     fn proxy_aboard(&self) -> bool {
         self.proxy
+    }
+    fn proxy_intercepts(&self) -> bool {
+        self.proxy && self.intercepted
     }
     fn client_cmd(&self, server: String, _knobs: &Knobs) -> WorkloadCmd {
         let params = BrowserParams { protocol: self.protocol, page: self.page.clone(), warm: self.warm };

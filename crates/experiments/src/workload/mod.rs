@@ -96,6 +96,11 @@ pub trait Kind {
     fn proxy_aboard(&self) -> bool {
         false
     }
+    /// Whether that cache intercepts the cabin's port 80 (transparent):
+    /// the client is then not told of it.
+    fn proxy_intercepts(&self) -> bool {
+        false
+    }
     /// Passengers the run's lab gives the client's namespace (their
     /// addresses, `run --passengers`); 0 for the rest.
     fn passengers(&self) -> u16 {
@@ -285,6 +290,11 @@ impl Workload {
         self.kind().proxy_aboard()
     }
 
+    /// Whether the HTTP cache aboard intercepts the cabin's port 80.
+    pub fn proxy_intercepts(&self) -> bool {
+        self.kind().proxy_intercepts()
+    }
+
     /// Passengers its lab gives the client's namespace.
     pub fn passengers(&self) -> u16 {
         self.kind().passengers()
@@ -384,6 +394,30 @@ mod tests {
     use super::*;
     use aerolink_work::Transport;
 
+    /// A cache in the path is a cache aboard that intercepts, with its own
+    /// label; the explicit cache's runs keep their JSON (and so their
+    /// keys). (That the browser finds it unnamed: crates/cli/tests/browser.rs.)
+    #[test]
+    fn a_transparent_cache_is_aboard_and_unnamed_and_the_explicit_ones_key_stays() {
+        let each = |proxy: &str| match KINDS
+            .iter()
+            .find(|k| k.name == "browser")
+            .unwrap()
+            .expand(toml::from_str(&format!("pages = [\"8x20KB\"]\nprotocols = [\"http1\"]\nproxy = \"{proxy}\"")).unwrap())
+            .unwrap()
+            .remove(0)
+        {
+            w @ Workload::Browser(_) => w,
+            w => panic!("{w:?}"),
+        };
+        let (named, inpath) = (each("aboard"), each("transparent"));
+        assert!(named.proxy_aboard() && !named.proxy_intercepts() && inpath.proxy_aboard() && inpath.proxy_intercepts());
+        assert_eq!((named.params_label().as_str(), inpath.params_label().as_str()), ("8x20KB cache:aboard", "8x20KB cache:transparent"));
+        let json = serde_json::to_string(&named).unwrap();
+        assert!(json.contains("\"proxy\":true") && !json.contains("intercepted"), "{json}");
+        assert!(serde_json::to_string(&inpath).unwrap().contains("\"intercepted\":true"));
+    }
+
     #[test]
     fn traces_give_a_browser_run_its_net_log_and_leave_other_workloads_alone() {
         let b = Workload::Browser(Browser {
@@ -392,6 +426,7 @@ mod tests {
             warm: false,
             resolver: None,
             proxy: false,
+            intercepted: false,
             har: None,
             screenshot: None,
             net_log: None,
