@@ -125,27 +125,7 @@ fn show(a: ShowArgs) -> anyhow::Result<i32> {
     }
     let sample = |i: usize| sample(&spec, &tl, i);
     if let Some(path) = &a.svg {
-        let pts: Vec<(f64, Option<f64>)> = (0..tl.delay_ms.len()).map(|i| (i as f64 * tl.step_s / 3600.0, tl.delay_ms[i])).collect();
-        // Out of reach and the interruptions other than LEO's 15 s
-        // reconfigurations (shaded); events but LEO's satellite changes
-        // (dotted): those come every 15 s and would cover the chart.
-        let mut bands: Vec<(f64, f64)> = tl.outages.iter().filter(|o| o.2 != Cause::Reconfiguration).map(|o| (o.0 / 3600.0, (o.0 + o.1) / 3600.0)).collect();
-        let h = |i: usize| i as f64 * tl.step_s / 3600.0;
-        let mut i = 0;
-        while i < tl.delay_ms.len() {
-            let g = i;
-            while i < tl.delay_ms.len() && tl.delay_ms[i].is_none() {
-                i += 1;
-            }
-            if i > g {
-                bands.push((h(g), h(i)));
-            }
-            i += 1;
-        }
-        let marks: Vec<(f64, String)> = tl.events.iter().filter(|e| e.1 != EventKind::Interruption(Cause::Reconfiguration)).map(|e| (e.0 / 3600.0, format!("{}: {}", clock(e.0), e.2))).collect();
-        let title = format!("{} over {}: one-way delay", spec.track.label, spec.tech.name());
-        let svg = aerolink_experiments::svg::timeline(&title, "flight time (h); shaded: outages, dotted: events", "one-way delay (ms)", &pts, &bands, &marks);
-        std::fs::write(path, svg).map_err(|e| user(format!("--svg {}: {e}", path.display())))?;
+        std::fs::write(path, draw(&spec, &tl)).map_err(|e| user(format!("--svg {}: {e}", path.display())))?;
     }
     if a.json {
         let samples: Vec<_> = (0..tl.delay_ms.len())
@@ -169,6 +149,42 @@ fn show(a: ShowArgs) -> anyhow::Result<i32> {
         println!("drawn: {}", p.display());
     }
     Ok(0)
+}
+
+/// The timeline as SVG: the one-way delay, and below it the loss and the
+/// rate where they depend on place, against flight time.
+fn draw(spec: &RouteSpec, tl: &Timeline) -> String {
+    use aerolink_experiments::svg;
+    let pts: Vec<(f64, Option<f64>)> = (0..tl.delay_ms.len()).map(|i| (i as f64 * tl.step_s / 3600.0, tl.delay_ms[i])).collect();
+    // Out of reach and the interruptions other than LEO's 15 s
+    // reconfigurations (shaded); events but LEO's satellite changes
+    // (dotted): those come every 15 s and would cover the chart.
+    let mut bands: Vec<(f64, f64)> = tl.outages.iter().filter(|o| o.2 != Cause::Reconfiguration).map(|o| (o.0 / 3600.0, (o.0 + o.1) / 3600.0)).collect();
+    let h = |i: usize| i as f64 * tl.step_s / 3600.0;
+    let mut i = 0;
+    while i < tl.delay_ms.len() {
+        let g = i;
+        while i < tl.delay_ms.len() && tl.delay_ms[i].is_none() {
+            i += 1;
+        }
+        if i > g {
+            bands.push((h(g), h(i)));
+        }
+        i += 1;
+    }
+    let marks: Vec<(f64, String)> = tl.events.iter().filter(|e| e.1 != EventKind::Interruption(Cause::Reconfiguration)).map(|e| (e.0 / 3600.0, format!("{}: {}", clock(e.0), e.2))).collect();
+    let name = |what: &str| format!("{} over {}: {what}", spec.track.label, spec.tech.name());
+    let x_label = "flight time (h); shaded: outages, dotted: events";
+    let mut charts = vec![svg::timeline(&name("one-way delay"), x_label, "one-way delay (ms)", &pts, &bands, &marks)];
+    // Below it the loss and the rate where they depend on place.
+    let along = |v: &[f64], scale: f64| -> Vec<(f64, Option<f64>)> { (0..v.len()).map(|i| (h(i), tl.delay_ms[i].map(|_| v[i] * scale))).collect() };
+    if tl.loss.iter().any(|&p| p > 0.0) {
+        charts.push(svg::timeline(&name("loss, each direction"), x_label, "loss (%)", &along(&tl.loss, 100.0), &bands, &marks));
+    }
+    if !tl.rate_bps.is_empty() {
+        charts.push(svg::timeline(&name("rate"), x_label, "rate (Mbit/s)", &along(&tl.rate_bps, 1e-6), &bands, &marks));
+    }
+    svg::stack(&charts)
 }
 
 /// Flight time, place, phase and one-way delay of sample `i`.

@@ -300,11 +300,30 @@ pub fn waterfall(title: &str, subtitle: &str, spans: &[Span], x_max: f64) -> Str
 /// The report's chart styles, for an SVG saved on its own.
 pub const STANDALONE_STYLE: &str = "<style>svg{background:#fff;font-family:sans-serif}.t{font-size:14px;font-weight:600}.ax{font-size:11px;fill:#333}.grid{stroke:#e6e6e6}.band{fill:#d62728;fill-opacity:.25}.mark{stroke:#555;stroke-dasharray:2 3}</style>";
 
+/// A [`timeline`]'s width and height.
+pub const TIMELINE_SIZE: (f64, f64) = (900.0, 300.0);
+
+/// [`timeline`]s one above another in one standalone SVG (the same time
+/// axis: a route's delay, loss and rate).
+pub fn stack(charts: &[String]) -> String {
+    if let [one] = charts {
+        return one.clone();
+    }
+    let (w, h) = TIMELINE_SIZE;
+    let total = h * charts.len() as f64;
+    let mut s = format!(r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {total}" width="{w}" height="{total}">"#);
+    for (i, c) in charts.iter().enumerate() {
+        s.push_str(&c.replacen("<svg ", &format!(r#"<svg y="{}" "#, h * i as f64), 1));
+    }
+    s.push_str("</svg>");
+    s
+}
+
 /// A time series with gaps (`None`: no value), shaded `bands` (from, to:
 /// outages) and dotted `marks` (events, their labels as tooltips), wide
 /// enough for hours of samples. Standalone: it carries its own styles.
 pub fn timeline(title: &str, x_label: &str, y_label: &str, pts: &[(f64, Option<f64>)], bands: &[(f64, f64)], marks: &[(f64, String)]) -> String {
-    let f = Frame::new((900.0, 300.0, 56.0, 16.0, 30.0, 46.0), pts.last().map_or(0.0, |p| p.0), pts.iter().filter_map(|p| p.1).fold(0.0, f64::max));
+    let f = Frame::new((TIMELINE_SIZE.0, TIMELINE_SIZE.1, 56.0, 16.0, 30.0, 46.0), pts.last().map_or(0.0, |p| p.0), pts.iter().filter_map(|p| p.1).fold(0.0, f64::max));
     let (fx, fy, mt, ph) = (|v| f.fx(v), |v| f.fy(v), f.mt, f.ph());
     let mut s = f.open(title, x_label, y_label, STANDALONE_STYLE);
     for &(a, b) in bands {
@@ -326,4 +345,21 @@ pub fn timeline(title: &str, x_label: &str, y_label: &str, pts: &[(f64, Option<f
     }
     let _ = write!(s, r#"<path d="{d}" fill="none" stroke="{}" stroke-width="1.6"/></svg>"#, PALETTE[0]);
     s
+}
+
+#[cfg(test)]
+mod tests {
+    /// Stacked timelines share one root, each placed below the last; one
+    /// chart stays as it is.
+    #[test]
+    fn stacked_timelines_sit_one_below_another() {
+        let chart = |t: &str| super::timeline(t, "h", "ms", &[(0.0, Some(1.0)), (1.0, None), (2.0, Some(3.0))], &[(0.5, 1.5)], &[(1.0, "event".into())]);
+        let (a, b) = (chart("delay"), chart("loss"));
+        assert_eq!(super::stack(std::slice::from_ref(&a)), a);
+        let s = super::stack(&[a, b]);
+        assert!(s.starts_with(r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 900 600" width="900" height="600">"#), "{}", &s[..120]);
+        assert_eq!(s.matches("<svg ").count(), 3);
+        assert!(s.contains(r#"<svg y="0" xmlns"#) && s.contains(r#"<svg y="300" xmlns"#));
+        assert!(s.ends_with("</svg></svg>"));
+    }
 }

@@ -218,7 +218,7 @@ fn a_route_sets_the_loss_where_it_depends_on_place_and_delay_steps_add_a_flights
     assert!(p.up.described["loss"].starts_with("along the route"), "{}", p.up.described["loss"]);
     // The profile's own loss beside it: refused.
     let e = profile(&format!("[link]\nroute = {EDGE}\nloss = \"1%\"\n")).expect_err("two losses");
-    assert!(e.contains("r.toml") && e.contains("remove `loss` (or edge_loss)"), "{e}");
+    assert!(e.contains("r.toml") && e.contains("remove `loss` (or those)"), "{e}");
     // Without edge_loss the profile's loss stays its own.
     let plain = profile("[link]\nroute = { from = \"LHR\", to = \"JFK\", tech = \"atg\" }\nloss = \"1%\"\n").expect("a profile");
     assert_eq!(plain.up.loss, LossSpec::Bernoulli(0.01));

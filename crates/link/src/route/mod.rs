@@ -268,9 +268,9 @@ pub fn clock(secs: f64) -> String {
 }
 
 /// Routes in the stage registry: key `route`. Not a stage of its own: it
-/// writes the delay (a trace), the loss where it depends on place (a
-/// trace) and outage windows the delay, loss and bottleneck stages carry
-/// out; `delay` beside it may only add steps (the delay stage adds them),
+/// writes the delay (a trace), the loss and the rate where they depend on
+/// place (a trace, a series) and outage windows the delay, loss and
+/// bottleneck stages carry out; `delay` beside it may only add steps (the delay stage adds them),
 /// `loss` beside a route that sets the loss is refused, `outages` beside
 /// it add to its own.
 pub struct Kind;
@@ -307,7 +307,7 @@ impl StageKind for Kind {
         d.delay = link.delay;
         if let Some(trace) = link.loss {
             if let Some(l) = raw.get("loss") {
-                return Err(l.err("route sets the loss along the route (edge_loss): remove `loss` (or edge_loss)"));
+                return Err(l.err("route sets the loss along the route (edge_loss, low_loss): remove `loss` (or those)"));
             }
             d.described.insert("loss".into(), format!("along the route, per {} (mean {})", trace.window, crate::profile::describe::pct(trace.mean_loss())));
             d.loss = LossSpec::Trace { path: "route".into(), trace };
