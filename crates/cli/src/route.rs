@@ -58,6 +58,11 @@ pub struct ShowArgs {
     /// against flight time into this SVG file.
     #[arg(long, value_name = "FILE")]
     pub svg: Option<PathBuf>,
+    /// Also draw the track on a longitude–latitude map into this SVG file:
+    /// red where there is no service, the ground sites (towers, stations,
+    /// LEO ground stations) as dots, handovers as rings.
+    #[arg(long, value_name = "FILE")]
+    pub map: Option<PathBuf>,
 }
 
 pub fn run(cmd: RouteCmd) -> anyhow::Result<i32> {
@@ -127,6 +132,9 @@ fn show(a: ShowArgs) -> anyhow::Result<i32> {
     if let Some(path) = &a.svg {
         std::fs::write(path, draw(&spec, &tl)).map_err(|e| user(format!("--svg {}: {e}", path.display())))?;
     }
+    if let Some(path) = &a.map {
+        std::fs::write(path, map(&spec, &tl)).map_err(|e| user(format!("--map {}: {e}", path.display())))?;
+    }
     if a.json {
         let samples: Vec<_> = (0..tl.delay_ms.len())
             .map(|i| {
@@ -145,7 +153,7 @@ fn show(a: ShowArgs) -> anyhow::Result<i32> {
         return Ok(0);
     }
     print_text(&spec, &tl, every);
-    if let Some(p) = &a.svg {
+    for p in a.svg.iter().chain(&a.map) {
         println!("drawn: {}", p.display());
     }
     Ok(0)
@@ -185,6 +193,35 @@ fn draw(spec: &RouteSpec, tl: &Timeline) -> String {
         charts.push(svg::timeline(&name("rate"), x_label, "rate (Mbit/s)", &along(&tl.rate_bps, 1e-6), &bands, &marks));
     }
     svg::stack(&charts)
+}
+
+/// The track on a map: at most about 2000 segments (every change of
+/// service kept), the sites (but GEO's, which has none), the handovers.
+fn map(spec: &RouteSpec, tl: &Timeline) -> String {
+    let n = tl.delay_ms.len();
+    let stride = n.div_ceil(2000).max(1);
+    let served = |i: usize| tl.delay_ms[i].is_some();
+    let track: Vec<(f64, f64, bool)> = (0..n)
+        .filter(|&i| i % stride == 0 || i == n - 1 || (i > 0 && served(i) != served(i - 1)))
+        .map(|i| {
+            let p = spec.track.at(i as f64 * tl.step_s).0;
+            (p.lon, p.lat, served(i))
+        })
+        .collect();
+    let sites: Vec<(f64, f64, String)> = match spec.tech.kind() {
+        TechName::Geo => Vec::new(),
+        _ => spec.sites.iter().map(|(name, p)| (p.lon, p.lat, name.clone())).collect(),
+    };
+    let marks: Vec<(f64, f64, String)> = tl
+        .events
+        .iter()
+        .filter(|e| matches!(e.1, EventKind::Interruption(c) if c != Cause::Reconfiguration))
+        .map(|e| {
+            let p = spec.track.at(e.0).0;
+            (p.lon, p.lat, format!("{}: {}", clock(e.0), e.2))
+        })
+        .collect();
+    aerolink_experiments::svg::map(&format!("{} over {}", spec.track.label, spec.tech.name()), &track, &sites, &marks)
 }
 
 /// Flight time, place, phase and one-way delay of sample `i`.

@@ -53,6 +53,17 @@ fn bad_profiles_and_flags_name_what_is_wrong() {
     std::fs::write(&bad, "name = \"x\"\n[link\nrtt = \"1 ms\"\n").unwrap();
     let e = one_line_error(&["profiles", "show", bad.to_str().unwrap()]);
     assert!(e.contains("bad.toml") && e.contains("line 2, column 6") && e.contains("TOML syntax error"), "{e}");
+    // A route's rate at a cell's edge needs the rate near a tower, and
+    // only that route takes one; the edge's keys are checked too.
+    let e = one_line_error(&["route", "show", "FRA-MAD", "--tech", "atg", "--set", "edge_rate = \"2 Mbit/s\""]);
+    assert!(e.contains("edge_rate") && e.contains("--rate"), "{e}");
+    let e = one_line_error(&["route", "show", "FRA-MAD", "--tech", "geo", "--rate", "10Mbit/s"]);
+    assert!(e.contains("--rate: only with edge_rate"), "{e}");
+    let e = one_line_error(&["route", "show", "FRA-MAD", "--tech", "atg", "--set", "edge_loss = \"140%\""]);
+    assert!(e.contains("edge_loss: expected a probability"), "{e}");
+    std::fs::write(&bad, "[link]\nroute = { from = \"FRA\", to = \"MAD\", tech = \"atg\", edge_loss = \"5%\" }\nloss = \"1%\"\n").unwrap();
+    let e = one_line_error(&["profiles", "show", bad.to_str().unwrap()]);
+    assert!(e.contains("bad.toml") && e.contains("remove `loss`"), "{e}");
 }
 
 #[test]

@@ -347,6 +347,65 @@ pub fn timeline(title: &str, x_label: &str, y_label: &str, pts: &[(f64, Option<f
     s
 }
 
+/// A flight's track on a plain longitude–latitude map (equirectangular,
+/// the track's own box and a margin): the track (`served`: in service,
+/// drawn solid; out of it, red), ground `sites` as dots with their names as
+/// tooltips, and `marks` (handovers) as rings. Longitudes are unwrapped
+/// along the track, so a flight across 180° stays one line.
+pub fn map(title: &str, track: &[(f64, f64, bool)], sites: &[(f64, f64, String)], marks: &[(f64, f64, String)]) -> String {
+    let (w, h, m, top) = (900.0, 520.0, 40.0, 30.0);
+    // Unwrap the track's longitudes; put each site and mark nearest to it.
+    let mut lons: Vec<f64> = Vec::with_capacity(track.len());
+    for &(lon, _, _) in track {
+        let l = match lons.last() {
+            Some(&p) => lon + 360.0 * ((p - lon) / 360.0).round(),
+            None => lon,
+        };
+        lons.push(l);
+    }
+    let mid = lons.iter().sum::<f64>() / lons.len().max(1) as f64;
+    let near = |lon: f64| lon + 360.0 * ((mid - lon) / 360.0).round();
+    let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, f64::MAX, f64::MIN);
+    for (i, &(_, lat, _)) in track.iter().enumerate() {
+        (x0, x1, y0, y1) = (x0.min(lons[i]), x1.max(lons[i]), y0.min(lat), y1.max(lat));
+    }
+    let pad = ((x1 - x0).max(y1 - y0) * 0.08).max(1.0);
+    (x0, x1, y0, y1) = (x0 - pad, x1 + pad, y0 - pad, y1 + pad);
+    // One scale for both axes (degrees as they are: no projection).
+    let k = ((w - 2.0 * m) / (x1 - x0)).min((h - top - m) / (y1 - y0));
+    let fx = |lon: f64| m + (lon - x0) * k;
+    let fy = |lat: f64| top + (y1 - lat) * k;
+    let inside = |lon: f64, lat: f64| (x0..=x1).contains(&lon) && (y0..=y1).contains(&lat);
+    let mut s = format!(r#"<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {w} {h}" width="{w}" height="{h}" role="img" aria-label="{}">{STANDALONE_STYLE}"#, esc(title));
+    let _ = write!(s, r#"<text x="{m}" y="18" class="t">{}</text>"#, esc(title));
+    // Longitudes as people write them (−180° to 180°).
+    let deg = |lon: f64| (lon + 180.0).rem_euclid(360.0) - 180.0;
+    let _ = write!(
+        s,
+        r#"<text x="{m}" y="{}" class="ax">longitude {:.0}° to {:.0}° (west to east), latitude {:.0}° to {:.0}°; red: no service; dots: ground sites; rings: handovers</text>"#,
+        h - 12.0,
+        deg(x0),
+        deg(x1),
+        y0,
+        y1
+    );
+    for (lon, lat, name) in sites {
+        let lon = near(*lon);
+        if inside(lon, *lat) {
+            let _ = write!(s, r#"<circle cx="{:.1}" cy="{:.1}" r="3" fill="{}"><title>{}</title></circle>"#, fx(lon), fy(*lat), PALETTE[2], esc(name));
+        }
+    }
+    for (i, pair) in track.windows(2).enumerate() {
+        let colour = if pair[0].2 && pair[1].2 { PALETTE[0] } else { PALETTE[1] };
+        let _ = write!(s, r#"<line x1="{:.1}" y1="{:.1}" x2="{:.1}" y2="{:.1}" stroke="{colour}" stroke-width="2"/>"#, fx(lons[i]), fy(pair[0].1), fx(lons[i + 1]), fy(pair[1].1));
+    }
+    for (lon, lat, label) in marks {
+        let _ = write!(s, r##"<circle cx="{:.1}" cy="{:.1}" r="5" fill="none" stroke="#555"><title>{}</title></circle>"##, fx(near(*lon)), fy(*lat), esc(label));
+    }
+    s.push_str("</svg>");
+    s
+}
+
 #[cfg(test)]
 mod tests {
     /// Stacked timelines share one root, each placed below the last; one
@@ -361,5 +420,19 @@ mod tests {
         assert_eq!(s.matches("<svg ").count(), 3);
         assert!(s.contains(r#"<svg y="0" xmlns"#) && s.contains(r#"<svg y="300" xmlns"#));
         assert!(s.ends_with("</svg></svg>"));
+    }
+
+    /// A track across 180° stays one line on the map (no segment jumps the
+    /// width of the chart); sites far off the track are left out.
+    #[test]
+    fn a_map_unwraps_a_track_across_the_antimeridian() {
+        let track = [(170.0, 30.0, true), (179.0, 31.0, true), (-178.0, 32.0, false), (-170.0, 33.0, true)];
+        let sites = [(-175.0, 31.5, "near".to_string()), (0.0, 0.0, "far".to_string())];
+        let s = super::map("t", &track, &sites, &[(179.0, 31.0, "handover".into())]);
+        let xs: Vec<f64> = s.split("<line ").skip(1).flat_map(|l| ["x1=\"", "x2=\""].map(|k| l.split(k).nth(1).unwrap().split('"').next().unwrap().parse::<f64>().unwrap())).collect();
+        assert_eq!(xs.len(), 6, "three segments");
+        assert!(xs.windows(2).all(|p| (p[1] - p[0]).abs() < 450.0), "{xs:?}");
+        assert!(s.contains("<title>near</title>") && !s.contains("<title>far</title>"));
+        assert_eq!(s.matches("#d62728").count() - 1, 2, "two segments out of service (one style line names the colour)");
     }
 }
