@@ -487,3 +487,36 @@ fn an_air_to_ground_cells_rate_falls_toward_its_edge() {
     let e = profile(&format!("[link]\nroute = {route}\n")).expect_err("no rate near a tower");
     assert!(e.contains("r.toml") && e.contains("edge_rate needs `rate`"), "{e}");
 }
+
+/// One satellite on a circular equatorial orbit at 550 km over an aircraft
+/// parked on the equator, beside a ground station: in view above 25° while
+/// the Earth-central angle between them is under λ = arccos(R cos 25° /
+/// (R + h)) − 25° = 8.46°, that is for 2λ / (n − ω⊕) = 288.5 s (n = 360° /
+/// 5730 s, the orbit's mean motion; ω⊕ = 360° / 86 164 s), once every
+/// 360° / (n − ω⊕) = 6138 s.
+#[test]
+fn a_leo_satellite_is_in_view_for_the_hand_computed_window() {
+    let tl = spec(r#"{ waypoints = [{ lat = 0, lon = 0, at = "0 s" }, { lat = 0, lon = 0, at = "14000 s" }], sites = [{ lat = 0, lon = 0 }], tech = "leo", planes = 1, per_plane = 1, phasing = 0, inclination = 0, min_elevation = 25, slot = "1 s", slot_from = "0 s", glitch = "0 ms", step = "1 s", extra = "0 ms" }"#).timeline();
+    // The stretches in service: (first second, length).
+    let mut windows = Vec::new();
+    let mut i = 0;
+    while i < tl.delay_ms.len() {
+        if tl.delay_ms[i].is_none() {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < tl.delay_ms.len() && tl.delay_ms[i].is_some() {
+            i += 1;
+        }
+        windows.push((start, i - start));
+    }
+    // At 0 the satellite is overhead: half a window, then two whole ones.
+    assert_eq!(windows.len(), 3, "{windows:?}");
+    assert!((windows[0].1 as f64 - 144.3).abs() <= 2.0, "{windows:?}");
+    for w in &windows[1..] {
+        assert!((w.1 as f64 - 288.5).abs() <= 2.0, "a window of {} s, not 288.5: {windows:?}", w.1);
+    }
+    let between = (windows[2].0 - windows[1].0) as f64;
+    assert!((between - 6138.0).abs() <= 3.0, "{between} s between passes, not 6138");
+}
