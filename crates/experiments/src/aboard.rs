@@ -133,13 +133,5 @@ fn redirect_cabin(lab: &Lab, env: &[(String, String)]) -> Result<(), String> {
     let rules = format!(
         "table ip {NFT_TABLE} {{\n  chain prerouting {{\n    type nat hook prerouting priority dstnat; policy accept;\n    ip saddr {cabin}/24 tcp dport 80 redirect to :{INTERCEPT_PORT}\n  }}\n}}\n"
     );
-    let mut child = netns_command(&gw.netns, &["nft", "-f", "-"], env).stdin(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| format!("nft: {e} (apt-get install nftables)"))?;
-    if let Some(mut i) = child.stdin.take() {
-        std::io::Write::write_all(&mut i, rules.as_bytes()).map_err(|e| format!("nft: {e}"))?;
-    }
-    let out = child.wait_with_output().map_err(|e| format!("nft: {e}"))?;
-    if !out.status.success() {
-        return Err(format!("nft (the cabin's port 80 to the cache): {}", String::from_utf8_lossy(&out.stderr).trim()));
-    }
-    Ok(())
+    aerolink_net::procs::nft_load(netns_command(&gw.netns, &["nft", "-f", "-"], env), &rules).map_err(|m| format!("nft (the cabin's port 80 to the cache): {m}"))
 }

@@ -161,3 +161,35 @@ pub fn kill_process_group(child: &mut Child, grace: Duration) {
     }
     let _ = child.wait();
 }
+
+/// Why [`nft_load`] failed.
+#[derive(Debug)]
+pub enum NftError {
+    /// nft could not be started or fed (not installed, most likely).
+    Start(String),
+    /// nft refused the rules: its own message.
+    Refused(String),
+}
+
+impl std::fmt::Display for NftError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            NftError::Start(m) => write!(f, "nft: {m} (apt-get install nftables)"),
+            NftError::Refused(m) => f.write_str(m),
+        }
+    }
+}
+
+/// Loads an nftables ruleset: `nft` is the command to run (`nft -f -`,
+/// on the host or in a namespace), `rules` go to its standard input.
+pub fn nft_load(mut nft: std::process::Command, rules: &str) -> Result<(), NftError> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = nft.stdin(Stdio::piped()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().map_err(|e| NftError::Start(e.to_string()))?;
+    child.stdin.take().expect("piped stdin").write_all(rules.as_bytes()).map_err(|e| NftError::Start(e.to_string()))?;
+    let out = child.wait_with_output().map_err(|e| NftError::Start(e.to_string()))?;
+    if !out.status.success() {
+        return Err(NftError::Refused(String::from_utf8_lossy(&out.stderr).trim().to_string()));
+    }
+    Ok(())
+}

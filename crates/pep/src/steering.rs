@@ -3,7 +3,7 @@
 //! stops, so no rule outlives it. They live in the gateway's own namespace.
 
 use crate::error::{PepError, Result};
-use std::io::Write;
+use aerolink_net::procs::NftError;
 use std::process::{Command, Stdio};
 
 pub const TABLE: &str = "aerolink_pep";
@@ -27,12 +27,12 @@ fn install(iface: &str, port: u16) -> Result<()> {
     let rules = format!(
         "table inet {TABLE} {{\n  chain prerouting {{\n    type filter hook prerouting priority mangle; policy accept;\n    iifname \"{iface}\" meta nfproto ipv4 meta l4proto tcp tproxy ip to 127.0.0.1:{port} meta mark set {MARK} accept\n    iifname \"{iface}\" meta nfproto ipv6 meta l4proto tcp tproxy ip6 to [::1]:{port} meta mark set {MARK} accept\n  }}\n}}\n"
     );
-    let mut child = Command::new("nft").args(["-f", "-"]).stdin(Stdio::piped()).stderr(Stdio::piped()).spawn().map_err(|e| PepError::Precondition(format!("nft: {e} (apt-get install nftables)")))?;
-    child.stdin.take().expect("piped stdin").write_all(rules.as_bytes())?;
-    let out = child.wait_with_output()?;
-    if !out.status.success() {
-        return Err(PepError::Command { cmd: "nft -f -".into(), stderr: String::from_utf8_lossy(&out.stderr).trim().to_string() });
-    }
+    let mut nft = Command::new("nft");
+    nft.args(["-f", "-"]);
+    aerolink_net::procs::nft_load(nft, &rules).map_err(|e| match e {
+        NftError::Start(_) => PepError::Precondition(e.to_string()),
+        NftError::Refused(stderr) => PepError::Command { cmd: "nft -f -".into(), stderr },
+    })?;
     let mark = format!("{MARK:#x}");
     let table = TABLE_ID.to_string();
     for fam in ["-4", "-6"] {
