@@ -96,7 +96,7 @@ LANES=("flight"
   "guide::the_guide_s_browser_and_quic_examples_run_as_written pcap keylog"
   "guide::the_guide_s_other_examples_run_as_written errors manners"
   "guide::the_guide_s_workload_examples_run_as_written live irtt"
-  "pep cluster"
+  "pep cluster prefetch"
   "workloads experiments"
   "faults browser lifecycle rootless")
 # What a lane skips of a binary it runs whole: the tests that run alone.

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use aerolink_pep::cli::{AirArgs, GroundArgs, Half, Intercept, PepCmd, SplitTcpArgs, TuningArgs, VpnArgs};
+use aerolink_pep::cli::{AirArgs, GroundArgs, Half, Intercept, PepCmd, PrefetchAirArgs, PrefetchGroundArgs, PrefetchHalf, SplitTcpArgs, TuningArgs, VpnArgs};
 use aerolink_pep::quic_tunnel::{Psk, Tuning, TunnelCc};
 
 use crate::error::user;
@@ -99,6 +99,28 @@ fn finish(name: &str, stats: &aerolink_pep::relay::Stats, json: bool) -> anyhow:
     Ok(0)
 }
 
+fn prefetch_finish(name: &str, s: &aerolink_pep::prefetch::Stats, json: bool) -> anyhow::Result<i32> {
+    if json {
+        println!("{}", serde_json::to_string(s)?);
+    }
+    eprintln!(
+        "{name}: {} requests ({} from pushes ready, {} waited for a push, {} forwarded, {} failed); {} promised, {} pushed, {} withdrawn, {} unclaimed; {} bytes down, {} tunnels; stopped{}",
+        s.requests,
+        s.pushed_ready,
+        s.pushed_awaited,
+        s.forwarded,
+        s.failed,
+        s.promised,
+        s.pushed,
+        s.cancelled,
+        s.unclaimed,
+        s.bytes_down,
+        s.tunnels,
+        if name.ends_with("air") { ", rules removed" } else { "" }
+    );
+    Ok(0)
+}
+
 pub fn run(cmd: PepCmd) -> anyhow::Result<i32> {
     aerolink_pep::relay::raise_fd_limit();
     let rt = || tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build();
@@ -136,6 +158,21 @@ pub fn run(cmd: PepCmd) -> anyhow::Result<i32> {
                 aerolink_pep::quic_tunnel::ground(aerolink_pep::quic_tunnel::GroundOptions { listen, psk, tuning, tcp_cc, initcwnd }, stop, ready).await
             })?;
             finish("quic-tunnel ground", &stats, json)
+        }
+        PepCmd::HttpPrefetch { half: PrefetchHalf::Air(PrefetchAirArgs { from, port, ground, open_timeout, json }) } => {
+            check_iface(&Intercept { from: from.clone(), port })?;
+            let stats = rt()?.block_on(async move {
+                let stop = stop_signal()?;
+                aerolink_pep::prefetch::air::run(aerolink_pep::prefetch::air::AirOptions { from, port, ground, open_timeout: Duration::from_nanos(open_timeout.0) }, stop, ready).await
+            })?;
+            prefetch_finish("http-prefetch air", &stats, json)
+        }
+        PepCmd::HttpPrefetch { half: PrefetchHalf::Ground(PrefetchGroundArgs { listen, cc, json }) } => {
+            let stats = rt()?.block_on(async move {
+                let stop = stop_signal()?;
+                aerolink_pep::prefetch::ground::run(aerolink_pep::prefetch::ground::GroundOptions { listen, cc }, stop, ready).await
+            })?;
+            prefetch_finish("http-prefetch ground", &stats, json)
         }
         PepCmd::Vpn(VpnArgs { end, peer, port, openvpn_key: Some(key) }) => {
             let stop = aerolink_net::stop::on_signals().flag().clone();

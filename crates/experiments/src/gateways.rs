@@ -1,6 +1,6 @@
 //! The gateway chain and what runs in it: the `ifc` preset (client ↔ airgw
 //! ↔ groundgw ↔ server over cabin Wi-Fi, the space hop and a terrestrial
-//! hop) and the PEP modes — none, split-tcp, quic-tunnel, vpn — started in
+//! hop) and the PEP modes — none, split-tcp, quic-tunnel, http-prefetch, vpn, openvpn — started in
 //! the right namespaces and stopped (rules removed) when dropped. Used by
 //! `aerolink run --pep` and by experiments alike.
 
@@ -12,7 +12,7 @@ use std::time::Duration;
 use aerolink_link::units::Rate;
 use aerolink_net::lab::netns_command;
 use aerolink_net::Lab;
-use aerolink_pep::cli::{AirArgs, GroundArgs, Half, Intercept, PepAt, PepCmd, PepMode, SplitTcpArgs, TuningArgs, VpnArgs};
+use aerolink_pep::cli::{AirArgs, GroundArgs, Half, Intercept, PepAt, PepCmd, PepMode, PrefetchAirArgs, PrefetchGroundArgs, PrefetchHalf, SplitTcpArgs, TuningArgs, VpnArgs};
 use aerolink_pep::quic_tunnel::{ProbeCap, TunnelCc};
 use aerolink_work::cli::rate_arg;
 use aerolink_work::quic::Preset;
@@ -27,7 +27,9 @@ use serde::{Deserialize, Serialize};
 pub struct PepSpec {
     /// Performance-enhancing proxy in the gateways: none, split-tcp,
     /// quic-tunnel (TCP over one authenticated QUIC connection between
-    /// airgw and groundgw), or vpn (client↔server IP-in-UDP, with split-TCP
+    /// airgw and groundgw), http-prefetch (an HTTP proxy pair: the ground
+    /// half pushes the objects of each plain-HTTP page across the space hop
+    /// before the browser asks), or vpn (client↔server IP-in-UDP, with split-TCP
     /// proxies in the gateways that it leaves nothing to act on; programs
     /// reach the server at 198.19.0.2 via $AEROLINK_SERVER).
     #[arg(id = "pep", long = "pep", default_value = "none", value_name = "MODE")]
@@ -231,6 +233,19 @@ impl PepSpec {
                     out.push((s.name.clone(), PepCmd::Vpn(VpnArgs { end: 2, peer: lab_addr(&c.ipv4, port), port, openvpn_key: key.clone() })));
                     out.push(("client".to_string(), PepCmd::Vpn(VpnArgs { end: 1, peer: lab_addr(&s.ipv4, port), port, openvpn_key: key })));
                 }
+            }
+            PepMode::HttpPrefetch => {
+                let listen = std::net::SocketAddr::from(([0u16; 8], aerolink_pep::prefetch::DEFAULT_PORT));
+                out.push(("groundgw".to_string(), PepCmd::HttpPrefetch { half: PrefetchHalf::Ground(PrefetchGroundArgs { listen, cc: self.tcp_cc, json: false }) }));
+                let (_, gw) = host(lab, "groundgw")?;
+                let air = PrefetchAirArgs {
+                    from: "to-client".into(),
+                    port: 7002,
+                    ground: lab_addr(&gw.ipv4, aerolink_pep::prefetch::DEFAULT_PORT),
+                    open_timeout: aerolink_link::Duration::from_secs(60),
+                    json: false,
+                };
+                out.push(("airgw".to_string(), PepCmd::HttpPrefetch { half: PrefetchHalf::Air(air) }));
             }
             PepMode::QuicTunnel => {
                 // `tunnel_rate = "link"`: each half follows the space hop's

@@ -1,5 +1,6 @@
 //! The proxies' command lines, typed: `aerolink pep split-tcp |
-//! quic-tunnel air | quic-tunnel ground | vpn | keygen`.
+//! quic-tunnel air | quic-tunnel ground | http-prefetch air |
+//! http-prefetch ground | vpn | keygen`.
 //!
 //! One definition serves both ends: the binary parses its flags with it,
 //! and the lab builds the same typed value to start a gateway, turning it
@@ -21,9 +22,10 @@ use crate::quic_tunnel::{ProbeCap, TunnelCc, DEFAULT_MAX_PROBE, DEFAULT_PORT};
 
 aerolink_work::choice! {
     /// Which proxy runs on the gateway chain: none, transparent split TCP,
-    /// TCP over the QUIC tunnel, or an end-to-end VPN (with split-TCP
-    /// proxies that it leaves nothing to act on).
-    pub enum PepMode { None = "none", SplitTcp = "split-tcp", QuicTunnel = "quic-tunnel", Vpn = "vpn", OpenVpn = "openvpn" }
+    /// TCP over the QUIC tunnel, the HTTP prefetching proxy, or an
+    /// end-to-end VPN (with split-TCP proxies that it leaves nothing to act
+    /// on).
+    pub enum PepMode { None = "none", SplitTcp = "split-tcp", QuicTunnel = "quic-tunnel", HttpPrefetch = "http-prefetch", Vpn = "vpn", OpenVpn = "openvpn" }
 }
 
 aerolink_work::choice! {
@@ -50,6 +52,21 @@ pub enum PepCmd {
     QuicTunnel {
         #[command(subcommand)]
         half: Half,
+    },
+    /// An application-layer PEP: the air half intercepts the cabin's plain
+    /// HTTP (TCP port 80, no client configuration) and answers from objects
+    /// the ground half pushed; the ground half fetches what the air half
+    /// forwards, reads the pages and style sheets for the objects they
+    /// reference and pushes those down the one tunnel connection before the
+    /// browser asks. HTTPS and QUIC pass untouched.
+    ///
+    /// Example, in a lab from `aerolink up lab --topology ifc --space mss`:
+    ///   aerolink exec lab groundgw -- aerolink pep http-prefetch ground &
+    ///   aerolink exec lab airgw -- aerolink pep http-prefetch air --ground 198.18.1.2
+    #[command(verbatim_doc_comment)]
+    HttpPrefetch {
+        #[command(subcommand)]
+        half: PrefetchHalf,
     },
     /// One end of an IP-in-UDP tunnel between client and server (what a VPN
     /// does to a PEP: the gateways see only UDP). Creates `vpn0` with
@@ -97,6 +114,49 @@ pub enum Half {
     /// The ground half: accepts authenticated air gateways and connects
     /// onward.
     Ground(GroundArgs),
+}
+
+#[derive(Subcommand, Debug, Clone, PartialEq)]
+pub enum PrefetchHalf {
+    /// The aircraft half: intercepts the cabin's port 80 and opens the
+    /// tunnel to the ground half.
+    Air(PrefetchAirArgs),
+    /// The ground half: accepts air halves, fetches and pushes.
+    Ground(PrefetchGroundArgs),
+}
+
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct PrefetchAirArgs {
+    /// The interface facing the cabin.
+    #[arg(long, default_value = "to-client")]
+    pub from: String,
+    /// Local port of the transparent listener (the cabin's port 80 is
+    /// handed to it).
+    #[arg(long, default_value_t = 7002)]
+    pub port: u16,
+    /// The ground half's address (port 4480 unless given).
+    #[arg(long, value_name = "ADDR[:PORT]", value_parser = prefetch_addr)]
+    pub ground: SocketAddr,
+    /// Give up opening the tunnel after this long.
+    #[arg(long, default_value = "60s", value_parser = positive_duration)]
+    pub open_timeout: Duration,
+    /// Print the counts as JSON when stopping.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args, Debug, Clone, PartialEq)]
+pub struct PrefetchGroundArgs {
+    /// Address and port to listen on.
+    #[arg(long, default_value = "[::]:4480", value_parser = prefetch_addr)]
+    pub listen: SocketAddr,
+    /// Congestion control of the tunnel (it carries the pushes down) and of
+    /// the fetches from origins.
+    #[arg(long, default_value = "cubic")]
+    pub cc: TcpCc,
+    /// Print the counts as JSON when stopping.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Args, Debug, Clone, PartialEq)]
@@ -202,6 +262,11 @@ pub fn tunnel_addr(s: &str) -> Result<SocketAddr, String> {
     addr_with_default(s, DEFAULT_PORT)
 }
 
+/// The prefetching proxy's ground address; port 4480 unless given.
+pub fn prefetch_addr(s: &str) -> Result<SocketAddr, String> {
+    addr_with_default(s, crate::prefetch::DEFAULT_PORT)
+}
+
 /// A VPN peer's address; the VPN's port unless given.
 pub fn vpn_addr(s: &str) -> Result<SocketAddr, String> {
     addr_with_default(s, crate::vpn::DEFAULT_PORT)
@@ -278,6 +343,20 @@ impl PepCmd {
                 g.tuning.push(&mut a);
                 switch(&mut a, "json", g.json);
             }
+            PepCmd::HttpPrefetch { half: PrefetchHalf::Air(x) } => {
+                a.extend(["http-prefetch".into(), "air".into()]);
+                flag(&mut a, "from", &x.from);
+                flag(&mut a, "port", x.port);
+                flag(&mut a, "ground", x.ground);
+                flag(&mut a, "open-timeout", duration_text(x.open_timeout));
+                switch(&mut a, "json", x.json);
+            }
+            PepCmd::HttpPrefetch { half: PrefetchHalf::Ground(g) } => {
+                a.extend(["http-prefetch".into(), "ground".into()]);
+                flag(&mut a, "listen", g.listen);
+                flag(&mut a, "cc", g.cc);
+                switch(&mut a, "json", g.json);
+            }
             PepCmd::Vpn(v) => {
                 a.push("vpn".into());
                 flag(&mut a, "end", v.end);
@@ -332,6 +411,13 @@ mod tests {
             });
             let tcp_cc = TcpCc::ALL[i % TcpCc::ALL.len()];
             v.push(PepCmd::QuicTunnel { half: Half::Ground(GroundArgs { listen: "[::]:4433".parse().unwrap(), tcp_cc, initcwnd: (i % 2 == 1).then_some(10), tuning: t, json: false }) });
+        }
+        for (i, cc) in TcpCc::ALL.iter().enumerate() {
+            let ground: SocketAddr = if i % 2 == 0 { "198.18.1.2:4480".parse().unwrap() } else { "[2001:2:0:1::2]:4481".parse().unwrap() };
+            v.push(PepCmd::HttpPrefetch {
+                half: PrefetchHalf::Air(PrefetchAirArgs { from: format!("to-host{i}"), port: 7002 + i as u16, ground, open_timeout: Duration::from_secs(5 + i as u64), json: i % 2 == 0 }),
+            });
+            v.push(PepCmd::HttpPrefetch { half: PrefetchHalf::Ground(PrefetchGroundArgs { listen: ground, cc: *cc, json: i % 2 == 1 }) });
         }
         for end in [1u8, 2] {
             v.push(PepCmd::Vpn(VpnArgs { end, peer: "198.18.2.2:4789".parse().unwrap(), port: 4789, openvpn_key: (end == 2).then(|| "/tmp/k".into()) }));

@@ -10,6 +10,10 @@
 //!   authenticated QUIC connection between an air and a ground half (QPEP's
 //!   idea), tuned for the space hop, with [`rate_cc`], a rate-based
 //!   loss-tolerant controller in the spirit of SCPS-TP.
+//! - [`prefetch`]: an application-layer PEP, as satellite terminals
+//!   accelerate HTTP: the ground half reads each plain-HTTP page the cabin
+//!   asks for and pushes the objects it references across the space hop
+//!   before the browser asks; the air half answers from them.
 //! - [`vpn`]: end-to-end IP-in-UDP encapsulation between client and server,
 //!   for comparison — what a VPN does to a PEP (it can no longer act).
 //!
@@ -19,6 +23,7 @@
 pub mod cli;
 pub mod error;
 pub mod openvpn;
+pub mod prefetch;
 pub mod quic_tunnel;
 pub mod rate_cc;
 pub mod relay;

@@ -19,13 +19,14 @@ fn run(cmd: &str, args: &[&str]) -> Result<()> {
     Ok(())
 }
 
-/// Intercepts TCP arriving on `iface` and hands it to the transparent
-/// listener on `port` (IPv4 and IPv6). UDP — including QUIC — passes
-/// untouched.
-fn install(iface: &str, port: u16) -> Result<()> {
+/// Intercepts TCP arriving on `iface` (only to port `dport` when given)
+/// and hands it to the transparent listener on `port` (IPv4 and IPv6).
+/// UDP — including QUIC — passes untouched.
+fn install(iface: &str, port: u16, dport: Option<u16>) -> Result<()> {
     remove();
+    let tcp = dport.map_or_else(|| "meta l4proto tcp".to_string(), |d| format!("tcp dport {d}"));
     let rules = format!(
-        "table inet {TABLE} {{\n  chain prerouting {{\n    type filter hook prerouting priority mangle; policy accept;\n    iifname \"{iface}\" meta nfproto ipv4 meta l4proto tcp tproxy ip to 127.0.0.1:{port} meta mark set {MARK} accept\n    iifname \"{iface}\" meta nfproto ipv6 meta l4proto tcp tproxy ip6 to [::1]:{port} meta mark set {MARK} accept\n  }}\n}}\n"
+        "table inet {TABLE} {{\n  chain prerouting {{\n    type filter hook prerouting priority mangle; policy accept;\n    iifname \"{iface}\" meta nfproto ipv4 {tcp} tproxy ip to 127.0.0.1:{port} meta mark set {MARK} accept\n    iifname \"{iface}\" meta nfproto ipv6 {tcp} tproxy ip6 to [::1]:{port} meta mark set {MARK} accept\n  }}\n}}\n"
     );
     let mut nft = Command::new("nft");
     nft.args(["-f", "-"]);
@@ -66,11 +67,20 @@ impl Interception {
     /// nothing is left behind.
     pub fn install(iface: &str, port: u16, initcwnd: Option<u32>) -> Result<Interception> {
         let mut me = Interception { _initcwnd: None };
-        install(iface, port)?;
+        install(iface, port, None)?;
         if let Some(n) = initcwnd {
             me._initcwnd = Some(InitialWindow::set(iface, n)?);
         }
         Ok(me)
+    }
+}
+
+impl Interception {
+    /// Intercepts only the TCP to port `dport` (the HTTP proxy's port 80);
+    /// the rest passes.
+    pub fn install_port(iface: &str, port: u16, dport: u16) -> Result<Interception> {
+        install(iface, port, Some(dport))?;
+        Ok(Interception { _initcwnd: None })
     }
 }
 
