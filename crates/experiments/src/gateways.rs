@@ -185,6 +185,7 @@ impl PepSpec {
             PepMode::QuicTunnel if !is_default_probe(&self.tunnel_max_probe) => format!("quic-tunnel/{}/probes≤{}", self.tunnel_cc, self.tunnel_max_probe),
             PepMode::QuicTunnel => format!("quic-tunnel/{}", self.tunnel_cc),
             PepMode::SplitTcp if self.at != PepAt::Both => format!("split-tcp@{}", self.at),
+            PepMode::HttpPrefetch if self.tcp_cc != TcpCc::Cubic => format!("http-prefetch/{}", self.tcp_cc),
             m => m.to_string(),
         }
     }
