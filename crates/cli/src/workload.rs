@@ -37,15 +37,17 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
     let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build()?;
     rt.block_on(async move {
         match cmd {
-            WorkloadCmd::Serve(ServeArgs { cc, initcwnd, nagle, push, quic, dns_answer }) => {
-                server::serve(server::ServerOpts { tcp_cc: cc, initcwnd, quic: quic.knobs(), nagle, push, dns_answer: Some(dns_answer.unwrap_or(aerolink_work::dns::WORKLOAD_ANSWER)) }).await?;
+            WorkloadCmd::Serve(ServeArgs { cc, initcwnd, nagle, push, quic, dns_answer, tls_resume }) => {
+                server::serve(server::ServerOpts { tcp_cc: cc, initcwnd, quic: quic.knobs(), nagle, push, dns_answer: Some(dns_answer.unwrap_or(aerolink_work::dns::WORKLOAD_ANSWER)), tls_resume })
+                    .await?;
                 Ok(0)
             }
-            WorkloadCmd::Web(WebArgs { server, resolver, params: WebParams { protocol, page, depth }, quic }) => {
+            WorkloadCmd::Web(WebArgs { server, resolver, params: WebParams { protocol, page, depth }, quic, tls_resume }) => {
                 let p = page::Page::parse(&page, depth).map_err(|m| user(format!("--page {page}: expected {m}")))?;
+                let tls = web::Tls { resume: tls_resume };
                 match resolver {
-                    Some(r) => print(&web::load_resolving(protocol, resolver_addr(&r)?, server::HTTPS_PORT, &p, &quic.knobs()).await?),
-                    None => print(&web::load(protocol, with_port(addr(&server)?, server::HTTPS_PORT), &p, &quic.knobs()).await?),
+                    Some(r) => print(&web::load_resolving(protocol, resolver_addr(&r)?, server::HTTPS_PORT, &p, &quic.knobs(), tls).await?),
+                    None => print(&web::load_with(protocol, with_port(addr(&server)?, server::HTTPS_PORT), &p, &quic.knobs(), tls).await?),
                 }
             }
             WorkloadCmd::Conns(ConnsArgs { server, count, bytes, timeout }) => {

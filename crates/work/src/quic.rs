@@ -381,7 +381,7 @@ pub fn server_endpoint(addr: std::net::SocketAddr, knobs: &QuicKnobs, alpn: &[&[
 
 /// A server's QUIC configuration (a fresh self-signed certificate).
 pub fn server_config(knobs: &QuicKnobs, alpn: &[&[u8]]) -> Result<quinn::ServerConfig> {
-    let tls = crate::tls::server_config(alpn)?;
+    let tls = crate::tls::server_config(alpn, false)?;
     let crypto = quinn::crypto::rustls::QuicServerConfig::try_from(tls)?;
     let mut cfg = quinn::ServerConfig::with_crypto(Arc::new(crypto));
     let mut t = knobs.transport()?;
@@ -391,7 +391,7 @@ pub fn server_config(knobs: &QuicKnobs, alpn: &[&[u8]]) -> Result<quinn::ServerC
 }
 
 pub fn client_endpoint(server: std::net::SocketAddr, knobs: &QuicKnobs, alpn: &[&[u8]]) -> Result<quinn::Endpoint> {
-    let tls = crate::tls::client_config(alpn)?;
+    let tls = crate::tls::client_config(alpn, false)?;
     let crypto = quinn::crypto::rustls::QuicClientConfig::try_from(tls)?;
     let mut cfg = quinn::ClientConfig::new(Arc::new(crypto));
     let mut t = knobs.transport()?;

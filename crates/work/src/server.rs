@@ -58,6 +58,9 @@ pub struct ServerOpts {
     /// server, e.g. beside the flight reflector's own).
     #[serde(default)]
     pub dns_answer: Option<std::net::Ipv4Addr>,
+    /// TLS sessions resumed within the server's life (one run).
+    #[serde(default)]
+    pub tls_resume: bool,
 }
 
 pub fn tcp_listener(port: u16, cc: TcpCc) -> Result<TcpListener> {
@@ -217,7 +220,7 @@ pub async fn serve(opts: ServerOpts) -> Result<()> {
     // Everything that can fail or take time (certificates) first, then every
     // socket at once: `aerolink run` starts the client when the first one
     // opens.
-    let tls = tokio_rustls::TlsAcceptor::from(Arc::new(crate::tls::server_config(&[b"h2", b"http/1.1"])?));
+    let tls = tokio_rustls::TlsAcceptor::from(Arc::new(crate::tls::server_config(&[b"h2", b"http/1.1"], opts.tls_resume)?));
     let quic = |alpn: &[u8]| crate::quic::server_config(&opts.quic, &[alpn]);
     let (h3_cfg, bulk_cfg, msg_cfg) = (quic(b"h3")?, quic(crate::bulk::ALPN)?, quic(crate::messages::ALPN)?);
     let any = |port| SocketAddr::from(([0u16; 8], port));
@@ -263,8 +266,8 @@ pub async fn serve(opts: ServerOpts) -> Result<()> {
 /// until killed.
 pub async fn serve_replay(args: &crate::replay::ReplayArgs, archives: Vec<crate::archive::Archive>) -> Result<()> {
     let cat = Arc::new(Catalog::new(archives, !args.no_corpus));
-    let knobs = ServerOpts { tcp_cc: crate::sock::TcpCc::Cubic, initcwnd: None, quic: QuicKnobs::default(), nagle: false, push: args.push, dns_answer: None };
-    let tls = tokio_rustls::TlsAcceptor::from(Arc::new(crate::tls::server_config(&[b"h2", b"http/1.1"])?));
+    let knobs = ServerOpts { tcp_cc: crate::sock::TcpCc::Cubic, initcwnd: None, quic: QuicKnobs::default(), nagle: false, push: args.push, dns_answer: None, tls_resume: false };
+    let tls = tokio_rustls::TlsAcceptor::from(Arc::new(crate::tls::server_config(&[b"h2", b"http/1.1"], false)?));
     let h3 = quinn::Endpoint::server(crate::quic::server_config(&knobs.quic, &[b"h3"])?, SocketAddr::new(args.listen, args.https_port))?;
     let https = bind_any(args.listen, args.https_port)?;
     let plain = if args.http_port > 0 { Some(bind_any(args.listen, args.http_port)?) } else { None };

@@ -86,27 +86,39 @@ impl rustls::server::ResolvesServerCert for ByName {
 
 /// A server config for `alpn` protocols: a certificate for each name asked
 /// for, signed by the lab key (each origin of a replayed page gets its own,
-/// so a browser does not pool connections across origins).
-pub fn server_config(alpn: &[&[u8]]) -> Result<rustls::ServerConfig> {
+/// so a browser does not pool connections across origins). With `resume`
+/// it keeps sessions (1024, in memory) and sends one ticket per handshake,
+/// so a client's later connection resumes without a certificate — within
+/// the server's life, which is one run.
+pub fn server_config(alpn: &[&[u8]], resume: bool) -> Result<rustls::ServerConfig> {
     let mut cfg = rustls::ServerConfig::builder_with_provider(provider()).with_protocol_versions(&[&rustls::version::TLS13])?.with_no_client_auth().with_cert_resolver(Arc::new(ByName::new()?));
     cfg.alpn_protocols = alpn.iter().map(|a| a.to_vec()).collect();
-    // Resumption would hide handshakes between runs; each run is a first visit.
-    cfg.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
-    cfg.send_tls13_tickets = 0;
+    // Each run is a first visit; resumption within a run only when asked.
+    if resume {
+        cfg.session_storage = rustls::server::ServerSessionMemoryCache::new(1024);
+        cfg.send_tls13_tickets = 1;
+    } else {
+        cfg.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+        cfg.send_tls13_tickets = 0;
+    }
     cfg.max_fragment_size = Some(4096);
     cfg.key_log = Arc::new(rustls::KeyLogFile::new());
     Ok(cfg)
 }
 
-/// A client config that offers `alpn` and accepts the server's certificate.
-pub fn client_config(alpn: &[&[u8]]) -> Result<rustls::ClientConfig> {
+/// A client config that offers `alpn` and accepts the server's certificate;
+/// with `resume` its connections resume the sessions of earlier ones (as
+/// a browser's do), else each makes a full handshake.
+pub fn client_config(alpn: &[&[u8]], resume: bool) -> Result<rustls::ClientConfig> {
     let mut cfg = rustls::ClientConfig::builder_with_provider(provider())
         .with_protocol_versions(&[&rustls::version::TLS13])?
         .dangerous()
         .with_custom_certificate_verifier(Arc::new(AcceptAny(provider())))
         .with_no_client_auth();
     cfg.alpn_protocols = alpn.iter().map(|a| a.to_vec()).collect();
-    cfg.resumption = rustls::client::Resumption::disabled();
+    if !resume {
+        cfg.resumption = rustls::client::Resumption::disabled();
+    }
     cfg.key_log = Arc::new(rustls::KeyLogFile::new());
     Ok(cfg)
 }
@@ -145,6 +157,41 @@ mod tests {
         assert_ne!(a.cert[0], by.cert("img.news.test").unwrap().cert[0]);
         let h = spki_sha256_base64();
         assert_eq!((h.len(), h.clone()), (44, spki_sha256_base64()));
-        server_config(&[b"h2"]).unwrap();
+        server_config(&[b"h2"], false).unwrap();
+    }
+
+    /// Two connections one after another with the same configs: how the
+    /// second one's handshake went.
+    async fn second_handshake(resume: bool) -> rustls::HandshakeKind {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let server = tokio_rustls::TlsAcceptor::from(Arc::new(server_config(&[b"http/1.1"], resume).unwrap()));
+        let client = tokio_rustls::TlsConnector::from(Arc::new(client_config(&[b"http/1.1"], resume).unwrap()));
+        let mut kind = None;
+        for _ in 0..2 {
+            let (c, s) = tokio::io::duplex(64 << 10);
+            let server = server.clone();
+            let served = tokio::spawn(async move {
+                let mut s = server.accept(s).await.unwrap();
+                s.write_all(b"x").await.unwrap();
+                s.flush().await.unwrap();
+                let mut end = Vec::new();
+                let _ = s.read_to_end(&mut end).await;
+            });
+            let mut c = client.connect(server_name(), c).await.unwrap();
+            // The ticket comes after the handshake, before the first byte.
+            let mut b = [0u8; 1];
+            c.read_exact(&mut b).await.unwrap();
+            kind = c.get_ref().1.handshake_kind();
+            c.shutdown().await.unwrap();
+            drop(c);
+            served.await.unwrap();
+        }
+        kind.unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_second_connection_resumes_only_when_asked() {
+        assert_eq!(second_handshake(true).await, rustls::HandshakeKind::Resumed);
+        assert_eq!(second_handshake(false).await, rustls::HandshakeKind::Full);
     }
 }

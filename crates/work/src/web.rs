@@ -128,9 +128,16 @@ struct Tcp {
     alpn: Mutex<String>,
 }
 
+/// The client's TLS settings for a load.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Tls {
+    /// Later connections resume earlier ones' sessions (as a browser's do).
+    pub resume: bool,
+}
+
 impl Tcp {
-    fn new(addr: SocketAddr, alpn: &[u8]) -> Result<Self> {
-        let cfg = crate::tls::client_config(&[alpn])?;
+    fn new(addr: SocketAddr, alpn: &[u8], tls: Tls) -> Result<Self> {
+        let cfg = crate::tls::client_config(&[alpn], tls.resume)?;
         Ok(Tcp { addr, tls: Some(tokio_rustls::TlsConnector::from(Arc::new(cfg))), opened: Mutex::new(Vec::new()), counters: Mutex::default(), alpn: Mutex::default() })
     }
 
@@ -227,14 +234,14 @@ enum Transport {
 }
 
 impl Transport {
-    async fn open(protocol: Protocol, addr: SocketAddr, quic: &QuicKnobs) -> Result<Transport> {
+    async fn open(protocol: Protocol, addr: SocketAddr, quic: &QuicKnobs, tls: Tls) -> Result<Transport> {
         Ok(match protocol {
-            Protocol::H1 => Transport::H1 { tcp: Tcp::new(addr, b"http/1.1")?, idle: Mutex::new(Vec::new()), slots: Semaphore::new(H1_MAX_CONNECTIONS) },
-            Protocol::H1Close => Transport::H1Close { tcp: Tcp::new(addr, b"http/1.1")?, slots: Semaphore::new(H1_MAX_CONNECTIONS) },
+            Protocol::H1 => Transport::H1 { tcp: Tcp::new(addr, b"http/1.1", tls)?, idle: Mutex::new(Vec::new()), slots: Semaphore::new(H1_MAX_CONNECTIONS) },
+            Protocol::H1Close => Transport::H1Close { tcp: Tcp::new(addr, b"http/1.1", tls)?, slots: Semaphore::new(H1_MAX_CONNECTIONS) },
             Protocol::Http1 => Transport::H1 { tcp: Tcp::plain(addr), idle: Mutex::new(Vec::new()), slots: Semaphore::new(H1_MAX_CONNECTIONS) },
             Protocol::Http1Close => Transport::H1Close { tcp: Tcp::plain(addr), slots: Semaphore::new(H1_MAX_CONNECTIONS) },
             Protocol::H2 => {
-                let tcp = Tcp::new(addr, b"h2")?;
+                let tcp = Tcp::new(addr, b"h2", tls)?;
                 let (tls, _, _) = tcp.connect().await?;
                 let (send, conn) = h2::client::Builder::new()
                     .initial_window_size(2 << 20)
@@ -416,13 +423,18 @@ pub fn content_type(h: &http::HeaderMap) -> (String, std::collections::BTreeMap<
 
 /// Loads `page` from `server` over `protocol`.
 pub async fn load(protocol: Protocol, server: SocketAddr, page: &Page, quic: &QuicKnobs) -> Result<WebResult> {
-    load_from(protocol, server, page, quic, Instant::now(), None).await
+    load_with(protocol, server, page, quic, Tls::default()).await
+}
+
+/// [`load`] with the client's TLS settings.
+pub async fn load_with(protocol: Protocol, server: SocketAddr, page: &Page, quic: &QuicKnobs, tls: Tls) -> Result<WebResult> {
+    load_from(protocol, server, page, quic, tls, Instant::now(), None).await
 }
 
 /// Looks the page's name ([`crate::tls::SERVER_NAME`]) up at `resolver`
 /// (A, at most 30 s), then loads `page` from the address it gives on
 /// `port`: a page load that begins with its lookup, as a browser's does.
-pub async fn load_resolving(protocol: Protocol, resolver: SocketAddr, port: u16, page: &Page, quic: &QuicKnobs) -> Result<WebResult> {
+pub async fn load_resolving(protocol: Protocol, resolver: SocketAddr, port: u16, page: &Page, quic: &QuicKnobs, tls: Tls) -> Result<WebResult> {
     let t0 = Instant::now();
     let l = crate::dns::lookup(resolver, crate::tls::SERVER_NAME, std::time::Duration::from_secs(30)).await;
     let ip = l.answers.iter().find_map(|a| a.parse::<std::net::IpAddr>().ok());
@@ -430,11 +442,11 @@ pub async fn load_resolving(protocol: Protocol, resolver: SocketAddr, port: u16,
         let why = l.error.or(l.rcode.map(|r| format!("answer {r}"))).unwrap_or_else(|| "no address in the answer".into());
         return Err(crate::error::WorkError::Dns(format!("{} at {resolver}: {why}", crate::tls::SERVER_NAME)));
     };
-    load_from(protocol, SocketAddr::new(ip, port), page, quic, t0, Some(ms)).await
+    load_from(protocol, SocketAddr::new(ip, port), page, quic, tls, t0, Some(ms)).await
 }
 
-async fn load_from(protocol: Protocol, server: SocketAddr, page: &Page, quic: &QuicKnobs, t0: Instant, dns_ms: Option<f64>) -> Result<WebResult> {
-    let transport = Arc::new(Transport::open(protocol, server, quic).await?);
+async fn load_from(protocol: Protocol, server: SocketAddr, page: &Page, quic: &QuicKnobs, tls: Tls, t0: Instant, dns_ms: Option<f64>) -> Result<WebResult> {
+    let transport = Arc::new(Transport::open(protocol, server, quic, tls).await?);
     let mut set = JoinSet::new();
     {
         let t = transport.clone();
@@ -494,7 +506,7 @@ pub struct ObjectsResult {
 /// over one connection (`h2` or `h3`; `h1` for comparison).
 pub async fn objects(protocol: Protocol, server: SocketAddr, set: &str, sizes: &[u64], parallel: bool, quic: &QuicKnobs) -> Result<ObjectsResult> {
     let t0 = Instant::now();
-    let transport = Arc::new(Transport::open(protocol, server, quic).await?);
+    let transport = Arc::new(Transport::open(protocol, server, quic, Tls::default()).await?);
     let paths: Vec<String> = sizes.iter().enumerate().map(|(i, s)| format!("/obj/{i}.bin?size={s}")).collect();
     let mut objects = Vec::new();
     if parallel {

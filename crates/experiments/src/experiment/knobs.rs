@@ -150,6 +150,7 @@ pub const KNOBS: &[KnobDef] = &[
     KnobDef { key: "ipv6", pep: false, set: |k, v| boolean(v).map(|b| k.ipv6 = b) },
     KnobDef { key: "tcp_timestamps", pep: false, set: |k, v| boolean(v).map(|b| k.tcp_timestamps = b) },
     KnobDef { key: "tcp_sack", pep: false, set: |k, v| boolean(v).map(|b| k.tcp_sack = b) },
+    KnobDef { key: "tls_resume", pep: false, set: |k, v| boolean(v).map(|b| k.tls_resume = b) },
     KnobDef { key: "nagle", pep: false, set: |k, v| boolean(v).map(|b| k.nagle = b) },
     KnobDef {
         key: "push",

@@ -58,6 +58,11 @@ pub struct Knobs {
     /// header is 20 B instead of 32.
     #[serde(default = "yes", skip_serializing_if = "is_yes")]
     pub tcp_timestamps: bool,
+    /// TLS sessions resumed within a run: the server keeps them and the
+    /// web client's later connections resume (no certificate again), as a
+    /// browser's do. Off, every connection makes a full handshake.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub tls_resume: bool,
     /// Selective acknowledgements (RFC 2018) at the end hosts; off, loss
     /// is recovered as Reno without SACK does (seed 002's TCP).
     #[serde(default = "yes", skip_serializing_if = "is_yes")]
@@ -154,6 +159,7 @@ impl Default for Knobs {
             ipv6: false,
             tcp_timestamps: true,
             tcp_sack: true,
+            tls_resume: false,
         }
     }
 }
@@ -161,7 +167,7 @@ impl Default for Knobs {
 impl Knobs {
     /// The server program every workload of a run talks to.
     pub fn server_cmd(&self) -> WorkloadCmd {
-        WorkloadCmd::Serve(ServeArgs { cc: self.tcp_cc, initcwnd: self.initcwnd, nagle: self.nagle, push: self.push, quic: QuicArgs::from(&self.quic), dns_answer: None })
+        WorkloadCmd::Serve(ServeArgs { cc: self.tcp_cc, initcwnd: self.initcwnd, nagle: self.nagle, push: self.push, quic: QuicArgs::from(&self.quic), dns_answer: None, tls_resume: self.tls_resume })
     }
 
     /// What sets this run apart from the defaults, for reports and
@@ -218,6 +224,9 @@ impl Knobs {
         }
         if !self.tcp_sack {
             parts.push("no-sack".into());
+        }
+        if self.tls_resume {
+            parts.push("tls-resume".into());
         }
         if let Some(p) = self.pep.as_ref().filter(|p| p.mode != aerolink_pep::cli::PepMode::None) {
             parts.push(format!("via {}", p.label()));

@@ -86,7 +86,13 @@ impl Kind for Web {
         // The ground's name server is the workload server; a resolver
         // aboard takes its place (`Workload::client_args`).
         let resolver = self.resolver.map(|_| server.clone());
-        WorkloadCmd::Web(WebArgs { server, resolver, params: WebParams { protocol: self.protocol, page: self.page.clone(), depth: self.depth }, quic: QuicArgs::from(&knobs.quic) })
+        WorkloadCmd::Web(WebArgs {
+            server,
+            resolver,
+            params: WebParams { protocol: self.protocol, page: self.page.clone(), depth: self.depth },
+            quic: QuicArgs::from(&knobs.quic),
+            tls_resume: knobs.tls_resume,
+        })
     }
     fn table_metrics(&self) -> Vec<Metric> {
         vec![TtfbMs, Connections, ClientRetransmits, LinkDropsDown, LinkDropsUp]

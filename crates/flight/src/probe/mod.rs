@@ -66,7 +66,16 @@ pub async fn serve(a: ReflectorArgs) -> aerolink_work::error::Result<()> {
         if a.no_workloads {
             std::future::pending().await
         } else {
-            aerolink_work::server::serve(aerolink_work::server::ServerOpts { tcp_cc: Default::default(), initcwnd: None, quic: Default::default(), nagle: false, push: 0, dns_answer: None }).await
+            aerolink_work::server::serve(aerolink_work::server::ServerOpts {
+                tcp_cc: Default::default(),
+                initcwnd: None,
+                quic: Default::default(),
+                nagle: false,
+                push: 0,
+                dns_answer: None,
+                tls_resume: false,
+            })
+            .await
         }
     };
     tokio::try_join!(async { wire::serve(udp).await.map_err(aerolink_work::error::WorkError::from) }, async { dns_task.await.map_err(aerolink_work::error::WorkError::from) }, workloads)?;

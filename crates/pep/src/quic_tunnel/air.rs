@@ -159,7 +159,7 @@ pub(crate) async fn open_tunnel(ep: &quinn::Endpoint, ground: SocketAddr, psk: &
 /// tunnel's ALPN, the tuning's transport, and first Initials whose
 /// connection ID is keyed with the PSK (the ground answers nothing else).
 pub(crate) fn client_config(psk: &Psk, tuning: &Tuning, ground: SocketAddr) -> Result<quinn::ClientConfig> {
-    let tls = aerolink_work::tls::client_config(&[ALPN])?;
+    let tls = aerolink_work::tls::client_config(&[ALPN], false)?;
     let mut client = quinn::ClientConfig::new(Arc::new(quinn::crypto::rustls::QuicClientConfig::try_from(tls).map_err(aerolink_work::WorkError::from)?));
     client.transport_config(Arc::new(tuning.transports()?.for_route(super::route_mtu(ground))?));
     let psk = psk.clone();

@@ -27,7 +27,7 @@ pub struct GroundOptions {
 /// The ground half's QUIC server configuration (TLS with the tunnel's ALPN,
 /// the tuning's transport) and the transports it derives per path.
 pub(crate) fn server_config(tuning: &Tuning) -> Result<(quinn::ServerConfig, Transports)> {
-    let tls = aerolink_work::tls::server_config(&[ALPN])?;
+    let tls = aerolink_work::tls::server_config(&[ALPN], false)?;
     let mut server = quinn::ServerConfig::with_crypto(Arc::new(quinn::crypto::rustls::QuicServerConfig::try_from(tls).map_err(aerolink_work::WorkError::from)?));
     let transports = tuning.transports()?;
     server.transport_config(Arc::new(transports.for_route(None)?));

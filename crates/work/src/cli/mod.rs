@@ -166,6 +166,11 @@ pub struct ServeArgs {
     /// times lookups); a browser resolving by DNS needs the server's own.
     #[arg(long, value_name = "ADDR")]
     pub dns_answer: Option<std::net::Ipv4Addr>,
+    /// Keep TLS sessions so a client's later connections resume them (no
+    /// certificate sent again), as servers and browsers do; off, every
+    /// connection makes a full handshake.
+    #[arg(long)]
+    pub tls_resume: bool,
 }
 
 /// The web workload's parameters, shared by `workload web` and `bench web`.
@@ -195,6 +200,10 @@ pub struct WebArgs {
     pub params: WebParams,
     #[command(flatten)]
     pub quic: QuicArgs,
+    /// Resume earlier connections' TLS sessions (a browser does; the
+    /// server must keep them: `workload serve --tls-resume`).
+    #[arg(long)]
+    pub tls_resume: bool,
 }
 
 #[derive(Args, Debug, Clone, PartialEq)]
@@ -476,6 +485,7 @@ impl WorkloadCmd {
                 if let Some(d) = s.dns_answer {
                     flag(&mut a, "dns-answer", d);
                 }
+                switch(&mut a, "tls-resume", s.tls_resume);
             }
             WorkloadCmd::Web(w) => {
                 flag(&mut a, "server", &w.server);
@@ -486,6 +496,7 @@ impl WorkloadCmd {
                 flag(&mut a, "page", &w.params.page);
                 flag(&mut a, "depth", w.params.depth);
                 a.extend(w.quic.to_args());
+                switch(&mut a, "tls-resume", w.tls_resume);
             }
             WorkloadCmd::Cabin(c) => {
                 flag(&mut a, "server", &c.server);

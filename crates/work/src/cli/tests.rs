@@ -54,6 +54,7 @@ fn every_variant() -> Vec<WorkloadCmd> {
             push: [0, 50, 100][i % 3],
             quic: quic.clone(),
             dns_answer: (i % 2 == 0).then(|| std::net::Ipv4Addr::new(198, 18, 0, 2)),
+            tls_resume: i % 2 == 1,
         }));
         for protocol in Protocol::ALL {
             v.push(WorkloadCmd::Web(WebArgs {
@@ -61,6 +62,7 @@ fn every_variant() -> Vec<WorkloadCmd> {
                 resolver: (i % 2 == 0).then(|| server.clone()),
                 params: WebParams { protocol: *protocol, page: "1x100KB+50x10KB".into(), depth: 3 },
                 quic: quic.clone(),
+                tls_resume: i % 2 == 0,
             }));
             for mode in ObjectsMode::ALL {
                 v.push(WorkloadCmd::Objects(ObjectsArgs { server: server.clone(), params: ObjectsParams { protocol: *protocol, set: "long".into(), mode: *mode }, quic: quic.clone() }));
