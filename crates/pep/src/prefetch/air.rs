@@ -151,27 +151,12 @@ impl Air {
         Ok(link)
     }
 
-    /// What there is for `key`: a push, a promise to wait on, or nothing.
-    fn find(&self, key: &str) -> Found {
-        let mut p = self.pushed.lock().expect("pushed");
-        match p.remove(key) {
-            Some(Slot::Ready { object, .. }) => Found::Ready(object),
-            Some(Slot::Promised { since, mut waiters }) => {
-                let (tx, rx) = oneshot::channel();
-                waiters.push(tx);
-                p.insert(key.to_string(), Slot::Promised { since, waiters });
-                Found::Wait(rx)
-            }
-            None => Found::Forward,
-        }
-    }
-
     async fn handle(self: Arc<Self>, dest: SocketAddr, req: hyper::Request<Incoming>) -> std::result::Result<hyper::Response<Full<Bytes>>, Infallible> {
         add(&self.counters.requests, 1);
         let host = req.headers().get(http::header::HOST).and_then(|h| h.to_str().ok()).map_or_else(|| dest.ip().to_string(), str::to_string);
         let target = req.uri().path_and_query().map_or("/", |p| p.as_str()).to_string();
         if req.method() == http::Method::GET {
-            let found = self.find(&super::key(&host, &target));
+            let found = find(&self.pushed, &super::key(&host, &target), &self.counters);
             let waited = matches!(found, Found::Wait(_));
             let object = match found {
                 Found::Ready(o) => Some(o),
@@ -214,6 +199,27 @@ impl Air {
                 Err(format!("no answer across the tunnel in {} s", ANSWER_WITHIN.as_secs()))
             }
         }
+    }
+}
+
+/// What there is for `key`: a push, a promise to wait on, or nothing
+/// (a push older than [`KEEP`] is stale: it goes, and the request
+/// crosses the tunnel).
+fn find(pushed: &Mutex<HashMap<String, Slot>>, key: &str, counters: &Counters) -> Found {
+    let mut p = pushed.lock().expect("pushed");
+    match p.remove(key) {
+        Some(Slot::Ready { since, .. }) if since.elapsed() >= KEEP => {
+            add(&counters.unclaimed, 1);
+            Found::Forward
+        }
+        Some(Slot::Ready { object, .. }) => Found::Ready(object),
+        Some(Slot::Promised { since, mut waiters }) => {
+            let (tx, rx) = oneshot::channel();
+            waiters.push(tx);
+            p.insert(key.to_string(), Slot::Promised { since, waiters });
+            Found::Wait(rx)
+        }
+        None => Found::Forward,
     }
 }
 
@@ -275,4 +281,39 @@ fn respond(head: &Head, body: Bytes, how: &str) -> hyper::Response<Full<Bytes>> 
         *r.status_mut() = http::StatusCode::BAD_GATEWAY;
         r
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::prefetch::wire::Pushed;
+
+    fn push(key: &str, body: &str) -> Frame {
+        Frame::Push(Pushed { key: key.into(), head: Head { status: 200, headers: vec![] } }, body.as_bytes().to_vec())
+    }
+
+    #[tokio::test]
+    async fn promised_objects_are_waited_for_pushed_ones_served_once_withdrawn_ones_forwarded() {
+        let (tx, _rx) = mpsc::unbounded_channel();
+        let link = Link { tx, waiting: Arc::default(), alive: Arc::new(AtomicBool::new(true)) };
+        let (pushed, counters) = (Mutex::new(HashMap::new()), Counters::default());
+        // Promised, asked for, then pushed: the request gets the push.
+        take(Frame::Promise("h/a".into()), &link, &pushed, &counters);
+        let Found::Wait(rx) = find(&pushed, "h/a", &counters) else { panic!("a promised object is waited for") };
+        take(push("h/a", "A"), &link, &pushed, &counters);
+        assert_eq!(&rx.await.unwrap().body[..], b"A");
+        assert!(matches!(find(&pushed, "h/a", &counters), Found::Forward), "a push answers once");
+        // Pushed before it is asked for: ready, then gone.
+        take(push("h/b", "B"), &link, &pushed, &counters);
+        assert!(matches!(find(&pushed, "h/b", &counters), Found::Ready(o) if &o.body[..] == b"B"));
+        assert!(matches!(find(&pushed, "h/b", &counters), Found::Forward));
+        // Withdrawn: the waiting request is told to cross the tunnel.
+        take(Frame::Promise("h/c".into()), &link, &pushed, &counters);
+        let Found::Wait(rx) = find(&pushed, "h/c", &counters) else { panic!("waited for") };
+        take(Frame::Cancel("h/c".into()), &link, &pushed, &counters);
+        assert!(rx.await.is_err());
+        assert!(matches!(find(&pushed, "h/c", &counters), Found::Forward));
+        let s = counters.snapshot();
+        assert_eq!((s.promised, s.pushed, s.cancelled), (2, 2, 1));
+    }
 }
