@@ -92,13 +92,30 @@ impl Kind for Dns {
     }
 }
 
-/// The time that splits hits from misses: the middle (geometric) of the
-/// widest gap between sorted lookup times, if it is at least 3×.
+/// The time that splits hits from misses: the two clusters of the sorted
+/// lookup times that differ most (Otsu's split: the greatest
+/// between-cluster variance, in milliseconds), if the slower cluster's
+/// mean is at least 3× the faster's; the split is the middle (geometric)
+/// of the two times either side. A lone hit slowed to tens of
+/// milliseconds stays with the hits (the widest *ratio* between
+/// neighbours would have put it with the misses).
 fn hit_below(times: &[f64]) -> Option<f64> {
     let mut t: Vec<f64> = times.iter().copied().filter(|x| *x > 0.0).collect();
     t.sort_by(f64::total_cmp);
-    let (ratio, at) = t.windows(2).map(|w| (w[1] / w[0], (w[0] * w[1]).sqrt())).max_by(|a, b| a.0.total_cmp(&b.0))?;
-    (ratio >= 3.0).then_some(at)
+    let (n, total) = (t.len() as f64, t.iter().sum::<f64>());
+    let mut below = 0.0;
+    let mut best: Option<(f64, usize, f64, f64)> = None;
+    for k in 1..t.len() {
+        below += t[k - 1];
+        let (w0, w1) = (k as f64 / n, 1.0 - k as f64 / n);
+        let (m0, m1) = (below / k as f64, (total - below) / (t.len() - k) as f64);
+        let between = w0 * w1 * (m1 - m0) * (m1 - m0);
+        if best.is_none_or(|b| between > b.0) {
+            best = Some((between, k, m0, m1));
+        }
+    }
+    let (_, k, m0, m1) = best?;
+    (m1 >= 3.0 * m0).then(|| (t[k - 1] * t[k]).sqrt())
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -163,6 +180,17 @@ mod tests {
         // Hits 2.5, 3, 4, 5: the closest pair's middle.
         assert_eq!(m[&DnsHitMs], 2.75);
         assert_eq!(m[&DnsMissMs], 670.0);
+    }
+
+    /// A hit slowed to 40 ms (a busy cabin hop, a loaded host) is still a
+    /// hit: far nearer the hits than the 300 ms misses.
+    #[test]
+    fn a_slow_hit_stays_a_hit() {
+        let mut second = vec![Some(1.9); 7];
+        second.push(Some(40.0));
+        let r = result(&[Some(314.0), Some(315.0), Some(316.0), Some(314.5), Some(315.5), Some(313.0), Some(317.0), Some(318.0)], &second);
+        let m = Dns::metrics(&r);
+        assert_eq!((m[&DnsFirstCachedPct], m[&DnsSecondCachedPct], m[&DnsBothMissPct]), (0.0, 100.0, 0.0));
     }
 
     /// Asking the ground directly, every lookup alike: no cache, all
