@@ -69,8 +69,8 @@ pub fn page_url(page: &str) -> Option<String> {
 }
 
 /// The URL a load over `protocol` asks for: `http1` asks for an https://
-/// page over plain HTTP (the objects it names by absolute https:// URLs
-/// stay on TLS).
+/// page over plain HTTP (the server's plain HTTP names a corpus page's
+/// origins by http://, so the whole load stays on it).
 pub fn url_for(protocol: BrowserProtocol, url: &str) -> String {
     match (protocol, url.strip_prefix("https://")) {
         (BrowserProtocol::Http1, Some(rest)) => format!("http://{rest}"),

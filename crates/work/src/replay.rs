@@ -124,7 +124,7 @@ async fn handle(cat: Arc<Catalog>, req: Request<hyper::body::Incoming>) -> std::
     let host = request_host(&req);
     let pq = req.uri().path_and_query().map(|p| p.as_str().to_string()).unwrap_or_else(|| "/".into());
     Ok(match cat.find(&host, &pq) {
-        Some(f) => hyper_response(f),
+        Some(f) => hyper_response(plain(f)),
         // The synthetic pages (`/page.html?spec=…`) too, as on HTTPS.
         None if crate::page::render(&pq).is_some() => {
             let (ct, body) = crate::page::render(&pq).expect("just rendered");
@@ -132,6 +132,21 @@ async fn handle(cat: Arc<Catalog>, req: Request<hyper::body::Incoming>) -> std::
         }
         None => Response::builder().status(404).body(Full::new(Bytes::from(format!("{host}{pq}: not in the archives")))).expect("valid response"),
     })
+}
+
+/// A response as plain HTTP serves it: the origins a page, style sheet or
+/// script names by `https://` named by `http://` instead, so a page loaded
+/// over plain HTTP stays on it (as 2013's sites did, and as an HTTP
+/// accelerator needs to read it); no `Alt-Svc` (HTTP/3 is for HTTPS
+/// origins).
+pub fn plain(mut f: Found) -> Found {
+    let text = f.headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("content-type") && ["text/html", "text/css", "javascript", "json"].iter().any(|t| v.contains(t)));
+    if text {
+        let body = String::from_utf8_lossy(&f.body).replace("https://", "http://");
+        f.body = Bytes::from(body);
+    }
+    f.headers.retain(|(k, _)| !k.eq_ignore_ascii_case("alt-svc"));
+    f
 }
 
 /// Serves plain HTTP/1.1 (and h2c prior knowledge) from `cat`.
@@ -167,6 +182,12 @@ mod tests {
             }],
         };
         let cat = Catalog::new(vec![own.clone()], true);
+        // Over plain HTTP a corpus page names its origins by http://.
+        let page = plain(cat.find("www.news.test", "/").unwrap());
+        assert!(!page.headers.iter().any(|(k, _)| k == "alt-svc"));
+        let news = plain(Catalog::new(vec![], true).find("www.news.test", "/").unwrap());
+        let html = String::from_utf8_lossy(&news.body);
+        assert!(html.contains("http://img.news.test/") && !html.contains("https://"), "{html}");
         assert!(Catalog::new(vec![own], false).find("www.median.test", "/").is_none(), "--no-corpus");
         let f = cat.find("www.news.test", "/").unwrap();
         assert_eq!(&f.body[..], b"mine");
