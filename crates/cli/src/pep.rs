@@ -159,11 +159,16 @@ pub fn run(cmd: PepCmd) -> anyhow::Result<i32> {
             })?;
             finish("quic-tunnel ground", &stats, json)
         }
-        PepCmd::HttpPrefetch { half: PrefetchHalf::Air(PrefetchAirArgs { from, port, ground, open_timeout, json }) } => {
-            check_iface(&Intercept { from: from.clone(), port })?;
+        PepCmd::HttpPrefetch { half: PrefetchHalf::Air(PrefetchAirArgs { intercept, ground, open_timeout, json }) } => {
+            check_iface(&intercept)?;
             let stats = rt()?.block_on(async move {
                 let stop = stop_signal()?;
-                aerolink_pep::prefetch::air::run(aerolink_pep::prefetch::air::AirOptions { from, port, ground, open_timeout: Duration::from_nanos(open_timeout.0) }, stop, ready).await
+                aerolink_pep::prefetch::air::run(
+                    aerolink_pep::prefetch::air::AirOptions { from: intercept.from, port: intercept.port, ground, open_timeout: Duration::from_nanos(open_timeout.0) },
+                    stop,
+                    ready,
+                )
+                .await
             })?;
             prefetch_finish("http-prefetch air", &stats, json)
         }

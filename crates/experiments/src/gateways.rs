@@ -240,8 +240,7 @@ impl PepSpec {
                 out.push(("groundgw".to_string(), PepCmd::HttpPrefetch { half: PrefetchHalf::Ground(PrefetchGroundArgs { listen, cc: self.tcp_cc, json: false }) }));
                 let (_, gw) = host(lab, "groundgw")?;
                 let air = PrefetchAirArgs {
-                    from: "to-client".into(),
-                    port: 7002,
+                    intercept: Intercept::default(),
                     ground: lab_addr(&gw.ipv4, aerolink_pep::prefetch::DEFAULT_PORT),
                     open_timeout: aerolink_link::Duration::from_secs(60),
                     json: false,

@@ -127,13 +127,10 @@ pub enum PrefetchHalf {
 
 #[derive(Args, Debug, Clone, PartialEq)]
 pub struct PrefetchAirArgs {
-    /// The interface facing the cabin.
-    #[arg(long, default_value = "to-client")]
-    pub from: String,
-    /// Local port of the transparent listener (the cabin's port 80 is
-    /// handed to it).
-    #[arg(long, default_value_t = 7002)]
-    pub port: u16,
+    /// The cabin's interface, and the transparent listener its port 80 is
+    /// handed to.
+    #[command(flatten)]
+    pub intercept: Intercept,
     /// The ground half's address (port 4480 unless given).
     #[arg(long, value_name = "ADDR[:PORT]", value_parser = prefetch_addr)]
     pub ground: SocketAddr,
@@ -345,8 +342,7 @@ impl PepCmd {
             }
             PepCmd::HttpPrefetch { half: PrefetchHalf::Air(x) } => {
                 a.extend(["http-prefetch".into(), "air".into()]);
-                flag(&mut a, "from", &x.from);
-                flag(&mut a, "port", x.port);
+                x.intercept.push(&mut a);
                 flag(&mut a, "ground", x.ground);
                 flag(&mut a, "open-timeout", duration_text(x.open_timeout));
                 switch(&mut a, "json", x.json);
@@ -415,7 +411,12 @@ mod tests {
         for (i, cc) in TcpCc::ALL.iter().enumerate() {
             let ground: SocketAddr = if i % 2 == 0 { "198.18.1.2:4480".parse().unwrap() } else { "[2001:2:0:1::2]:4481".parse().unwrap() };
             v.push(PepCmd::HttpPrefetch {
-                half: PrefetchHalf::Air(PrefetchAirArgs { from: format!("to-host{i}"), port: 7002 + i as u16, ground, open_timeout: Duration::from_secs(5 + i as u64), json: i % 2 == 0 }),
+                half: PrefetchHalf::Air(PrefetchAirArgs {
+                    intercept: Intercept { from: format!("to-host{i}"), port: 7002 + i as u16 },
+                    ground,
+                    open_timeout: Duration::from_secs(5 + i as u64),
+                    json: i % 2 == 0,
+                }),
             });
             v.push(PepCmd::HttpPrefetch { half: PrefetchHalf::Ground(PrefetchGroundArgs { listen: ground, cc: *cc, json: i % 2 == 1 }) });
         }
