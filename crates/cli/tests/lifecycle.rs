@@ -207,7 +207,7 @@ fn a_chain_topology_routes_end_to_end() {
     ]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{out}{err}");
-    let rtts: Vec<f64> = out.lines().filter_map(|l| l.split("time=").nth(1)).filter_map(|t| t.split_whitespace().next()?.parse().ok()).collect();
+    let rtts = ping_samples(&out);
     assert_eq!(rtts.len(), 13);
     // The delays of the two hops add up, and no packet is ever early; the
     // bound above is on the median of ten (late packets are the machine's:

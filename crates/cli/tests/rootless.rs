@@ -44,11 +44,9 @@ fn an_ordinary_user_gets_a_link_with_the_configured_delay() {
     assert!(o.status.success(), "{err}");
     // Root inside its own user namespace.
     assert_eq!(out.lines().next(), Some("0"));
-    let s: Vec<f64> = out.lines().filter_map(|l| l.split("time=").nth(1)).filter_map(|t| t.split_whitespace().next()?.parse().ok()).collect();
+    let s = ping_samples(&out);
     assert_eq!(s.len(), 40, "{out}");
-    let mean = s.iter().sum::<f64>() / s.len() as f64;
-    assert!((100.0..=101.5).contains(&mean), "mean RTT {mean} ms, expected 100 ms + at most 1.5 ms");
-    assert!(s.iter().all(|&x| x >= 99.9), "a sample below the configured 100 ms: {s:?}");
+    assert_delay(&s, 100.0);
     // Nothing of it on the host.
     assert!(leftover_namespaces().is_empty());
 }
