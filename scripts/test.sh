@@ -18,7 +18,7 @@
 #   4. libraries simulated time, parsers, stores: each binary with all
 #                cores; those that keep real time (loopback sockets
 #                paced by the clock) at once, the others as idle work
-#                beside the together phase (among
+#                beside the alone phase, once the build beside it ends (among
 #                them crates/fuzzing's replay: every fuzz target over its
 #                seeds, kept crash inputs and 20 000 seeded mutations
 #                each; libFuzzer itself is `make fuzz`)
@@ -69,8 +69,8 @@ fi
 # lane's to see) or run `down --all` (it would take other lanes' labs), or
 # count iperf3 clients host-wide. The chain topology's test judges its
 # pings' median to 2 ms (beside the lanes it read 62.9 ms over 60 ms), the
-# ordinary user's link its pings' mean to 1.5 ms (beside them: 103.3 ms
-# over 100 ms).
+# ordinary user's link its pings' median to 1 ms (beside them a mean read
+# 103.3 ms over 100 ms).
 ALONE=(accuracy
   lifecycle::a_chain_topology_routes_end_to_end
   rootless::an_ordinary_user_gets_a_link_with_the_configured_delay
@@ -127,33 +127,6 @@ command -v chrt >/dev/null && idle=(setsid chrt -i 0 nice -n 19)
 bg_pids=()
 trap 'for p in "${bg_pids[@]}"; do kill -- -"$p" 2>/dev/null || true; done' EXIT
 
-# With the alone phase to run, only the program and the alone phase's
-# binaries are built first; the rest compiles as idle work beside that
-# phase (its tests mostly wait; the compile took 176 s of 2 cores after
-# the program's), and the library tests run as idle work beside the
-# together phase. Otherwise everything is built first.
-overlap=false
-if want alone && { want libraries || want together; }; then overlap=true; fi
-export -f buildall binaries
-if $overlap; then
-  phase "build: the program and the alone phase's test binaries"
-  mapfile -t alone_bins < <(printf '%s\n' "${ALONE[@]}" | sed 's/::.*//' | sort -u)
-  tests=()
-  for b in "${alone_bins[@]}"; do tests+=(--test "$b"); done
-  cargo test --release --locked --workspace --no-run "${tests[@]}" --message-format=json >target/test-binaries-alone.json
-  # (A prebuild stops here: it runs while apt installs, jq among them.)
-  ! $prebuild || exit 0
-  binaries target/test-binaries-alone.json target/test-binaries.tsv
-  echo "   the other test binaries compile as idle work: $logs/build-rest.log"
-  "${idle[@]}" bash -c buildall >"$logs/build-rest.log" 2>&1 &
-  build_pid=$!
-  bg_pids+=("$build_pid")
-else
-  phase "build: every test binary"
-  buildall
-  ! $prebuild || exit 0
-fi
-
 # run LOG DIR EXE ARGS...: one test binary, its output in LOG, its tail
 # and the failing tests on failure.
 run() {
@@ -187,6 +160,47 @@ libraries() {
     run "$logs/$name-$kind.log" "$dir" "$exe" || return 1
   done <target/test-binaries.tsv
 }
+# With the alone phase to run, only the program and the alone phase's
+# binaries are built first; the rest compiles as idle work beside that
+# phase (its tests mostly wait; the compile took 176 s of 2 cores after
+# the program's), and the same idle job then runs the library tests that
+# keep no real time, still beside the alone phase (started after it, they
+# were the tail of the run: 43 s after the lanes, 2026-11-29). The job
+# tells the build's end through a pipe, which the script reads once it
+# needs the binaries. Otherwise everything is built first.
+overlap=false
+if want alone && { want libraries || want together; }; then overlap=true; fi
+export -f buildall binaries
+if $overlap; then
+  phase "build: the program and the alone phase's test binaries"
+  mapfile -t alone_bins < <(printf '%s\n' "${ALONE[@]}" | sed 's/::.*//' | sort -u)
+  tests=()
+  for b in "${alone_bins[@]}"; do tests+=(--test "$b"); done
+  cargo test --release --locked --workspace --no-run "${tests[@]}" --message-format=json >target/test-binaries-alone.json
+  # (A prebuild stops here: it runs while apt installs, jq among them.)
+  ! $prebuild || exit 0
+  binaries target/test-binaries-alone.json target/test-binaries.tsv
+  echo "   the other test binaries compile as idle work: $logs/build-rest.log"
+  # fd 8: a pipe (a FIFO opened for reading and writing, then unlinked)
+  # on which the job writes its build's status.
+  rm -f target/build-rest.fifo && mkfifo target/build-rest.fifo
+  exec 8<>target/build-rest.fifo
+  rm target/build-rest.fifo
+  libs_early=false
+  if want libraries; then
+    libs_early=true
+    echo "   then the library tests that keep no real time, as idle work too: $logs/libraries.log"
+  fi
+  export -f libraries run
+  export logs cli REALTIME_LIBS libs_early
+  "${idle[@]}" bash -c 'buildall >"$logs/build-rest.log" 2>&1; st=$?; echo $st >&8; [ $st = 0 ] && $libs_early || exit $st; libraries other >"$logs/libraries.log" 2>&1' &
+  build_pid=$!
+  bg_pids+=("$build_pid")
+else
+  phase "build: every test binary"
+  buildall
+  ! $prebuild || exit 0
+fi
 if want libraries && ! $overlap; then
   phase "libraries: simulated time, parsers, stores"
   libraries all
@@ -221,20 +235,16 @@ if want alone; then
   (export AEROLINK_TEST_AS=65534; run "$logs/accuracy-as-nobody.log" "$cli" "$(e2e accuracy)" --test-threads=1 "${nobody_skip[@]}")
 fi
 
-if $overlap; then
-  wait "$build_pid" || { tail -40 "$logs/build-rest.log" >&2; echo "build: the other test binaries failed to compile: $logs/build-rest.log" >&2; exit 1; }
-  echo "   ok   the other test binaries"
-fi
 libs_pid=
+if $overlap; then
+  read -r -u 8 st
+  [ "$st" = 0 ] || { tail -40 "$logs/build-rest.log" >&2; echo "build: the other test binaries failed to compile: $logs/build-rest.log" >&2; exit 1; }
+  echo "   ok   the other test binaries"
+  ! $libs_early || libs_pid=$build_pid
+fi
 if want libraries && $overlap; then
   phase "libraries that keep real time"
   libraries realtime
-  phase "libraries: simulated time, parsers, stores, as idle work beside what follows"
-  export -f libraries run
-  export logs cli REALTIME_LIBS
-  "${idle[@]}" bash -c "libraries other" >"$logs/libraries.log" 2>&1 &
-  libs_pid=$!
-  bg_pids+=("$libs_pid")
 fi
 
 if want together; then
