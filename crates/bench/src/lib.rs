@@ -68,7 +68,7 @@ use aerolink_link::units::Rate;
 use aerolink_net::run_id;
 use aerolink_pep::cli::PepMode;
 use aerolink_work::bulk::Direction as BulkDirection;
-use aerolink_work::cli::{duration_arg, rate_arg, MessagesParams, ObjectsParams, RealtimeParams, ServeArgs, WebParams};
+use aerolink_work::cli::{duration_arg, rate_arg, MessagesParams, ObjectsParams, RealtimeParams, ServeArgs, WebClientArgs, WebParams};
 use aerolink_work::sock::TcpCc;
 use aerolink_work::web::ObjectsMode;
 use aerolink_work::Transport;
@@ -122,6 +122,8 @@ pub enum BenchCmd {
         common: RunCommon,
         #[command(flatten)]
         params: WebParams,
+        #[command(flatten)]
+        client: WebClientArgs,
     },
     /// Load a page in a real browser (headless Chromium) across a link:
     /// paint and load timings, connections per origin, the protocol of
@@ -209,6 +211,9 @@ pub struct RunCommon {
     /// The bulk client's TCP settings (`bench bulk` sets them).
     #[arg(skip)]
     pub tcp: aerolink_work::cli::TcpClientArgs,
+    /// The web client's settings (`bench web` sets them).
+    #[arg(skip)]
+    pub web: WebClientArgs,
     /// Capture each run into DIR (with --repeat, DIR/seedN): a pcapng file
     /// per hop with each packet's fate, as `aerolink run --pcap`.
     #[arg(long, value_name = "DIR")]
@@ -242,7 +247,10 @@ pub fn bench(w: BenchCmd) -> anyhow::Result<i32> {
         }
         BenchCmd::Orchestration(a) => return orchestration::run(a),
         BenchCmd::SatTargets(a) => return exit_on_interrupt(sat::run(a)),
-        BenchCmd::Web { common, params: WebParams { protocol, page, depth } } => (common, Workload::Web(aerolink_experiments::workload::Web { protocol, page, depth, resolver: None })),
+        BenchCmd::Web { mut common, params: WebParams { protocol, page, depth }, client } => {
+            common.web = client;
+            (common, Workload::Web(aerolink_experiments::workload::Web { protocol, page, depth, resolver: None }))
+        }
         BenchCmd::Browser { common, params, har, screenshot, net_log } => {
             let abs = |p: Option<std::path::PathBuf>| p.map(|p| std::path::absolute(&p).unwrap_or(p));
             (
@@ -299,6 +307,7 @@ fn workload_bench(c: RunCommon, workload: aerolink_experiments::workload::Worklo
         tcp: c.tcp,
         pep: c.link.topology.is_some().then_some(pep),
         ipv6: c.ipv6,
+        h2_window: c.web.h2_window,
         ..Default::default()
     };
     knobs.quic.validate().map_err(user)?;

@@ -5,7 +5,9 @@
 
 use std::net::SocketAddr;
 
-use aerolink_work::cli::{BrowserArgs, BrowserParams, BulkArgs, CabinArgs, ConnsArgs, ObjectsArgs, ObjectsParams, PingArgs, RealtimeArgs, RealtimeParams, ServeArgs, WebArgs, WebParams, WorkloadCmd};
+use aerolink_work::cli::{
+    BrowserArgs, BrowserParams, BulkArgs, CabinArgs, ConnsArgs, ObjectsArgs, ObjectsParams, PingArgs, RealtimeArgs, RealtimeParams, ServeArgs, WebArgs, WebClientArgs, WebParams, WorkloadCmd,
+};
 use aerolink_work::web::ObjectsMode;
 use aerolink_work::{browser, bulk, cabin, messages, page, server, web, Transport};
 
@@ -42,9 +44,9 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                     .await?;
                 Ok(0)
             }
-            WorkloadCmd::Web(WebArgs { server, resolver, params: WebParams { protocol, page, depth }, quic, tls_resume }) => {
+            WorkloadCmd::Web(WebArgs { server, resolver, params: WebParams { protocol, page, depth }, quic, tls_resume, client: WebClientArgs { h2_window } }) => {
                 let p = page::Page::parse(&page, depth).map_err(|m| user(format!("--page {page}: expected {m}")))?;
-                let tls = web::Tls { resume: tls_resume };
+                let tls = web::Client { tls_resume, h2_window };
                 match resolver {
                     Some(r) => print(&web::load_resolving(protocol, resolver_addr(&r)?, server::HTTPS_PORT, &p, &quic.knobs(), tls).await?),
                     None => print(&web::load_with(protocol, with_port(addr(&server)?, server::HTTPS_PORT), &p, &quic.knobs(), tls).await?),

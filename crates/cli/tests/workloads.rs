@@ -72,6 +72,24 @@ fn h2_multiplexes_on_one_connection() {
     assert_eq!(r["requests"], 21);
 }
 
+/// HTTP/2's receive window bounds what the server sends a round trip: 400
+/// KB in 65 535-byte windows (the protocol's initial one, never raised)
+/// takes at least six round trips of data at 200 ms, where the default
+/// windows (2 MB a stream) let it go in slow start's four.
+#[test]
+fn h2_window_bounds_what_arrives_each_round_trip() {
+    let load = |extra: &[&str]| {
+        let mut a = vec!["web", "--rtt", "200ms", "--rate", "50Mbit/s", "--protocol", "h2", "--page", "1x400KB", "--depth", "1"];
+        a.extend_from_slice(extra);
+        bench(&a)["plt_ms"].as_f64().unwrap()
+    };
+    let (small, default) = (load(&["--h2-window", "65535"]), load(&[]));
+    // Handshakes and the page: three round trips either way; then the
+    // object in ⌈400 KB / 64 KB⌉ = 7 windows against about four flights.
+    assert!(small >= 9.0 * 200.0, "64 KB windows: {small} ms, fewer than nine round trips");
+    assert!(small - default >= 2.0 * 200.0, "64 KB windows {small} ms against the default's {default} ms");
+}
+
 #[test]
 fn h2_server_push_delivers_the_page_without_the_round_trips_it_needs() {
     // HTML → stylesheet → stylesheet → ten images: without push each

@@ -128,16 +128,27 @@ struct Tcp {
     alpn: Mutex<String>,
 }
 
-/// The client's TLS settings for a load.
+/// The client's settings for a load beyond its protocol.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct Tls {
-    /// Later connections resume earlier ones' sessions (as a browser's do).
-    pub resume: bool,
+pub struct Client {
+    /// Later connections resume earlier ones' TLS sessions (as a
+    /// browser's do).
+    pub tls_resume: bool,
+    /// HTTP/2's receive windows, bytes, for each stream and the
+    /// connection; `None`: 2 MB and 5 MB, a browser's order.
+    pub h2_window: Option<u32>,
+}
+
+impl Client {
+    /// HTTP/2's stream and connection receive windows.
+    fn h2_windows(&self) -> (u32, u32) {
+        self.h2_window.map_or((2 << 20, 5 << 20), |w| (w, w))
+    }
 }
 
 impl Tcp {
-    fn new(addr: SocketAddr, alpn: &[u8], tls: Tls) -> Result<Self> {
-        let cfg = crate::tls::client_config(&[alpn], tls.resume)?;
+    fn new(addr: SocketAddr, alpn: &[u8], resume: bool) -> Result<Self> {
+        let cfg = crate::tls::client_config(&[alpn], resume)?;
         Ok(Tcp { addr, tls: Some(tokio_rustls::TlsConnector::from(Arc::new(cfg))), opened: Mutex::new(Vec::new()), counters: Mutex::default(), alpn: Mutex::default() })
     }
 
@@ -234,18 +245,19 @@ enum Transport {
 }
 
 impl Transport {
-    async fn open(protocol: Protocol, addr: SocketAddr, quic: &QuicKnobs, tls: Tls) -> Result<Transport> {
+    async fn open(protocol: Protocol, addr: SocketAddr, quic: &QuicKnobs, client: Client) -> Result<Transport> {
         Ok(match protocol {
-            Protocol::H1 => Transport::H1 { tcp: Tcp::new(addr, b"http/1.1", tls)?, idle: Mutex::new(Vec::new()), slots: Semaphore::new(H1_MAX_CONNECTIONS) },
-            Protocol::H1Close => Transport::H1Close { tcp: Tcp::new(addr, b"http/1.1", tls)?, slots: Semaphore::new(H1_MAX_CONNECTIONS) },
+            Protocol::H1 => Transport::H1 { tcp: Tcp::new(addr, b"http/1.1", client.tls_resume)?, idle: Mutex::new(Vec::new()), slots: Semaphore::new(H1_MAX_CONNECTIONS) },
+            Protocol::H1Close => Transport::H1Close { tcp: Tcp::new(addr, b"http/1.1", client.tls_resume)?, slots: Semaphore::new(H1_MAX_CONNECTIONS) },
             Protocol::Http1 => Transport::H1 { tcp: Tcp::plain(addr), idle: Mutex::new(Vec::new()), slots: Semaphore::new(H1_MAX_CONNECTIONS) },
             Protocol::Http1Close => Transport::H1Close { tcp: Tcp::plain(addr), slots: Semaphore::new(H1_MAX_CONNECTIONS) },
             Protocol::H2 => {
-                let tcp = Tcp::new(addr, b"h2", tls)?;
+                let tcp = Tcp::new(addr, b"h2", client.tls_resume)?;
                 let (tls, _, _) = tcp.connect().await?;
+                let (stream_window, conn_window) = client.h2_windows();
                 let (send, conn) = h2::client::Builder::new()
-                    .initial_window_size(2 << 20)
-                    .initial_connection_window_size(5 << 20)
+                    .initial_window_size(stream_window)
+                    .initial_connection_window_size(conn_window)
                     .max_send_buffer_size(1 << 20)
                     .max_header_list_size(16 << 10)
                     .enable_push(true)
@@ -423,18 +435,18 @@ pub fn content_type(h: &http::HeaderMap) -> (String, std::collections::BTreeMap<
 
 /// Loads `page` from `server` over `protocol`.
 pub async fn load(protocol: Protocol, server: SocketAddr, page: &Page, quic: &QuicKnobs) -> Result<WebResult> {
-    load_with(protocol, server, page, quic, Tls::default()).await
+    load_with(protocol, server, page, quic, Client::default()).await
 }
 
-/// [`load`] with the client's TLS settings.
-pub async fn load_with(protocol: Protocol, server: SocketAddr, page: &Page, quic: &QuicKnobs, tls: Tls) -> Result<WebResult> {
-    load_from(protocol, server, page, quic, tls, Instant::now(), None).await
+/// [`load`] with the client's settings.
+pub async fn load_with(protocol: Protocol, server: SocketAddr, page: &Page, quic: &QuicKnobs, client: Client) -> Result<WebResult> {
+    load_from(protocol, server, page, quic, client, Instant::now(), None).await
 }
 
 /// Looks the page's name ([`crate::tls::SERVER_NAME`]) up at `resolver`
 /// (A, at most 30 s), then loads `page` from the address it gives on
 /// `port`: a page load that begins with its lookup, as a browser's does.
-pub async fn load_resolving(protocol: Protocol, resolver: SocketAddr, port: u16, page: &Page, quic: &QuicKnobs, tls: Tls) -> Result<WebResult> {
+pub async fn load_resolving(protocol: Protocol, resolver: SocketAddr, port: u16, page: &Page, quic: &QuicKnobs, client: Client) -> Result<WebResult> {
     let t0 = Instant::now();
     let l = crate::dns::lookup(resolver, crate::tls::SERVER_NAME, std::time::Duration::from_secs(30)).await;
     let ip = l.answers.iter().find_map(|a| a.parse::<std::net::IpAddr>().ok());
@@ -442,11 +454,11 @@ pub async fn load_resolving(protocol: Protocol, resolver: SocketAddr, port: u16,
         let why = l.error.or(l.rcode.map(|r| format!("answer {r}"))).unwrap_or_else(|| "no address in the answer".into());
         return Err(crate::error::WorkError::Dns(format!("{} at {resolver}: {why}", crate::tls::SERVER_NAME)));
     };
-    load_from(protocol, SocketAddr::new(ip, port), page, quic, tls, t0, Some(ms)).await
+    load_from(protocol, SocketAddr::new(ip, port), page, quic, client, t0, Some(ms)).await
 }
 
-async fn load_from(protocol: Protocol, server: SocketAddr, page: &Page, quic: &QuicKnobs, tls: Tls, t0: Instant, dns_ms: Option<f64>) -> Result<WebResult> {
-    let transport = Arc::new(Transport::open(protocol, server, quic, tls).await?);
+async fn load_from(protocol: Protocol, server: SocketAddr, page: &Page, quic: &QuicKnobs, client: Client, t0: Instant, dns_ms: Option<f64>) -> Result<WebResult> {
+    let transport = Arc::new(Transport::open(protocol, server, quic, client).await?);
     let mut set = JoinSet::new();
     {
         let t = transport.clone();
@@ -506,7 +518,7 @@ pub struct ObjectsResult {
 /// over one connection (`h2` or `h3`; `h1` for comparison).
 pub async fn objects(protocol: Protocol, server: SocketAddr, set: &str, sizes: &[u64], parallel: bool, quic: &QuicKnobs) -> Result<ObjectsResult> {
     let t0 = Instant::now();
-    let transport = Arc::new(Transport::open(protocol, server, quic, Tls::default()).await?);
+    let transport = Arc::new(Transport::open(protocol, server, quic, Client::default()).await?);
     let paths: Vec<String> = sizes.iter().enumerate().map(|(i, s)| format!("/obj/{i}.bin?size={s}")).collect();
     let mut objects = Vec::new();
     if parallel {

@@ -151,6 +151,14 @@ pub const KNOBS: &[KnobDef] = &[
     KnobDef { key: "tcp_timestamps", pep: false, set: |k, v| boolean(v).map(|b| k.tcp_timestamps = b) },
     KnobDef { key: "tcp_sack", pep: false, set: |k, v| boolean(v).map(|b| k.tcp_sack = b) },
     KnobDef { key: "tls_resume", pep: false, set: |k, v| boolean(v).map(|b| k.tls_resume = b) },
+    KnobDef {
+        key: "h2_window",
+        pep: false,
+        set: |k, v| {
+            k.h2_window = Some(whole(v, 65_535, i32::MAX as i64, "bytes of the HTTP/2 client's stream and connection windows")?);
+            Ok(())
+        },
+    },
     KnobDef { key: "nagle", pep: false, set: |k, v| boolean(v).map(|b| k.nagle = b) },
     KnobDef {
         key: "push",

@@ -63,6 +63,10 @@ pub struct Knobs {
     /// browser's do. Off, every connection makes a full handshake.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub tls_resume: bool,
+    /// The web client's HTTP/2 receive windows (stream and connection),
+    /// bytes; `None`: a browser's 2 MB and 5 MB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub h2_window: Option<u32>,
     /// Selective acknowledgements (RFC 2018) at the end hosts; off, loss
     /// is recovered as Reno without SACK does (seed 002's TCP).
     #[serde(default = "yes", skip_serializing_if = "is_yes")]
@@ -160,6 +164,7 @@ impl Default for Knobs {
             tcp_timestamps: true,
             tcp_sack: true,
             tls_resume: false,
+            h2_window: None,
         }
     }
 }
@@ -227,6 +232,9 @@ impl Knobs {
         }
         if self.tls_resume {
             parts.push("tls-resume".into());
+        }
+        if let Some(w) = self.h2_window {
+            parts.push(format!("h2-window{w}"));
         }
         if let Some(p) = self.pep.as_ref().filter(|p| p.mode != aerolink_pep::cli::PepMode::None) {
             parts.push(format!("via {}", p.label()));

@@ -4,7 +4,7 @@
 //! (dnsmasq in the aircraft gateway) or at the ground's name server; its
 //! time counts in the page load, as a browser's does.
 
-use aerolink_work::cli::{WebArgs, WebParams, WorkloadCmd};
+use aerolink_work::cli::{WebArgs, WebClientArgs, WebParams, WorkloadCmd};
 use aerolink_work::quic::QuicArgs;
 use aerolink_work::web::{Protocol, WebResult};
 use serde::{Deserialize, Serialize};
@@ -92,6 +92,7 @@ impl Kind for Web {
             params: WebParams { protocol: self.protocol, page: self.page.clone(), depth: self.depth },
             quic: QuicArgs::from(&knobs.quic),
             tls_resume: knobs.tls_resume,
+            client: WebClientArgs { h2_window: knobs.h2_window },
         })
     }
     fn table_metrics(&self) -> Vec<Metric> {

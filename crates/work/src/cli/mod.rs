@@ -204,6 +204,19 @@ pub struct WebArgs {
     /// server must keep them: `workload serve --tls-resume`).
     #[arg(long)]
     pub tls_resume: bool,
+    #[command(flatten)]
+    pub client: WebClientArgs,
+}
+
+/// The web client's settings that `workload web` and `bench web` share.
+#[derive(Args, Debug, Clone, Default, PartialEq)]
+pub struct WebClientArgs {
+    /// The HTTP/2 client's receive windows, bytes, per stream and for the
+    /// connection (default: 2 MB and 5 MB, a browser's order). 65535 is
+    /// the protocol's initial window, which a client that never raises it
+    /// keeps (nghttp2's command line by default): one window a round trip.
+    #[arg(long, value_name = "BYTES", value_parser = clap::value_parser!(u32).range(65_535..=2_147_483_647))]
+    pub h2_window: Option<u32>,
 }
 
 #[derive(Args, Debug, Clone, PartialEq)]
@@ -497,6 +510,9 @@ impl WorkloadCmd {
                 flag(&mut a, "depth", w.params.depth);
                 a.extend(w.quic.to_args());
                 switch(&mut a, "tls-resume", w.tls_resume);
+                if let Some(n) = w.client.h2_window {
+                    flag(&mut a, "h2-window", n);
+                }
             }
             WorkloadCmd::Cabin(c) => {
                 flag(&mut a, "server", &c.server);

@@ -63,6 +63,7 @@ fn every_variant() -> Vec<WorkloadCmd> {
                 params: WebParams { protocol: *protocol, page: "1x100KB+50x10KB".into(), depth: 3 },
                 quic: quic.clone(),
                 tls_resume: i % 2 == 0,
+                client: WebClientArgs { h2_window: (i % 3 == 1).then_some(65_535 + i as u32) },
             }));
             for mode in ObjectsMode::ALL {
                 v.push(WorkloadCmd::Objects(ObjectsArgs { server: server.clone(), params: ObjectsParams { protocol: *protocol, set: "long".into(), mode: *mode }, quic: quic.clone() }));
