@@ -4,9 +4,9 @@
 # 15 minutes on a fresh 2-core machine while the tests that judge timing
 # run with nothing else of normal priority beside them:
 #   1. lint      rustfmt's check (rustfmt.toml), the size limits
-#                (scripts/sizes.sh); clippy with -D warnings runs from
-#                "alone" on as idle work (SCHED_IDLE), or here when
-#                "together" is not asked
+#                (scripts/sizes.sh); clippy's lints with -D warnings run
+#                inside every build below (clippy-driver compiles our own
+#                crates)
 #   2. build     the program and the alone phase's test binaries (`make
 #                test` builds them while apt installs: `test.sh
 #                prebuild`); every other test binary compiles as idle
@@ -55,14 +55,19 @@ if want lint && ! $prebuild; then
   phase "lint: scripts/sizes.sh"
   ./scripts/sizes.sh
 fi
-# Clippy over every crate and target, warnings refused (lints and their
-# exceptions: Cargo.toml's [workspace.lints]). --release reuses the build
-# scripts' outputs (SQLite's C) of the build below.
-clippy() { cargo clippy --release --locked --workspace --all-targets --quiet -- -D warnings; }
-if want lint && ! want together && ! $prebuild; then
-  phase "lint: cargo clippy"
-  clippy
-fi
+# Clippy's lints, warnings refused (lints and their exceptions:
+# Cargo.toml's [workspace.lints]), run inside the test builds themselves:
+# clippy-driver compiles our own crates (RUSTC_WORKSPACE_WRAPPER, as `cargo
+# clippy` sets it; it is rustc with the lints added, and writes the same
+# libraries and programs) and rustc the dependencies. A separate `cargo
+# clippy` checked every dependency again: 318 s of CPU on 2 cores, 263 of
+# them the dependencies, the last 47 s of a 921-s run (2026-11-29). Its
+# diagnostics reach the terminal (--message-format=json-render-diagnostics)
+# or the idle build's log. (A plain `cargo build` compiles our crates anew
+# after it: the wrapper is part of their fingerprint.)
+driver=$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver || true)
+[ -n "$driver" ] || { echo "lint: clippy-driver not found: rustup component add clippy" >&2; exit 1; }
+export RUSTC_WORKSPACE_WRAPPER=$driver CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
 
 # Binaries and single tests (BINARY::TEST) that run alone: they judge
 # timing, or they SIGKILL aerolink (its leftovers would be any other
@@ -86,19 +91,20 @@ ALONE=(accuracy
 NOBODY_SKIP=(starlink_pings_show_the_15_second_steps on_demand_return_links_make_an_idle_terminal_wait)
 # The rest (BINARY or BINARY::TEST), in lanes balanced by their time in
 # this phase on a 2-core machine (a fresh-clone make test, docs/
-# measurements.md 2026-11-28): the guide's three parts 158 (workloads),
-# 167 (browser and QUIC) and 191 s (the rest: chapter 4 103, chapter 2
-# 38, whose logs chapter 4 reads); flight 182, pep 150, workloads 139, faults 88, browser 86, experiments 40,
-# cluster 26, irtt 24, rootless 16, lifecycle 11, live 9. Seven lanes: with
-# eight or nine (2026-11-28 evening) tests that time round trips failed
-# beside them (pings 5 ms late over 40 ms, a chain's RTT tripled).
-LANES=("flight"
+# measurements.md 2026-11-29 evening): the guide's three parts 160
+# (workloads), 186 (browser and QUIC) and ≈ 204 s (the rest, its stand-in
+# flight and replay 20 s each); flight 181, workloads 151, pep 153,
+# browser 126, faults 89, experiments 76, cluster 32, irtt 24, prefetch
+# 22, keylog 13, rootless 13, live 9, lifecycle 8, pcap 7. Seven lanes:
+# with eight or nine (2026-11-28 evening) tests that time round trips
+# failed beside them (pings 5 ms late over 40 ms, a chain's RTT tripled).
+LANES=("flight cluster"
   "guide::the_guide_s_browser_and_quic_examples_run_as_written pcap keylog"
   "guide::the_guide_s_other_examples_run_as_written errors manners"
   "guide::the_guide_s_workload_examples_run_as_written live irtt"
-  "pep cluster prefetch"
+  "pep prefetch rootless lifecycle"
   "workloads experiments"
-  "faults browser lifecycle rootless")
+  "faults browser")
 # What a lane skips of a binary it runs whole: the tests that run alone.
 skips() {
   local a
@@ -112,7 +118,7 @@ binaries() {
   jq -r 'select(.reason=="compiler-artifact" and .profile.test==true and .executable!=null) | [.target.name, .target.kind[0], (.manifest_path|sub("/Cargo.toml$";"")), .executable] | @tsv' "$1" >"$2.new"
   mv "$2.new" "$2"
 }
-buildall() { cargo test --release --locked --workspace --no-run --message-format=json >target/test-binaries.json && binaries target/test-binaries.json target/test-binaries.tsv; }
+buildall() { cargo test --release --locked --workspace --all-targets --no-run --message-format=json-render-diagnostics >target/test-binaries.json && binaries target/test-binaries.json target/test-binaries.tsv; }
 cli=$(pwd)/crates/cli
 e2e() { awk -F'\t' -v t="$1" -v d="$cli" '$1==t && $2=="test" && $3==d {print $4}' target/test-binaries.tsv; }
 
@@ -176,7 +182,7 @@ if $overlap; then
   mapfile -t alone_bins < <(printf '%s\n' "${ALONE[@]}" | sed 's/::.*//' | sort -u)
   tests=()
   for b in "${alone_bins[@]}"; do tests+=(--test "$b"); done
-  cargo test --release --locked --workspace --no-run "${tests[@]}" --message-format=json >target/test-binaries-alone.json
+  cargo test --release --locked --workspace --no-run "${tests[@]}" --message-format=json-render-diagnostics >target/test-binaries-alone.json
   # (A prebuild stops here: it runs while apt installs, jq among them.)
   ! $prebuild || exit 0
   binaries target/test-binaries-alone.json target/test-binaries.tsv
@@ -214,17 +220,6 @@ one() {
     *) run "$logs/$t.log" "$cli" "$(e2e "$t")" --test-threads=1 "$@" ;;
   esac
 }
-
-# Clippy (two minutes of compiling on 2 cores) starts now as idle work
-# (after the build beside it: cargo runs one at a time in a target
-# directory); the together phase need not wait for it.
-clippy_pid=
-if want lint && want together; then
-  export -f clippy
-  "${idle[@]}" bash -c clippy >"$logs/clippy.log" 2>&1 &
-  clippy_pid=$!
-  bg_pids+=("$clippy_pid")
-fi
 
 if want alone; then
   phase "alone: timing and whole-host tests, one at a time"
@@ -264,10 +259,6 @@ if want together; then
   st=0
   for p in "${pids[@]}"; do wait "$p" || st=1; done
   [ $st = 0 ] || exit 1
-  if [ -n "$clippy_pid" ]; then
-    wait "$clippy_pid" || { cat "$logs/clippy.log" >&2; echo "lint: cargo clippy refused warnings: $logs/clippy.log" >&2; exit 1; }
-    echo "   ok   clippy"
-  fi
 fi
 
 if [ -n "$libs_pid" ]; then

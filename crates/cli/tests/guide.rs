@@ -32,8 +32,8 @@ use Instead::*;
 /// Lines of the guide (matched by how they start) not run as written.
 const NOT_AS_WRITTEN: &[(&str, Instead)] = &[
     ("aerolink probe serve ", Skip("a reflector that runs until stopped (crates/cli/tests/flight.rs runs it in a lab)")),
-    ("aerolink probe run --target ground.example.net", StandIn(FLIGHT, "a real flight's path leaves this machine, and tests send nothing off the host: the agent measures an emulated MSS flight for 40 s instead, which the analyze and fit examples then read as written")),
-    ("aerolink run --profile flight-0412.toml", StandIn(REPLAY, "the replay of the 40-s flight, for 40 s rather than 20 minutes")),
+    ("aerolink probe run --target ground.example.net", StandIn(FLIGHT, "a real flight's path leaves this machine, and tests send nothing off the host: the agent measures an emulated MSS flight for 20 s instead, which the analyze and fit examples then read as written")),
+    ("aerolink run --profile flight-0412.toml", StandIn(REPLAY, "the replay of the 20-s flight, for 20 s rather than 20 minutes")),
     ("aerolink bench sat-targets", Skip("a benchmark of about 25 minutes (`make bench` territory, not a test)")),
     ("aerolink experiment run experiments/ifc-web.toml --parallel 4 --db results.db", StandIn("aerolink experiment run small.toml --parallel 2 --db results.db", "ifc-web takes nine minutes (`make run` runs it); a four-run experiment makes the store the next examples read")),
     ("aerolink experiment run experiments/ifc-web.toml --shard 2/4", StandIn("aerolink experiment run small.toml --shard 2/4 --db shard-2.db", "the same shard of the four-run stand-in")),
@@ -60,7 +60,7 @@ macro_rules! quick_agent {
         concat!(
             "aerolink probe run --target $AEROLINK_SERVER --same-clock --out ",
             $out,
-            " --duration 40s --udp-every 250ms --rate-every 10s --ping-every 0 --trace-every 0 --dns-every 0 --web-every 0 --bulk-every 0"
+            " --duration 20s --udp-every 250ms --rate-every 10s --ping-every 0 --trace-every 0 --dns-every 0 --web-every 0 --bulk-every 0"
         )
     };
 }
