@@ -172,10 +172,10 @@ pub fn run(cmd: PepCmd) -> anyhow::Result<i32> {
             })?;
             prefetch_finish("http-prefetch air", &stats, json)
         }
-        PepCmd::HttpPrefetch { half: PrefetchHalf::Ground(PrefetchGroundArgs { listen, cc, json }) } => {
+        PepCmd::HttpPrefetch { half: PrefetchHalf::Ground(PrefetchGroundArgs { listen, cc, initcwnd, json }) } => {
             let stats = rt()?.block_on(async move {
                 let stop = stop_signal()?;
-                aerolink_pep::prefetch::ground::run(aerolink_pep::prefetch::ground::GroundOptions { listen, cc }, stop, ready).await
+                aerolink_pep::prefetch::ground::run(aerolink_pep::prefetch::ground::GroundOptions { listen, cc, initcwnd }, stop, ready).await
             })?;
             prefetch_finish("http-prefetch ground", &stats, json)
         }

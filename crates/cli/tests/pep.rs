@@ -571,28 +571,30 @@ fn pep_settings_are_checked() {
     }
 }
 
+/// Split TCP sets the initial window on its onward routes (both families,
+/// toward the server), not on those back toward the aircraft; the
+/// prefetching proxy's ground half on every route (its pushes go back
+/// toward the aircraft). Both restore them when they stop.
 #[test]
-fn the_onward_initial_window_is_set_while_the_proxy_runs_and_restored_after() {
+fn the_proxies_initial_window_is_set_while_they_run_and_restored_after() {
     let lab = "ticw";
     let _down = ifc_lab(lab, None);
-    let ns = format!("al-{lab}-groundgw");
-    let routes = || {
-        let v4 = Command::new("ip").args(["-n", &ns, "-4", "route", "show", "dev", "to-server"]).output().unwrap();
-        let v6 = Command::new("ip").args(["-n", &ns, "-6", "route", "show", "dev", "to-server"]).output().unwrap();
-        format!("{}{}", String::from_utf8_lossy(&v4.stdout), String::from_utf8_lossy(&v6.stdout))
-    };
-    let before = routes();
-    assert!(!before.contains("initcwnd"), "{before}");
-    let d = tempdir("initcwnd");
+    let (ns, d) = (format!("al-{lab}-groundgw"), tempdir("initcwnd"));
+    let routes = |dev: &str| ["-4", "-6"].map(|f| String::from_utf8(Command::new("ip").args(["-n", &ns, f, "route", "show", "dev", dev]).output().unwrap().stdout).unwrap()).concat();
     let log = d.join("pep.err");
-    let mut pep = in_ns(&ns, &[bin(), "pep", "split-tcp", "--from", "to-airgw", "--initcwnd", "40"], &log);
-    ready(&mut pep, &log);
-    // Both families' onward routes (toward the server), and not the
-    // routes back toward the aircraft.
-    let during = routes();
-    assert_eq!(during.matches("initcwnd 40").count(), 2, "{during}");
-    let back = Command::new("ip").args(["-n", &ns, "route", "show", "dev", "to-airgw"]).output().unwrap();
-    assert!(!String::from_utf8_lossy(&back.stdout).contains("initcwnd"));
-    stop(&mut pep);
-    assert_eq!(routes(), before, "routes not restored");
+    for (pep_args, dev, untouched) in [(&["split-tcp", "--from", "to-airgw"][..], "to-server", Some("to-airgw")), (&["http-prefetch", "ground"][..], "to-airgw", None)] {
+        let before = routes(dev);
+        assert!(!before.contains("initcwnd"), "{before}");
+        let args = [&[bin(), "pep"][..], pep_args, &["--initcwnd", "40"]].concat();
+        let mut pep = in_ns(&ns, &args, &log);
+        ready(&mut pep, &log);
+        let during = routes(dev);
+        assert!(during.matches("initcwnd 40").count() >= 2, "{pep_args:?}: {during}");
+        if let Some(other) = untouched {
+            assert_eq!(during.matches("initcwnd 40").count(), 2, "{pep_args:?}: {during}");
+            assert!(!routes(other).contains("initcwnd"), "{pep_args:?}");
+        }
+        stop(&mut pep);
+        assert_eq!(routes(dev), before, "{pep_args:?}: routes not restored");
+    }
 }

@@ -237,7 +237,7 @@ impl PepSpec {
             }
             PepMode::HttpPrefetch => {
                 let listen = std::net::SocketAddr::from(([0u16; 8], aerolink_pep::prefetch::DEFAULT_PORT));
-                out.push(("groundgw".to_string(), PepCmd::HttpPrefetch { half: PrefetchHalf::Ground(PrefetchGroundArgs { listen, cc: self.tcp_cc, json: false }) }));
+                out.push(("groundgw".to_string(), PepCmd::HttpPrefetch { half: PrefetchHalf::Ground(PrefetchGroundArgs { listen, cc: self.tcp_cc, initcwnd: self.initcwnd, json: false }) }));
                 let (_, gw) = host(lab, "groundgw")?;
                 let air = PrefetchAirArgs {
                     intercept: Intercept::default(),

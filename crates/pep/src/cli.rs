@@ -151,6 +151,11 @@ pub struct PrefetchGroundArgs {
     /// the fetches from origins.
     #[arg(long, default_value = "cubic")]
     pub cc: TcpCc,
+    /// Initial congestion window (segments) of the tunnel's pushes and the
+    /// fetches (set on every route of the ground gateway; the kernel's 10
+    /// unless given).
+    #[arg(long, value_name = "SEGMENTS", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub initcwnd: Option<u32>,
     /// Print the counts as JSON when stopping.
     #[arg(long)]
     pub json: bool,
@@ -351,6 +356,9 @@ impl PepCmd {
                 a.extend(["http-prefetch".into(), "ground".into()]);
                 flag(&mut a, "listen", g.listen);
                 flag(&mut a, "cc", g.cc);
+                if let Some(n) = g.initcwnd {
+                    flag(&mut a, "initcwnd", n);
+                }
                 switch(&mut a, "json", g.json);
             }
             PepCmd::Vpn(v) => {
@@ -418,7 +426,7 @@ mod tests {
                     json: i % 2 == 0,
                 }),
             });
-            v.push(PepCmd::HttpPrefetch { half: PrefetchHalf::Ground(PrefetchGroundArgs { listen: ground, cc: *cc, json: i % 2 == 1 }) });
+            v.push(PepCmd::HttpPrefetch { half: PrefetchHalf::Ground(PrefetchGroundArgs { listen: ground, cc: *cc, initcwnd: (i % 2 == 0).then_some(40), json: i % 2 == 1 }) });
         }
         for end in [1u8, 2] {
             v.push(PepCmd::Vpn(VpnArgs { end, peer: "198.18.2.2:4789".parse().unwrap(), port: 4789, openvpn_key: (end == 2).then(|| "/tmp/k".into()) }));

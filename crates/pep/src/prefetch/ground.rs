@@ -27,6 +27,9 @@ pub struct GroundOptions {
     /// Congestion control of the tunnel (it sends the pushes down) and of
     /// the fetches from origins.
     pub cc: TcpCc,
+    /// Initial congestion window (segments) on every route of the
+    /// namespace: the tunnel's pushes start with it.
+    pub initcwnd: Option<u32>,
 }
 
 /// Origin fetches under way at once per tunnel (a page's objects over the
@@ -47,6 +50,8 @@ pub async fn run(opts: GroundOptions, stop: impl std::future::Future<Output = ()
     sock.set_reuseaddr(true)?;
     sock.bind(opts.listen).map_err(|source| PepError::Sys { what: format!("listening on {}", opts.listen), source })?;
     let listener: TcpListener = sock.listen(64)?;
+    // Restored when this returns.
+    let _routes = opts.initcwnd.map(|n| crate::steering::InitialWindow::set("", n)).transpose()?;
     ready();
     let serve = async {
         loop {
