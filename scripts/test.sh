@@ -171,7 +171,7 @@ libraries() {
 # phase (its tests mostly wait; the compile took 176 s of 2 cores after
 # the program's), and the same idle job then runs the library tests that
 # keep no real time, still beside the alone phase (started after it, they
-# were the tail of the run: 43 s after the lanes, 2026-11-29). The job
+# and clippy were the run's last 43 s, after the lanes, 2026-11-29). The job
 # tells the build's end through a pipe, which the script reads once it
 # needs the binaries. Otherwise everything is built first.
 overlap=false
