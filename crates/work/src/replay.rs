@@ -139,7 +139,7 @@ async fn handle(cat: Arc<Catalog>, req: Request<hyper::body::Incoming>) -> std::
 /// over plain HTTP stays on it (as 2013's sites did, and as an HTTP
 /// accelerator needs to read it); no `Alt-Svc` (HTTP/3 is for HTTPS
 /// origins).
-pub fn plain(mut f: Found) -> Found {
+fn plain(mut f: Found) -> Found {
     let text = f.headers.iter().any(|(k, v)| k.eq_ignore_ascii_case("content-type") && ["text/html", "text/css", "javascript", "json"].iter().any(|t| v.contains(t)));
     if text {
         let body = String::from_utf8_lossy(&f.body).replace("https://", "http://");
