@@ -15,21 +15,21 @@
 //!   the link's rate; the terminals' ping means against the configured
 //!   RTT; the probe's mean and maximum.
 //!
-//! Today every link has its own pump thread (one per hop, both directions),
-//! so cost grows with links; the targets on a 2-core machine
-//! (100 terminals downloading at 2 Mbit/s: departure p99 ≤ 1 ms, Jain ≥
-//! 0.95; 1000 terminals pinging: mean within 0.5 ms of the RTT; set-up ≤
-//! 50 ms per terminal) are what a shared pump would be judged against.
+//! Each N runs once per `--pump`: a thread per link (each sleeping for its
+//! own departures), and the shared loops (one per core, each driving many
+//! links: [`aerolink_net::pump::shared`]), side by side in one run. The
+//! targets on a 2-core machine: 100 terminals downloading at 2 Mbit/s with
+//! departure p99 ≤ 1 ms and Jain ≥ 0.95; 1000 terminals pinging with the
+//! mean within 0.5 ms of the RTT; set-up ≤ 50 ms per terminal.
 
 use std::process::Stdio;
 use std::time::Instant;
 
-use super::parallel::lab;
 use aerolink_link::units::Rate;
 use aerolink_link::Profile;
-use aerolink_net::lab::netns_command;
+use aerolink_net::lab::{netns_command, PumpMode};
 use aerolink_net::log::Dir;
-use aerolink_net::{Lab, LabReport};
+use aerolink_net::{run_id, Lab, LabReport, LabSpec};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
@@ -54,6 +54,10 @@ pub struct FleetArgs {
     /// What each terminal carries.
     #[arg(long, value_enum, default_value_t = Load::Download)]
     pub load: Load,
+    /// Who drives the links, one step each per N: `thread` (a thread per
+    /// link), `shared` (one loop per core for all of them).
+    #[arg(long, value_delimiter = ',', value_name = "PUMP,…", default_value = "thread,shared")]
+    pub pump: Vec<PumpMode>,
     /// Each terminal's link rate, both ways (a download's share).
     #[arg(long, default_value = "2Mbit/s", value_parser = rate_arg)]
     pub rate: Rate,
@@ -82,11 +86,13 @@ pub const MAX_TERMINALS: usize = 1000;
 #[derive(Serialize, Debug)]
 pub struct FleetStep {
     pub terminals: usize,
+    pub pump: PumpMode,
     /// Building the N labs, one after another, per terminal (ms).
     pub setup_ms_per_terminal: f64,
     /// Removing them, per terminal (ms).
     pub teardown_ms_per_terminal: f64,
-    /// Pump threads running (one per link, the probe's included).
+    /// Pump threads running: one per link (the probe's included), or the
+    /// shared loops.
     pub pump_threads: usize,
     /// Every terminal pump's CPU over the step, per link (cores).
     pub pump_cores_per_link: f64,
@@ -126,8 +132,6 @@ pub struct FleetResult {
     pub rate_bps: u64,
     pub rtt_ms: f64,
     pub seconds: u32,
-    /// How links are pumped in this build.
-    pub pump: &'static str,
     pub steps: Vec<FleetStep>,
 }
 
@@ -162,19 +166,24 @@ fn finish_pings(children: Vec<std::process::Child>) -> anyhow::Result<Vec<parall
     Ok(out)
 }
 
-fn step(a: &FleetArgs, n: usize) -> anyhow::Result<FleetStep> {
+/// A lab of one link, driven by `pump`.
+fn lab(profile: Profile, seed: u64, pump: PumpMode) -> anyhow::Result<Lab> {
+    Ok(Lab::build(&LabSpec { pump, ..LabSpec::one_link(run_id(), profile, seed) }, None)?)
+}
+
+fn step(a: &FleetArgs, n: usize, pump: PumpMode) -> anyhow::Result<FleetStep> {
     let half = format!("{} us", a.rtt.0 / 2_000);
     let rate = format!("{} bit/s", a.rate.bits_per_sec.round());
     let rtt_ms = a.rtt.as_secs_f64() * 1e3;
     let terminal = profile(&[("rate", &rate), ("delay", &half)])?;
-    let probe = lab(profile(&[("delay", &half)])?, 0)?;
+    let probe = lab(profile(&[("delay", &half)])?, 0, pump)?;
     let mut labs = Vec::with_capacity(n);
     let t0 = Instant::now();
     for i in 0..n {
         if interrupted() {
             return Err(Interrupted.into());
         }
-        labs.push(lab(terminal.clone(), i as u64 + 1)?);
+        labs.push(lab(terminal.clone(), i as u64 + 1, pump)?);
     }
     let setup = t0.elapsed().as_secs_f64();
     // Every terminal's first packet (ARP is not needed on TUN; this waits
@@ -209,7 +218,12 @@ fn step(a: &FleetArgs, n: usize) -> anyhow::Result<FleetStep> {
     let t1 = Instant::now();
     let reports: Vec<LabReport> = labs.into_iter().map(Lab::shutdown).collect();
     let teardown = t1.elapsed().as_secs_f64();
-    Ok(summarise(a, n, setup, teardown, &reports, goodput, &pings, &probed, rtt_ms))
+    let mut s = summarise(a, n, setup, teardown, &reports, goodput, &pings, &probed, rtt_ms);
+    s.pump = pump;
+    if pump == PumpMode::Shared {
+        s.pump_threads = aerolink_net::pump::shared::loops_running();
+    }
+    Ok(s)
 }
 
 #[allow(clippy::too_many_arguments)]
@@ -226,6 +240,7 @@ fn summarise(a: &FleetArgs, n: usize, setup: f64, teardown: f64, reports: &[LabR
     let ping_mean_ms = (!means.is_empty()).then(|| means.iter().sum::<f64>() / means.len() as f64);
     let s = FleetStep {
         terminals: n,
+        pump: PumpMode::Thread,
         setup_ms_per_terminal: if n > 0 { setup * 1e3 / n as f64 } else { 0.0 },
         teardown_ms_per_terminal: if n > 0 { teardown * 1e3 / n as f64 } else { 0.0 },
         pump_threads: n + 1,
@@ -295,10 +310,21 @@ pub fn run(a: FleetArgs) -> anyhow::Result<i32> {
         Load::Download => format!("a TCP download at {}", a.rate),
         Load::Ping => "a ping a second".into(),
     };
+    let mut pumps = a.pump.clone();
+    pumps.dedup();
+    let runs: Vec<(usize, PumpMode)> = order.iter().flat_map(|n| pumps.iter().map(move |p| (*n, *p))).collect();
     let mut steps = Vec::new();
-    for (i, n) in order.iter().enumerate() {
-        eprintln!("[{}/{}] {n} terminal{}, each {what} over {} ms RTT, and the probe ({} s)…", i + 1, order.len(), if *n == 1 { "" } else { "s" }, a.rtt.as_secs_f64() * 1e3, a.seconds);
-        let s = step(&a, *n)?;
+    for (i, (n, pump)) in runs.iter().enumerate() {
+        eprintln!(
+            "[{}/{}] {n} terminal{}, each {what} over {} ms RTT, and the probe, {} pump ({} s)…",
+            i + 1,
+            runs.len(),
+            if *n == 1 { "" } else { "s" },
+            a.rtt.as_secs_f64() * 1e3,
+            pump.name(),
+            a.seconds
+        );
+        let s = step(&a, *n, *pump)?;
         if !a.json {
             println!("{}", line(&s));
         }
@@ -313,7 +339,6 @@ pub fn run(a: FleetArgs) -> anyhow::Result<i32> {
         rate_bps: a.rate.bits_per_sec as u64,
         rtt_ms: a.rtt.as_secs_f64() * 1e3,
         seconds: a.seconds,
-        pump: "one thread per link",
         steps,
     };
     if a.json {
@@ -331,8 +356,9 @@ fn line(s: &FleetStep) -> String {
         _ => String::new(),
     };
     format!(
-        "  N={}: set-up {:.1} ms and tear-down {:.1} ms per terminal; pumps {:.4} cores per link, {:.1} µs per packet ({} packets); departure error p50 {:.0} µs, p99 {:.0}, max {:.0}; {load}; probe mean {:.3} ms, max {:.3}{}",
+        "  N={} ({}): set-up {:.1} ms and tear-down {:.1} ms per terminal; pumps {:.4} cores per link, {:.1} µs per packet ({} packets); departure error p50 {:.0} µs, p99 {:.0}, max {:.0}; {load}; probe mean {:.3} ms, max {:.3}{}",
         s.terminals,
+        s.pump.name(),
         s.setup_ms_per_terminal,
         s.teardown_ms_per_terminal,
         s.pump_cores_per_link,

@@ -187,7 +187,7 @@ pub fn lab_spec(link: &LinkArgs, run: String) -> anyhow::Result<(LabSpec, String
     for (i, h) in hops.iter().enumerate() {
         meta.push((format!("hop{i}"), h.name.clone()));
     }
-    Ok((LabSpec { log_meta: meta, ..LabSpec::chain(run, hosts, hops, link.seed) }, label))
+    Ok((LabSpec { log_meta: meta, pump: link.pump, ..LabSpec::chain(run, hosts, hops, link.seed) }, label))
 }
 
 fn open_log(path: &Option<PathBuf>) -> anyhow::Result<Option<Box<dyn Write + Send>>> {

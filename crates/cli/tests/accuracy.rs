@@ -26,6 +26,34 @@ fn ping_round_trip_matches_300ms_rtt() {
     assert_delay(&s, 300.0);
 }
 
+/// The same over the shared loops ([`aerolink_net::pump::shared`]) and
+/// the three hops of the gateway chain, each hop a loop's: every hop's
+/// delay kept.
+#[test]
+fn the_shared_pump_keeps_every_hops_delay() {
+    let o = aerolink(&["run", "-q", "--pump", "shared", "--rate", "100Mbit/s", "--rtt", "300ms", "--client", "ping -c 40 -i 0.05 $AEROLINK_SERVER"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let s = ping_samples(&out);
+    assert_eq!(s.len(), 40, "{out}");
+    assert_delay(&s, 300.0);
+    // The chain: cabin Wi-Fi, a 300 ms space hop, the terrestrial hop.
+    let o = aerolink(&["run", "-q", "--pump", "shared", "--topology", "ifc", "--space", "geo-600", "--rtt", "300ms", "--loss", "0", "--client", "ping -c 20 -i 0.05 $AEROLINK_SERVER"]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{err}");
+    let chain = ping_samples(&out);
+    let thread = aerolink(&["run", "-q", "--topology", "ifc", "--space", "geo-600", "--rtt", "300ms", "--loss", "0", "--client", "ping -c 20 -i 0.05 $AEROLINK_SERVER"]);
+    let by_thread = ping_samples(&text(&thread).0);
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    assert_eq!((chain.len(), by_thread.len()), (20, 20), "{out}");
+    // The same chain by threads: the medians agree within a millisecond.
+    assert!((median(&chain) - median(&by_thread)).abs() < 1.0, "shared {chain:?}, threads {by_thread:?}");
+}
+
 #[test]
 fn ipv6_works_end_to_end() {
     let o = aerolink(&["run", "-q", "--rtt", "20ms", "--client", "ping -c 3 -i 0.2 $AEROLINK_SERVER_V6"]);

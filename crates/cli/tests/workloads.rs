@@ -347,10 +347,11 @@ fn a_bonded_link_has_a_link_monitor_for_the_programs() {
 }
 
 /// `bench fleet`: three terminals, each its own lab pinging once a
-/// second, and the probe beside them — every ping answered near the
-/// configured round trip (not judged to the sub-millisecond here: other
+/// second, and the probe beside them, once with a pump thread per link and
+/// once on the shared loops — every ping answered near the configured
+/// round trip either way (not judged to the sub-millisecond here: other
 /// tests run beside this one; `bench fleet` itself states the targets),
-/// a pump per link, the figures a user reads, and no namespace left.
+/// the figures a user reads, and no namespace left.
 #[test]
 fn a_fleet_of_terminals_runs_at_once_and_leaves_nothing() {
     require_root();
@@ -361,16 +362,22 @@ fn a_fleet_of_terminals_runs_at_once_and_leaves_nothing() {
     // Exit 1 is a missed target (this machine's), not a failure to run.
     assert!(matches!(o.status.code(), Some(0 | 1)), "{err}");
     let v: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
-    let s = &v["steps"][0];
-    assert_eq!((s["terminals"].as_u64(), s["pump_threads"].as_u64(), s["ping_lost"].as_u64()), (Some(3), Some(4), Some(0)), "{s}");
-    let mean = s["ping_mean_ms"].as_f64().unwrap();
-    // Never under the link's RTT; over it by what a machine busy with
-    // other tests adds (5 ms seen beside eight other lanes).
-    assert!((40.0..80.0).contains(&mean), "ping mean {mean} ms over a 40 ms link: {s}");
-    // 3 terminals × 5 pings, each way, at least.
-    assert!(s["packets"].as_u64().unwrap() >= 30, "{s}");
-    assert!(s["setup_ms_per_terminal"].as_f64().unwrap() > 0.0 && s["pump_cores_per_link"].as_f64().unwrap() > 0.0, "{s}");
-    assert_eq!(s["ok"].as_bool(), Some(s["missed"].as_array().unwrap().is_empty()), "{s}");
+    let cpus = v["cpus"].as_u64().unwrap();
+    // Both pumps by default, the thread first: a thread per link and the
+    // probe's, or one loop per core.
+    for (s, pump, threads) in [(&v["steps"][0], "thread", 4), (&v["steps"][1], "shared", cpus)] {
+        assert_eq!((s["terminals"].as_u64(), s["pump"].as_str(), s["pump_threads"].as_u64(), s["ping_lost"].as_u64()), (Some(3), Some(pump), Some(threads), Some(0)), "{s}");
+        let mean = s["ping_mean_ms"].as_f64().unwrap();
+        // Never under the link's RTT; over it by what a machine busy with
+        // other tests adds (5 ms seen beside eight other lanes).
+        assert!((40.0..80.0).contains(&mean), "{pump}: ping mean {mean} ms over a 40 ms link: {s}");
+        // 3 terminals × 5 pings, each way, at least: the reports of every
+        // link came back.
+        assert!(s["packets"].as_u64().unwrap() >= 30, "{s}");
+        assert!(s["setup_ms_per_terminal"].as_f64().unwrap() > 0.0 && s["pump_cores_per_link"].as_f64().unwrap() > 0.0, "{s}");
+        assert_eq!(s["ok"].as_bool(), Some(s["missed"].as_array().unwrap().is_empty()), "{s}");
+    }
+    assert_eq!(v["steps"].as_array().unwrap().len(), 2);
     assert!(std::fs::read_to_string(&out).unwrap().contains("\"bench\":\"fleet\""));
     let left = leftover_namespaces();
     assert!(left.is_empty(), "namespaces left: {left:?}");

@@ -37,6 +37,11 @@ pub struct LinkArgs {
     /// Seed for every random choice of the link (recorded in the log).
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
+    /// Who drives the links: `thread` (a thread per hop, the most precise
+    /// for one busy link) or `shared` (the process's event loops, one per
+    /// core, which many links share; what `bench fleet` compares).
+    #[arg(long, default_value = "thread", value_name = "thread|shared")]
+    pub pump: aerolink_net::lab::PumpMode,
 
     /// Rate of both directions, e.g. "2Mbit/s", or "unlimited".
     #[arg(long, allow_hyphen_values = true, value_name = "RATE", help_heading = "Link overrides (both directions)")]

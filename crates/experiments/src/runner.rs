@@ -298,6 +298,7 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
         pcap: req.pcap.clone(),
         live: req.live.clone(),
         passengers: req.workload.passengers(),
+        pump: aerolink_net::lab::PumpMode::Thread,
     };
     let lab = match Lab::build(&spec, None).map_err(|e| e.to_string()).and_then(|l| end_host_tcp(l, &req.knobs)) {
         Ok(l) => l,

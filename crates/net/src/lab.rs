@@ -63,6 +63,53 @@ pub struct LabSpec {
     /// passenger, 198.18.0.11 … and 2001:2::b … ([`passenger_v4`]), for
     /// programs that bind one each; links with `per_user` cap each.
     pub passengers: u16,
+    /// Who drives the hops: a thread each, or the process's shared loops.
+    pub pump: PumpMode,
+}
+
+/// Who drives a lab's hops ([`crate::pump`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PumpMode {
+    /// A thread per hop, sleeping for its own departures: the most precise
+    /// for one busy link.
+    #[default]
+    Thread,
+    /// The process's event loops, one per core, each driving many hops
+    /// ([`crate::pump::shared`]): what a fleet of links needs.
+    Shared,
+}
+
+impl PumpMode {
+    pub const ALL: [PumpMode; 2] = [PumpMode::Thread, PumpMode::Shared];
+    pub fn name(self) -> &'static str {
+        match self {
+            PumpMode::Thread => "thread",
+            PumpMode::Shared => "shared",
+        }
+    }
+}
+
+impl std::str::FromStr for PumpMode {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        PumpMode::ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| format!("{s:?} is not a pump; one of: thread, shared"))
+    }
+}
+
+/// A running hop's pump: its thread, or its place in a shared loop.
+enum PumpHandle {
+    Thread(JoinHandle<[PumpReport; 2]>),
+    Shared(crate::pump::shared::Handle),
+}
+
+impl PumpHandle {
+    fn join(self) -> Option<[PumpReport; 2]> {
+        match self {
+            PumpHandle::Thread(h) => h.join().ok(),
+            PumpHandle::Shared(h) => h.join(),
+        }
+    }
 }
 
 impl LabSpec {
@@ -74,7 +121,7 @@ impl LabSpec {
 
     /// `hosts` joined by `hops`, nothing else asked.
     pub fn chain(run: String, hosts: Vec<String>, hops: Vec<Profile>, seed: u64) -> Self {
-        LabSpec { run, hosts, hops, seed, log_meta: vec![], lateness_target_ns: None, packet_by_packet: false, pcap: None, live: None, passengers: 0 }
+        LabSpec { run, hosts, hops, seed, log_meta: vec![], lateness_target_ns: None, packet_by_packet: false, pcap: None, live: None, passengers: 0, pump: PumpMode::Thread }
     }
 }
 
@@ -108,7 +155,7 @@ pub struct Lab {
     namespaces: Vec<String>,
     stop: Arc<AtomicBool>,
     stop_fd: i32,
-    pumps: Vec<JoinHandle<[PumpReport; 2]>>,
+    pumps: Vec<PumpHandle>,
     logger: Option<JoinHandle<std::io::Result<crate::sink::SinkReport>>>,
     /// Link monitor files by hop (hops whose capacity changes).
     monitors: Vec<(usize, std::path::PathBuf)>,
@@ -353,7 +400,10 @@ impl Lab {
                 lateness_target_ns: spec.lateness_target_ns.unwrap_or_else(crate::pump::default_lateness_target_ns),
                 monitor,
             };
-            let handle = std::thread::Builder::new().name(format!("pump-hop{i}")).spawn(move || pump.run()).map_err(|e| NetError::Io("spawn pump".into(), e))?;
+            let handle = match spec.pump {
+                PumpMode::Thread => PumpHandle::Thread(std::thread::Builder::new().name(format!("pump-hop{i}")).spawn(move || pump.run()).map_err(|e| NetError::Io("spawn pump".into(), e))?),
+                PumpMode::Shared => PumpHandle::Shared(crate::pump::shared::add(pump.with_timer(clock))),
+            };
             lab.pumps.push(handle);
         }
         drop(log_tx);
@@ -437,7 +487,8 @@ impl Lab {
         unsafe {
             libc::write(self.stop_fd, (&one as *const u64).cast(), 8);
         }
-        let directions: Vec<PumpReport> = self.pumps.drain(..).filter_map(|h| h.join().ok()).flatten().collect();
+        crate::pump::shared::poke();
+        let directions: Vec<PumpReport> = self.pumps.drain(..).filter_map(|h| h.join()).flatten().collect();
         let sink = self.logger.take().and_then(|h| h.join().ok()).and_then(|r| r.ok()).unwrap_or_default();
         if !self.torn_down {
             for ns in &self.namespaces {

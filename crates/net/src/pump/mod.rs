@@ -16,6 +16,7 @@
 
 pub mod real;
 mod send;
+pub mod shared;
 pub mod sim;
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -44,15 +45,20 @@ pub trait Device: Send + Sync {
     fn name(&self) -> &str;
 }
 
-/// The pump's clock and sleeps.
-pub trait Timer: Send {
+/// The pump's clock: what a round needs to stamp arrivals and departures.
+pub trait Now {
+    /// Time since the run began.
+    fn now(&self) -> Instant;
+}
+
+/// The sleeps of a pump with a thread of its own ([`Pump::run`]); a hop
+/// driven by a shared loop ([`shared`]) has only its [`Now`].
+pub trait Timer: Now + Send {
     /// Prepares the pump's thread (timer slack, priority); whether it now
     /// runs with real-time priority.
     fn prepare(&mut self) -> bool {
         false
     }
-    /// Time since the run began.
-    fn now(&self) -> Instant;
     /// Sleeps `timeout_ns` (`None`: no limit) or until a frame or the stop
     /// signal arrives: whether the whole time passed, and which of the two
     /// sides' sources has a frame waiting.
@@ -346,7 +352,72 @@ impl Buffers {
     }
 }
 
-impl<D: Device, T: Timer> Pump<D, T> {
+/// A pump's working state, kept from round to round: its reports and
+/// lateness histograms, buffers, and the events waiting to be logged.
+pub struct State {
+    reps: [PumpReport; 2],
+    late: [Histogram<u64>; 2],
+    bufs: Buffers,
+    /// Whether each side passes offloaded bursts whole.
+    whole: [bool; 2],
+    events: Vec<Event>,
+    snaps: Vec<crate::pcap::Snap>,
+    notes: Vec<aerolink_link::StageEvent>,
+}
+
+impl<D: Device, T: Now> Pump<D, T> {
+    /// The state a pump starts from; `realtime`: whether its thread runs
+    /// with real-time priority.
+    pub fn begin(&self, realtime: bool) -> State {
+        State {
+            reps: [0, 1].map(|i| PumpReport { hop: self.hop, dir: Some(self.sides[i].dir), realtime, ..Default::default() }),
+            late: [0, 1].map(|_| Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds")),
+            bufs: Buffers { buf_len: self.buf_len, big: Vec::new(), small: Vec::new(), dues: Vec::new(), out: Vec::new() },
+            whole: [0, 1].map(|i| self.sides[i].pipeline.is_aggregate_safe()),
+            events: Vec::new(),
+            snaps: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
+    /// One round: takes in what `readable` says may wait on each side,
+    /// sends what is due, rewrites the monitor if a channel changed, hands
+    /// the round's events to the log; when the pipelines next need the
+    /// pump (`None`: only when a packet arrives).
+    pub fn round(&mut self, st: &mut State, readable: [bool; 2]) -> Option<Instant> {
+        let State { reps, late, bufs, whole, events, snaps, notes } = st;
+        self.take_in(reps, readable, *whole, bufs, events, snaps);
+        let logging = self.log.is_some();
+        let hop = self.hop;
+        // A channel went down or came back this round: rewrite the monitor.
+        let mut capacity_changed = false;
+        for ((side, rep), late) in self.sides.iter_mut().zip(reps.iter_mut()).zip(late.iter_mut()) {
+            let out = Out { rep, late, bufs, events, notes, logging, hop };
+            capacity_changed |= send_due(side, &self.timer, &self.stop, out);
+        }
+        if let (Some(path), true) = (&self.monitor, capacity_changed) {
+            let cap = |i: usize| self.sides[i].pipeline.capacity_bps().unwrap_or(f64::INFINITY);
+            // A monitor that cannot be written loses the monitor, never
+            // the link.
+            let _ = crate::monitor::write(path, cap(0), cap(1));
+        }
+        if let (Some(tx), false) = (&self.log, events.is_empty() && snaps.is_empty()) {
+            // A closed log only loses the log, never the link.
+            let _ = tx.send(crate::sink::Batch { events: std::mem::take(events), snaps: std::mem::take(snaps) });
+        }
+        match (self.sides[0].pipeline.next_wakeup(), self.sides[1].pipeline.next_wakeup()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// The two directions' reports when the pump stops; `cpu`: the CPU
+    /// time it used, seconds.
+    pub fn finish(&self, mut st: State, cpu: f64) -> [PumpReport; 2] {
+        finish_reports(&mut st.reps, &st.late, cpu, self.timer.now());
+        st.reps
+    }
+
     /// 1. Takes in what is waiting on each side (bounded, so departures
     ///    are not starved by a flood); a source the last wait saw empty is
     ///    not asked again. With logging or capture, each arrival's event
@@ -427,46 +498,32 @@ impl<D: Device, T: Timer> Pump<D, T> {
             }
         }
     }
+}
 
+impl<D, T> Pump<D, T> {
+    /// The same hop kept by another clock (a shared loop's hop has only
+    /// its [`Clock`]).
+    pub fn with_timer<U>(self, timer: U) -> Pump<D, U> {
+        let Pump { hop, sides, timer: _, stop, log, snap, buf_len, max_spin_ns, lateness_target_ns, monitor } = self;
+        Pump { hop, sides, timer, stop, log, snap, buf_len, max_spin_ns, lateness_target_ns, monitor }
+    }
+}
+
+impl<D: Device, T: Timer> Pump<D, T> {
+    /// Runs the pump on its own thread until the stop signal: a round,
+    /// then a sleep until the next departure or the next packet, whichever
+    /// comes first (the last stretch before a departure polled, as
+    /// [`SpinMargin`] learns).
     pub fn run(mut self) -> [PumpReport; 2] {
         let realtime = self.timer.prepare();
-        let mut reps = [0, 1].map(|i| PumpReport { hop: self.hop, dir: Some(self.sides[i].dir), realtime, ..Default::default() });
-        let mut late = [0, 1].map(|_| Histogram::<u64>::new_with_bounds(1, 60_000_000_000, 3).expect("valid histogram bounds"));
-        let mut bufs = Buffers { buf_len: self.buf_len, big: Vec::new(), small: Vec::new(), dues: Vec::new(), out: Vec::new() };
-        let whole = [0, 1].map(|i| self.sides[i].pipeline.is_aggregate_safe());
-        let mut events: Vec<Event> = Vec::new();
-        let mut snaps: Vec<crate::pcap::Snap> = Vec::new();
-        let mut notes: Vec<aerolink_link::StageEvent> = Vec::new();
-        // A channel went down or came back this round: rewrite the monitor.
-        let mut capacity_changed = false;
-        let logging = self.log.is_some();
+        let mut st = self.begin(realtime);
         let mut spin = SpinMargin::new(self.max_spin_ns, self.lateness_target_ns);
         // Which sources may have frames: after a wait, what it saw; after a
         // round of polling or a busy round, both (a write can make the far
         // stack answer at once).
         let mut readable = [true, true];
-        let hop = self.hop;
         while !self.stop.load(Ordering::Relaxed) {
-            self.take_in(&mut reps, readable, whole, &mut bufs, &mut events, &mut snaps);
-            for ((side, rep), late) in self.sides.iter_mut().zip(reps.iter_mut()).zip(late.iter_mut()) {
-                let out = Out { rep, late, bufs: &mut bufs, events: &mut events, notes: &mut notes, logging, hop };
-                capacity_changed |= send_due(side, &self.timer, &self.stop, out);
-            }
-            if let (Some(path), true) = (&self.monitor, std::mem::take(&mut capacity_changed)) {
-                let cap = |i: usize| self.sides[i].pipeline.capacity_bps().unwrap_or(f64::INFINITY);
-                // A monitor that cannot be written loses the monitor, never
-                // the link.
-                let _ = crate::monitor::write(path, cap(0), cap(1));
-            }
-            if let (Some(tx), false) = (&self.log, events.is_empty() && snaps.is_empty()) {
-                // A closed log only loses the log, never the link.
-                let _ = tx.send(crate::sink::Batch { events: std::mem::take(&mut events), snaps: std::mem::take(&mut snaps) });
-            }
-            // 3. Sleep until the next departure or the next packet.
-            let wake = match (self.sides[0].pipeline.next_wakeup(), self.sides[1].pipeline.next_wakeup()) {
-                (Some(a), Some(b)) => Some(a.min(b)),
-                (a, b) => a.or(b),
-            };
+            let wake = self.round(&mut st, readable);
             let now = self.timer.now();
             readable = [true, true];
             match wake {
@@ -490,8 +547,8 @@ impl<D: Device, T: Timer> Pump<D, T> {
                 }
             }
         }
-        finish_reports(&mut reps, &late, self.timer.cpu_seconds(), self.timer.now());
-        reps
+        let cpu = self.timer.cpu_seconds();
+        self.finish(st, cpu)
     }
 }
 

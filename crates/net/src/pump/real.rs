@@ -5,7 +5,7 @@ use std::os::fd::RawFd;
 
 use aerolink_link::Instant;
 
-use super::{Device, Timer, Woken};
+use super::{Device, Now, Timer, Woken};
 use crate::sys::{realtime_priority, tight_timer_slack};
 use crate::tun::Tun;
 
@@ -21,6 +21,10 @@ impl Clock {
     }
     pub fn now(&self) -> Instant {
         Instant(self.start.elapsed().as_nanos() as u64)
+    }
+    /// When the run began.
+    pub fn started(&self) -> std::time::Instant {
+        self.start
     }
 }
 
@@ -43,13 +47,22 @@ pub struct PollTimer {
     pub fds: [RawFd; 3],
 }
 
+impl Now for Clock {
+    fn now(&self) -> Instant {
+        Clock::now(self)
+    }
+}
+
+impl Now for PollTimer {
+    fn now(&self) -> Instant {
+        self.clock.now()
+    }
+}
+
 impl Timer for PollTimer {
     fn prepare(&mut self) -> bool {
         tight_timer_slack();
         realtime_priority()
-    }
-    fn now(&self) -> Instant {
-        self.clock.now()
     }
     fn wait(&mut self, timeout_ns: Option<u64>) -> Woken {
         let mut fds = self.fds.map(|fd| libc::pollfd { fd, events: libc::POLLIN, revents: 0 });

@@ -93,7 +93,7 @@ pub(super) struct Out<'a> {
 /// due by now as one frame), counts its drops, takes its link's notes;
 /// whether a channel's capacity changed.
 #[inline]
-pub(super) fn send_due<D: Device, T: Timer>(side: &mut Side<D>, timer: &T, stop: &AtomicBool, o: Out<'_>) -> bool {
+pub(super) fn send_due<D: Device, T: Now>(side: &mut Side<D>, timer: &T, stop: &AtomicBool, o: Out<'_>) -> bool {
     let Out { rep, late, bufs, events, notes, logging, hop } = o;
     let mut capacity_changed = false;
     // 2. Send what is due. Consecutive segments of one burst

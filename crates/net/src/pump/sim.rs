@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use aerolink_link::Instant;
 
-use super::{Device, Timer, Woken};
+use super::{Device, Now, Timer, Woken};
 use crate::tun::VNET_HDR_LEN;
 
 /// The simulated time, shared by the timer and the devices.
@@ -109,10 +109,13 @@ pub struct SimTimer {
     pub stop: Arc<AtomicBool>,
 }
 
-impl Timer for SimTimer {
+impl Now for SimTimer {
     fn now(&self) -> Instant {
         self.clock.now()
     }
+}
+
+impl Timer for SimTimer {
     fn wait(&mut self, timeout_ns: Option<u64>) -> Woken {
         let now = self.clock.now();
         let next_in = self.inputs.iter().filter_map(|d| d.next_arrival()).min();
