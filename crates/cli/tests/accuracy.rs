@@ -37,12 +37,13 @@ fn the_shared_pump_keeps_every_hops_delay() {
     let s = ping_samples(&out);
     assert_eq!(s.len(), 40, "{out}");
     assert_delay(&s, 300.0);
-    // The chain: cabin Wi-Fi, a 300 ms space hop, the terrestrial hop.
-    let o = aerolink(&["run", "-q", "--pump", "shared", "--topology", "ifc", "--space", "geo-600", "--rtt", "300ms", "--loss", "0", "--client", "ping -c 20 -i 0.05 $AEROLINK_SERVER"]);
+    // The chain: cabin Wi-Fi, a 60 ms space hop (ping's replies under
+    // 100 ms have a decimal), the terrestrial hop.
+    let o = aerolink(&["run", "-q", "--pump", "shared", "--topology", "ifc", "--space", "geo-600", "--rtt", "60ms", "--loss", "0", "--client", "ping -c 20 -i 0.05 $AEROLINK_SERVER"]);
     let (out, err) = text(&o);
     assert!(o.status.success(), "{err}");
     let chain = ping_samples(&out);
-    let thread = aerolink(&["run", "-q", "--topology", "ifc", "--space", "geo-600", "--rtt", "300ms", "--loss", "0", "--client", "ping -c 20 -i 0.05 $AEROLINK_SERVER"]);
+    let thread = aerolink(&["run", "-q", "--topology", "ifc", "--space", "geo-600", "--rtt", "60ms", "--loss", "0", "--client", "ping -c 20 -i 0.05 $AEROLINK_SERVER"]);
     let by_thread = ping_samples(&text(&thread).0);
     let median = |v: &[f64]| {
         let mut v = v.to_vec();
@@ -50,8 +51,11 @@ fn the_shared_pump_keeps_every_hops_delay() {
         v[v.len() / 2]
     };
     assert_eq!((chain.len(), by_thread.len()), (20, 20), "{out}");
-    // The same chain by threads: the medians agree within a millisecond.
-    assert!((median(&chain) - median(&by_thread)).abs() < 1.0, "shared {chain:?}, threads {by_thread:?}");
+    // The same chain by threads: never earlier (0.2 ms for ping's
+    // rounding), later by no more than six departures (three hops, both
+    // ways) each at most the loop's 250 µs window late.
+    let late = median(&chain) - median(&by_thread);
+    assert!((-0.2..=1.5).contains(&late), "shared {chain:?}, threads {by_thread:?}");
 }
 
 #[test]

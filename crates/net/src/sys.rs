@@ -172,6 +172,12 @@ pub fn realtime_priority() -> bool {
     if std::env::var("AEROLINK_REALTIME").map(|v| v != "1").unwrap_or(true) {
         return false;
     }
+    fifo_priority()
+}
+
+/// Asks for real-time (SCHED_FIFO, priority 20) scheduling for the calling
+/// thread; whether it was granted (root or CAP_SYS_NICE).
+pub fn fifo_priority() -> bool {
     let param = libc::sched_param { sched_priority: 20 };
     // SAFETY: a valid sched_param for the calling thread (pid 0).
     unsafe { libc::sched_setscheduler(0, libc::SCHED_FIFO, &param) == 0 }
