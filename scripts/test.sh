@@ -86,9 +86,10 @@ ALONE=(accuracy
   rootless::an_ordinary_users_interrupted_run_leaves_nothing
   browser::interrupting_a_load_leaves_no_browser_behind)
 # As nobody, the accuracy tests of the namespace, TUN and pump path; the
-# link models' own timing (LEO steps, on-demand grants) is the same code
+# link models' own timing (LEO steps, on-demand grants) and the shared
+# loops' (the same rounds, refused real-time priority) are the same code
 # whoever runs it, judged once above.
-NOBODY_SKIP=(starlink_pings_show_the_15_second_steps on_demand_return_links_make_an_idle_terminal_wait)
+NOBODY_SKIP=(starlink_pings_show_the_15_second_steps on_demand_return_links_make_an_idle_terminal_wait the_shared_pump_keeps_every_hops_delay)
 # The rest (BINARY or BINARY::TEST), in lanes balanced by their time in
 # this phase on a 2-core machine (a fresh-clone make test, docs/
 # measurements.md 2026-11-29 evening): the guide's three parts 160
