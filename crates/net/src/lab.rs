@@ -27,7 +27,7 @@ use crate::log::Dir;
 use crate::pump::{Clock, PollTimer, Pump, PumpReport, Side};
 use crate::stale::OWNER_FILE;
 pub use crate::stale::{leftover_files, leftover_namespaces, live_runs, namespace_pids, orphan_namespaces, remove_namespace, remove_stale, run_tmp_dir, stale_labs, Owner, StaleLab};
-use crate::sys::{self, in_netns, ip};
+use crate::sys::{self, in_netns};
 use crate::tun::{Tun, VNET_HDR_LEN};
 use crate::NetError;
 
@@ -248,43 +248,45 @@ fn tun_in(ns: &str, name: &str, gso: bool) -> Result<Arc<Tun>, NetError> {
 
 /// A TUN device of hop `i` in `ns`, facing `side`: its addresses, MTU, no
 /// DAD, no multicast, up.
-fn configure_device(ns: &str, dev: &str, i: usize, side: u8, mtu: u32) -> Result<(), NetError> {
-    ip(&["-n", ns, "link", "set", "dev", dev, "addrgenmode", "none"])?;
+fn configure_device(batch: &mut Vec<String>, dev: &str, i: usize, side: u8, mtu: u32) {
+    batch.push(format!("link set dev {dev} addrgenmode none"));
     // No multicast: no MLD reports or other chatter of our own on the
     // link, only the programs' packets.
-    ip(&["-n", ns, "link", "set", "dev", dev, "multicast", "off"])?;
-    ip(&["-n", ns, "addr", "add", &format!("{}/24", v4(i, side)), "dev", dev])?;
-    ip(&["-n", ns, "-6", "addr", "add", &format!("{}/64", v6(i, side)), "dev", dev, "nodad"])?;
+    batch.push(format!("link set dev {dev} multicast off"));
+    batch.push(format!("addr add {}/24 dev {dev}", v4(i, side)));
+    batch.push(format!("addr add {}/64 dev {dev} nodad", v6(i, side)));
     if mtu != aerolink_link::profile::DEFAULT_MTU {
-        ip(&["-n", ns, "link", "set", "dev", dev, "mtu", &mtu.to_string()])?;
+        batch.push(format!("link set dev {dev} mtu {mtu}"));
     }
-    ip(&["-n", ns, "link", "set", "dev", dev, "up"])
+    batch.push(format!("link set dev {dev} up"));
 }
 
 /// The passengers' addresses, on the cabin's device (hop 0's left side,
 /// whose subnet the other hosts already route).
-fn add_passengers(ns: &str, dev: &str, n: u16) -> Result<(), NetError> {
+fn add_passengers(batch: &mut Vec<String>, dev: &str, n: u16) -> Result<(), NetError> {
     if n > MAX_PASSENGERS {
         return Err(NetError::Spec(format!("at most {MAX_PASSENGERS} passengers, got {n}")));
     }
     for k in 1..=n {
-        ip(&["-n", ns, "addr", "add", &format!("{}/32", passenger_v4(k)), "dev", dev])?;
-        ip(&["-n", ns, "-6", "addr", "add", &format!("{}/128", passenger_v6(k)), "dev", dev, "nodad"])?;
+        batch.push(format!("addr add {}/32 dev {dev}", passenger_v4(k)));
+        batch.push(format!("addr add {}/128 dev {dev} nodad", passenger_v6(k)));
     }
     Ok(())
 }
 
 /// Routes: each host reaches the subnets beyond its neighbours through the
 /// device facing them; hosts between others forward. Only the
-/// benchmarking ranges are routed.
-fn add_routes(namespaces: &[String], hosts: &[String]) -> Result<(), NetError> {
+/// benchmarking ranges are routed. The routes go into each namespace's
+/// batch (`batches`, after its devices' lines).
+fn add_routes(namespaces: &[String], hosts: &[String], batches: &mut [Vec<String>]) -> Result<(), NetError> {
     let n = namespaces.len();
     for k in 0..n {
         let ns = &namespaces[k];
+        let batch = &mut batches[k];
         if k == 0 || k == n - 1 {
             let dev = if k == 0 { format!("to-{}", hosts[1]) } else { format!("to-{}", hosts[n - 2]) };
-            ip(&["-n", ns, "route", "add", "198.18.0.0/15", "dev", &dev])?;
-            ip(&["-n", ns, "-6", "route", "add", "2001:2::/48", "dev", &dev])?;
+            batch.push(format!("route add 198.18.0.0/15 dev {dev}"));
+            batch.push(format!("route add 2001:2::/48 dev {dev}"));
             continue;
         }
         let left = format!("to-{}", hosts[k - 1]);
@@ -297,8 +299,8 @@ fn add_routes(namespaces: &[String], hosts: &[String]) -> Result<(), NetError> {
             } else {
                 continue;
             };
-            ip(&["-n", ns, "route", "add", &format!("198.18.{hop}.0/24"), "dev", dev])?;
-            ip(&["-n", ns, "-6", "route", "add", &format!("2001:2:0:{hop:x}::/64"), "dev", dev])?;
+            batch.push(format!("route add 198.18.{hop}.0/24 dev {dev}"));
+            batch.push(format!("route add 2001:2:0:{hop:x}::/64 dev {dev}"));
         }
         in_netns(ns, || {
             sys::write_sysctl("net.ipv4.ip_forward", "1")?;
@@ -344,16 +346,7 @@ impl Lab {
         // Who owns the lab, written before any namespace exists: a later
         // aerolink removes what a killed one left ([`remove_stale`]).
         std::fs::write(lab.tmp.join(OWNER_FILE), Owner::me().to_string()).map_err(|e| NetError::Io(format!("writing {}", lab.tmp.join(OWNER_FILE).display()), e))?;
-        for (i, h) in spec.hosts.iter().enumerate() {
-            let ns = format!("{NS_PREFIX}{}-{h}", spec.run);
-            sys::add_netns(&ns)?;
-            lab.namespaces.push(ns.clone());
-            ip(&["-n", &ns, "link", "set", "lo", "up"])?;
-            // The address others use: the one facing the client, except for
-            // the client itself.
-            let (hop, side) = if i == 0 { (0, 1) } else { (i - 1, 2) };
-            lab.hosts.push(HostInfo { name: h.clone(), netns: ns, ipv4: v4(hop, side), ipv6: v6(hop, side) });
-        }
+        let mut batches = lab.add_hosts(spec)?;
         let clock = Clock::start();
         let epoch_ns = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64);
         let mut meta = spec.log_meta.clone();
@@ -380,11 +373,11 @@ impl Lab {
             // Each direction's MTU is its sending device's: the host's
             // stack fragments or discovers the path MTU as over a real link,
             // and a router forwarding onto it answers "too big".
-            for (ns, dev, side, mtu) in [(l, &lname, 1u8, prof.up.mtu()), (r, &rname, 2u8, prof.down.mtu())] {
-                configure_device(ns, dev, i, side, mtu)?;
+            for (k, dev, side, mtu) in [(i, &lname, 1u8, prof.up.mtu()), (i + 1, &rname, 2u8, prof.down.mtu())] {
+                configure_device(&mut batches[k], dev, i, side, mtu);
             }
             if i == 0 {
-                add_passengers(l, &lname, spec.passengers)?;
+                add_passengers(&mut batches[0], &lname, spec.passengers)?;
             }
             let largest = prof.up.mtu().max(prof.down.mtu()) as usize;
             let buf_len = if gso { 65_536 + VNET_HDR_LEN } else { largest + 100 + VNET_HDR_LEN };
@@ -407,9 +400,30 @@ impl Lab {
             lab.pumps.push(handle);
         }
         drop(log_tx);
-        add_routes(&lab.namespaces, &spec.hosts)?;
+        add_routes(&lab.namespaces, &spec.hosts, &mut batches)?;
+        for (ns, batch) in lab.namespaces.iter().zip(&batches) {
+            sys::ip_batch(ns, batch)?;
+        }
         lab.check_isolated(spec)?;
         Ok(lab)
+    }
+
+    /// Creates each host's namespace; the first lines of each one's
+    /// configuration, run at once when every device exists
+    /// ([`sys::ip_batch`]).
+    fn add_hosts(&mut self, spec: &LabSpec) -> Result<Vec<Vec<String>>, NetError> {
+        let mut batches = Vec::new();
+        for (i, h) in spec.hosts.iter().enumerate() {
+            let ns = format!("{NS_PREFIX}{}-{h}", spec.run);
+            sys::add_netns(&ns)?;
+            self.namespaces.push(ns.clone());
+            batches.push(vec!["link set lo up".to_string()]);
+            // The address others use: the one facing the client, except for
+            // the client itself.
+            let (hop, side) = if i == 0 { (0, 1) } else { (i - 1, 2) };
+            self.hosts.push(HostInfo { name: h.clone(), netns: ns, ipv4: v4(hop, side), ipv6: v6(hop, side) });
+        }
+        Ok(batches)
     }
 
     /// Refuses to run if a namespace has any interface but `lo` and ours.
