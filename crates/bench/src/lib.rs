@@ -332,6 +332,7 @@ fn workload_bench(c: RunCommon, workload: aerolink_experiments::workload::Worklo
             pcap: c.pcap.as_ref().map(|d| aerolink_net::pcap::PcapSpec::whole(if c.repeat > 1 { d.join(format!("seed{seed}")) } else { d.clone() })),
             traces: None,
             live: None,
+            pump: aerolink_net::lab::PumpMode::Thread,
         };
         // On a terminal, a spinner with the elapsed time while the run goes.
         let spinner = (!c.json && std::io::IsTerminal::is_terminal(&std::io::stderr())).then(|| {

@@ -81,6 +81,7 @@ fn pep_plt(a: &PepBenchArgs, stop: &std::sync::atomic::AtomicBool) -> anyhow::Re
                     pcap: None,
                     traces: None,
                     live: None,
+                    pump: aerolink_net::lab::PumpMode::Thread,
                 };
                 let o = aerolink_experiments::runner::run_once(&req, stop);
                 match &o.result {

@@ -184,6 +184,7 @@ fn request(link: SatLink, stack: Stack, bytes: u64, seed: u64, timeout: std::tim
         pcap: None,
         traces: None,
         live: None,
+        pump: aerolink_net::lab::PumpMode::Thread,
     })
 }
 

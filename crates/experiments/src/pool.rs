@@ -19,7 +19,8 @@ pub struct Finished {
     pub seconds: f64,
 }
 
-/// What runs keep beside their results, each in `DIR/RUN_KEY/`.
+/// What runs keep beside their results, each in `DIR/RUN_KEY/`, and who
+/// drives their links.
 #[derive(Clone, Default)]
 pub struct Keep {
     /// Captures (`experiment run --pcap`).
@@ -28,6 +29,8 @@ pub struct Keep {
     pub traces: Option<PathBuf>,
     /// The live view, drawing every run under way (`experiment run --live`).
     pub live: Option<Arc<aerolink_net::live::Live>>,
+    /// A thread per hop, or the shared loops (`experiment run --pump`).
+    pub pump: aerolink_net::lab::PumpMode,
 }
 
 /// Starts `parallel` workers on `plan`. Lab names are `{base}w{worker}r{k}`,
@@ -69,6 +72,7 @@ pub fn start(
                         pcap: keep.pcap.as_ref().map(|d| aerolink_net::pcap::PcapSpec::whole(d.join(&p.key))),
                         traces: keep.traces.as_ref().map(|d| d.join(&p.key)),
                         live: keep.live.as_ref().map(|l| l.feed_for(&name)),
+                        pump: keep.pump,
                     };
                     let started = SystemTime::now();
                     let t = Instant::now();

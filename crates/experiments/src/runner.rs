@@ -42,6 +42,8 @@ pub struct RunRequest {
     pub traces: Option<PathBuf>,
     /// Feed the live view with this run's link (`experiment run --live`).
     pub live: Option<std::sync::Arc<aerolink_net::live::Feed>>,
+    /// Who drives the lab's links.
+    pub pump: aerolink_net::lab::PumpMode,
 }
 
 /// The programs' environment, with `SSLKEYLOGFILE` (`DIR/keys.log`) and
@@ -298,7 +300,7 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
         pcap: req.pcap.clone(),
         live: req.live.clone(),
         passengers: req.workload.passengers(),
-        pump: aerolink_net::lab::PumpMode::Thread,
+        pump: req.pump,
     };
     let lab = match Lab::build(&spec, None).map_err(|e| e.to_string()).and_then(|l| end_host_tcp(l, &req.knobs)) {
         Ok(l) => l,

@@ -60,6 +60,12 @@ pub struct RunArgs {
     /// 127.0.0.1:8950). Not passed on to cluster jobs.
     #[arg(long, value_name = "ADDR", num_args = 0..=1, default_missing_value = "127.0.0.1:8950")]
     pub live: Option<std::net::SocketAddr>,
+    /// Who drives the runs' links: `thread` (a thread per hop) or `shared`
+    /// (the process's event loops, one per core, shared by every run under
+    /// way: for many runs at once; `bench fleet` compares them). How the
+    /// runs are made, not what they are: their keys do not change.
+    #[arg(long, default_value = "thread", value_name = "thread|shared")]
+    pub pump: aerolink_net::lab::PumpMode,
 }
 
 impl RunArgs {
@@ -81,6 +87,9 @@ impl RunArgs {
         }
         if let Some(p) = &self.traces {
             v.extend(["--traces".into(), p.display().to_string()]);
+        }
+        if self.pump != aerolink_net::lab::PumpMode::Thread {
+            v.extend(["--pump".into(), self.pump.name().into()]);
         }
         v
     }
@@ -291,7 +300,7 @@ pub fn run(a: &RunArgs, exe: PathBuf, base: String, progress: &mut dyn Progress)
         }
         None => None,
     };
-    let keep = crate::pool::Keep { pcap: a.pcap.clone(), traces: a.traces.clone(), live };
+    let keep = crate::pool::Keep { pcap: a.pcap.clone(), traces: a.traces.clone(), live, pump: a.pump };
     let (rx, workers) = crate::pool::start(e.clone(), todo, parallel, exe, base, keep, stop.clone());
     let host = hostname();
     let (mut done, mut failed) = (0usize, 0usize);

@@ -140,6 +140,7 @@ pub fn k8s_manifests(a: &K8sArgs, name: &str, file_name: &str, text: &str, compa
         pcap: None,
         traces: None,
         live: None,
+        pump: aerolink_net::lab::PumpMode::Thread,
     };
     let shard_container = Container {
         name: "shard".into(),

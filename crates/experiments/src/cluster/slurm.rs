@@ -72,6 +72,7 @@ pub fn slurm_scripts(a: &SlurmArgs, name: &str, exe: &Path, file: &Path, dir: &P
         pcap: None,
         traces: None,
         live: None,
+        pump: aerolink_net::lab::PumpMode::Thread,
     };
     let mut head = format!(
         "#!/bin/bash\n# aerolink experiment {name}: shard $SLURM_ARRAY_TASK_ID of {n} (written by `aerolink experiment slurm`).\n\
