@@ -251,8 +251,6 @@ pub fn coalesce_ns() -> u64 {
 
 pub const DEFAULT_COALESCE_NS: u64 = 250_000;
 
-impl Hops {}
-
 /// The loop: waits on every hop's devices and the earliest departure,
 /// runs the hops that have something to do.
 fn run(rx: Receiver<(SharedPump, Sender<[PumpReport; 2]>)>, wake_fd: RawFd, count: &'static AtomicUsize) {
