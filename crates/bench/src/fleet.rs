@@ -25,11 +25,12 @@
 use std::process::Stdio;
 use std::time::Instant;
 
+use super::parallel::lab;
 use aerolink_link::units::Rate;
 use aerolink_link::Profile;
 use aerolink_net::lab::{netns_command, PumpMode};
 use aerolink_net::log::Dir;
-use aerolink_net::{run_id, Lab, LabReport, LabSpec};
+use aerolink_net::{Lab, LabReport};
 use clap::{Args, ValueEnum};
 use serde::Serialize;
 
@@ -166,11 +167,6 @@ fn finish_pings(children: Vec<std::process::Child>) -> anyhow::Result<Vec<parall
     Ok(out)
 }
 
-/// A lab of one link, driven by `pump`.
-fn lab(profile: Profile, seed: u64, pump: PumpMode) -> anyhow::Result<Lab> {
-    Ok(Lab::build(&LabSpec { pump, ..LabSpec::one_link(run_id(), profile, seed) }, None)?)
-}
-
 fn step(a: &FleetArgs, n: usize, pump: PumpMode) -> anyhow::Result<FleetStep> {
     let half = format!("{} us", a.rtt.0 / 2_000);
     let rate = format!("{} bit/s", a.rate.bits_per_sec.round());
@@ -218,16 +214,21 @@ fn step(a: &FleetArgs, n: usize, pump: PumpMode) -> anyhow::Result<FleetStep> {
     let t1 = Instant::now();
     let reports: Vec<LabReport> = labs.into_iter().map(Lab::shutdown).collect();
     let teardown = t1.elapsed().as_secs_f64();
-    let mut s = summarise(a, n, setup, teardown, &reports, goodput, &pings, &probed, rtt_ms);
-    s.pump = pump;
-    if pump == PumpMode::Shared {
-        s.pump_threads = aerolink_net::pump::shared::loops_running();
-    }
-    Ok(s)
+    Ok(summarise(a, (n, pump), setup, teardown, &reports, goodput, &pings, &probed, rtt_ms))
 }
 
 #[allow(clippy::too_many_arguments)]
-fn summarise(a: &FleetArgs, n: usize, setup: f64, teardown: f64, reports: &[LabReport], goodput: Vec<f64>, pings: &[parallel::Probed], probe: &parallel::Probed, rtt_ms: f64) -> FleetStep {
+fn summarise(
+    a: &FleetArgs,
+    (n, pump): (usize, PumpMode),
+    setup: f64,
+    teardown: f64,
+    reports: &[LabReport],
+    goodput: Vec<f64>,
+    pings: &[parallel::Probed],
+    probe: &parallel::Probed,
+    rtt_ms: f64,
+) -> FleetStep {
     let dirs: Vec<_> = reports.iter().flat_map(|r| r.directions.iter()).collect();
     let loaded: Vec<_> = dirs.iter().filter(|d| a.load == Load::Ping || d.dir == Some(Dir::Down)).filter(|d| d.packets_out > 0).collect();
     let mut p50: Vec<f64> = loaded.iter().map(|d| d.lateness_us_p50).collect();
@@ -240,10 +241,13 @@ fn summarise(a: &FleetArgs, n: usize, setup: f64, teardown: f64, reports: &[LabR
     let ping_mean_ms = (!means.is_empty()).then(|| means.iter().sum::<f64>() / means.len() as f64);
     let s = FleetStep {
         terminals: n,
-        pump: PumpMode::Thread,
+        pump,
         setup_ms_per_terminal: if n > 0 { setup * 1e3 / n as f64 } else { 0.0 },
         teardown_ms_per_terminal: if n > 0 { teardown * 1e3 / n as f64 } else { 0.0 },
-        pump_threads: n + 1,
+        pump_threads: match pump {
+            PumpMode::Thread => n + 1,
+            PumpMode::Shared => aerolink_net::pump::shared::loops_running(),
+        },
         pump_cores_per_link: if n > 0 { cpu / n as f64 / a.seconds as f64 } else { 0.0 },
         pump_us_per_packet: if packets > 0 { cpu * 1e6 / packets as f64 } else { 0.0 },
         packets,
@@ -310,8 +314,8 @@ pub fn run(a: FleetArgs) -> anyhow::Result<i32> {
         Load::Download => format!("a TCP download at {}", a.rate),
         Load::Ping => "a ping a second".into(),
     };
-    let mut pumps = a.pump.clone();
-    pumps.dedup();
+    // Each pump asked for once, the thread first.
+    let pumps: Vec<PumpMode> = PumpMode::ALL.into_iter().filter(|p| a.pump.contains(p)).collect();
     let runs: Vec<(usize, PumpMode)> = order.iter().flat_map(|n| pumps.iter().map(move |p| (*n, *p))).collect();
     let mut steps = Vec::new();
     for (i, (n, pump)) in runs.iter().enumerate() {

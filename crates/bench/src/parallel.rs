@@ -106,8 +106,8 @@ pub struct ParallelResult {
 
 /// A client and a server joined by one link with `profile`, its random
 /// choices drawn from `seed`.
-pub(crate) fn lab(profile: Profile, seed: u64) -> anyhow::Result<Lab> {
-    Ok(Lab::build(&LabSpec::one_link(run_id(), profile, seed), None)?)
+pub(crate) fn lab(profile: Profile, seed: u64, pump: aerolink_net::lab::PumpMode) -> anyhow::Result<Lab> {
+    Ok(Lab::build(&LabSpec { pump, ..LabSpec::one_link(run_id(), profile, seed) }, None)?)
 }
 
 /// What ping reported: its summary (µs precision; the per-reply lines
@@ -204,10 +204,10 @@ fn watch(stop: &AtomicBool, now: impl Fn() -> Instant, sleep: impl Fn(Duration))
 
 fn step(n: usize, seconds: u32, alone: Option<f64>) -> anyhow::Result<ParallelStep> {
     let load = &mut |_: &str| Err::<String, String>("no files".into());
-    let probe = lab(Profile::from_overrides(&flags(&[("delay", "150 ms")]), load)?, 1)?;
+    let probe = lab(Profile::from_overrides(&flags(&[("delay", "150 ms")]), load)?, 1, Default::default())?;
     let mut loaded = Vec::new();
     for _ in 0..n {
-        loaded.push(lab(Profile::from_overrides(&flags(&[("rate", "100 Mbit/s"), ("delay", "50 ms")]), load)?, 1)?);
+        loaded.push(lab(Profile::from_overrides(&flags(&[("rate", "100 Mbit/s"), ("delay", "50 ms")]), load)?, 1, Default::default())?);
     }
     // Every transfer and the probe at once; the transfers run a little
     // longer than the probe so it sees only the loaded part.
