@@ -333,7 +333,7 @@ pub fn run(a: FleetArgs) -> anyhow::Result<i32> {
         Load::Ping => "a ping a second".into(),
     };
     // Each pump asked for once, the thread first.
-    let pumps: Vec<PumpMode> = PumpMode::ALL.into_iter().filter(|p| a.pump.contains(p)).collect();
+    let pumps: Vec<PumpMode> = PumpMode::ALL.iter().copied().filter(|p| a.pump.contains(p)).collect();
     let runs: Vec<(usize, PumpMode)> = order.iter().flat_map(|n| pumps.iter().map(move |p| (*n, *p))).collect();
     let mut steps = Vec::new();
     for (i, (n, pump)) in runs.iter().enumerate() {
@@ -343,7 +343,7 @@ pub fn run(a: FleetArgs) -> anyhow::Result<i32> {
             runs.len(),
             if *n == 1 { "" } else { "s" },
             a.rtt.as_secs_f64() * 1e3,
-            pump.name(),
+            pump.as_str(),
             a.seconds
         );
         let s = step(&a, *n, *pump)?;
@@ -382,7 +382,7 @@ fn line(s: &FleetStep) -> String {
     format!(
         "  N={} ({}): set-up {:.1} ms and tear-down {:.1} ms per terminal; pumps {:.4} cores per link, {:.1} µs per packet ({} packets); departure error p50 {:.0} µs, p99 {:.0}, max {:.0}; {load}; probe mean {:.3} ms, max {:.3}{}",
         s.terminals,
-        s.pump.name(),
+        s.pump.as_str(),
         s.setup_ms_per_terminal,
         s.teardown_ms_per_terminal,
         s.pump_cores_per_link,

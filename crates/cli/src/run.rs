@@ -66,6 +66,15 @@ pub struct RunArgs {
     /// -B`, `curl --interface`). A link with `per_user` caps each address.
     #[arg(long, default_value_t = 0, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=aerolink_net::lab::MAX_PASSENGERS as i64))]
     pub passengers: u16,
+    /// Where the passengers live: `addresses` of the client's namespace
+    /// (above), or `namespaces` — each passenger a namespace of its own
+    /// behind the client, with its own stack and programs (their names in
+    /// $AEROLINK_PASSENGER_NETNS, in order; run a program in one with `ip
+    /// netns exec`), at the same addresses: N aircraft on one beam, each
+    /// its own host. The `cabin` workload runs each passenger's transfer in
+    /// its namespace.
+    #[arg(long, default_value = "addresses", value_name = "addresses|namespaces", requires = "passengers")]
+    pub passengers_as: aerolink_net::lab::PassengerHosts,
 }
 
 /// The PEP flags (`--pep`, `--pep-at`, `--tunnel-cc`, …; they need the
@@ -279,6 +288,7 @@ pub fn run(mut args: RunArgs) -> anyhow::Result<i32> {
     let pep = args.pep.checked_flags()?;
     let (mut spec, label) = lab_spec(&args.link, run_id())?;
     spec.passengers = args.passengers;
+    spec.passenger_hosts = args.passengers_as;
     let live = args.capture.apply(&mut spec, &label)?;
     if pep.mode != PepMode::None && !spec.hosts.iter().any(|h| h == "airgw") {
         return Err(user(format!("--pep {}: needs the gateway chain (--topology ifc, or a topology with hosts airgw and groundgw)", pep.mode)));

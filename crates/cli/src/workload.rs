@@ -65,12 +65,13 @@ pub fn run(cmd: WorkloadCmd) -> anyhow::Result<i32> {
                 let a = with_port(addr(&server)?, server::BULK_PORT);
                 let var = if a.is_ipv6() { cabin::ENV_V6 } else { cabin::ENV };
                 let from = cabin::addresses(std::env::var(var).ok().as_deref(), passengers, var).map_err(|m| user(format!("--passengers {passengers}: {m}")))?;
-                print(&cabin::run(a, &from, direction, bytes, bulk::TcpClient { cc, ..Default::default() }).await?)
+                let netns = cabin::namespaces(std::env::var(cabin::NETNS_ENV).ok().as_deref(), passengers).map_err(|m| user(format!("--passengers {passengers}: {m}")))?;
+                print(&cabin::run(a, &from, &netns, direction, bytes, bulk::TcpClient { cc, ..Default::default() }).await?)
             }
             WorkloadCmd::Bulk(BulkArgs { server, transport, direction, bytes, cc, tcp, quic }) => {
                 let a = with_port(addr(&server)?, server::BULK_PORT);
                 match transport {
-                    Transport::Tcp => print(&bulk::tcp(a, direction, bytes, bulk::TcpClient { cc, mss: tcp.mss, rcvbuf: tcp.rcvbuf, quickack: tcp.quickack, bind: None }).await?),
+                    Transport::Tcp => print(&bulk::tcp(a, direction, bytes, bulk::TcpClient { cc, mss: tcp.mss, rcvbuf: tcp.rcvbuf, quickack: tcp.quickack, bind: None, netns: None }).await?),
                     Transport::Quic => print(&bulk::quic(a, direction, bytes, &quic.knobs()).await?),
                 }
             }

@@ -481,3 +481,48 @@ fn the_cabin_workload_downloads_once_per_passenger() {
     assert_eq!(o.status.code(), Some(2), "{err}");
     assert!(err.contains("--passengers 2: $AEROLINK_PASSENGERS is not set"), "{err}");
 }
+
+#[test]
+fn passengers_as_namespaces_are_hosts_of_their_own_that_the_link_still_tells_apart() {
+    // Two passengers, each a namespace of its own behind the client (two
+    // aircraft on one beam): each its own stack (a sysctl set in one
+    // stays that namespace's), the client no longer holds their addresses, and
+    // the link's per-user cap still holds each download to 1 Mbit/s of
+    // the 10.
+    let d = tempdir("paxns");
+    let prof = d.join("cap.toml");
+    std::fs::write(&prof, "[link]\nrate = \"10 Mbit/s\"\ndelay = \"20 ms\"\n[down]\nper_user = \"1 Mbit/s\"\n").unwrap();
+    let serve = format!("{} workload serve", bin());
+    let client = format!(
+        "set -- $AEROLINK_PASSENGER_NETNS; echo \"netns $*\"; ip netns exec $1 sysctl -qw net.ipv4.ip_default_ttl=33; \
+         ip netns exec $2 sysctl -qw net.ipv4.ip_default_ttl=44; \
+         echo \"ttl $(ip netns exec $1 sysctl -n net.ipv4.ip_default_ttl) $(ip netns exec $2 sysctl -n net.ipv4.ip_default_ttl) $(sysctl -n net.ipv4.ip_default_ttl)\"; \
+         echo \"client holds $(ip -o addr show | grep -c '198[.]18[.]0[.]1[12]/')\"; \
+         {} workload cabin --server $AEROLINK_SERVER --passengers 2 --bytes 300KB",
+        bin()
+    );
+    let o = aerolink(&["run", "-q", "--profile", prof.to_str().unwrap(), "--passengers", "2", "--passengers-as", "namespaces", "--ready-port", "5201", "--server", &serve, "--client", &client]);
+    let (out, err) = text(&o);
+    assert!(o.status.success(), "{out}{err}");
+    let lines: Vec<&str> = out.lines().collect();
+    let names: Vec<&str> = lines[0].strip_prefix("netns ").unwrap().split(' ').collect();
+    assert!(names.len() == 2 && names[0].ends_with("-pax-1") && names[1].ends_with("-pax-2"), "{out}");
+    assert_eq!(lines[1], "ttl 33 44 64", "{out}");
+    assert_eq!(lines[2], "client holds 0", "{out}");
+    let r: Value = serde_json::from_str(lines[3..].join("\n").trim()).unwrap_or_else(|e| panic!("{e}: {out}"));
+    let passengers = r["passengers"].as_array().unwrap();
+    assert_eq!(passengers.iter().map(|p| p["address"].as_str().unwrap()).collect::<Vec<_>>(), ["198.18.0.11", "198.18.0.12"]);
+    for p in passengers {
+        // The cap counts IP bytes; 300 KB at under 1 Mbit/s, slow start
+        // included.
+        let mbps = p["goodput_bps"].as_f64().unwrap() / 1e6;
+        assert!((0.6..=1.0).contains(&mbps), "{p}");
+    }
+    let left: Vec<String> = leftover_namespaces().into_iter().filter(|n| names.contains(&n.as_str())).collect();
+    assert!(left.is_empty(), "passenger namespaces left: {left:?}");
+    // Where passengers live is a closed set, named at the edge.
+    let bad = aerolink(&["run", "-q", "--passengers", "2", "--passengers-as", "netns", "--client", "true"]);
+    let (_, err) = text(&bad);
+    assert_eq!(bad.status.code(), Some(2), "{err}");
+    assert!(err.contains("addresses, namespaces"), "{err}");
+}

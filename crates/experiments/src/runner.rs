@@ -225,7 +225,8 @@ impl Drop for Cross {
 /// Sets the end hosts' TCP (client and server namespaces) as the run's
 /// knobs ask, before any program starts; the lab is removed if it cannot.
 fn end_host_tcp(lab: Lab, knobs: &crate::workload::Knobs) -> Result<Lab, String> {
-    let ends = [lab.hosts[0].netns.clone(), lab.hosts.last().expect("hosts").netns.clone()];
+    // The passengers' own namespaces are end hosts too.
+    let ends: Vec<String> = [lab.hosts[0].netns.clone(), lab.hosts.last().expect("hosts").netns.clone()].into_iter().chain(lab.passenger_netns().iter().cloned()).collect();
     let sysctls = knobs.end_host_sysctls();
     for ns in ends {
         let these = sysctls.clone();
@@ -300,6 +301,7 @@ pub fn run_once(req: &RunRequest, stop: &AtomicBool) -> RunOutcome {
         pcap: req.pcap.clone(),
         live: req.live.clone(),
         passengers: req.workload.passengers(),
+        passenger_hosts: req.workload.passenger_hosts(),
         pump: req.pump,
     };
     let lab = match Lab::build(&spec, None).map_err(|e| e.to_string()).and_then(|l| end_host_tcp(l, &req.knobs)) {

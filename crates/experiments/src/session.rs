@@ -89,7 +89,7 @@ impl RunArgs {
             v.extend(["--traces".into(), p.display().to_string()]);
         }
         if self.pump != aerolink_net::lab::PumpMode::Thread {
-            v.extend(["--pump".into(), self.pump.name().into()]);
+            v.extend(["--pump".into(), self.pump.as_str().into()]);
         }
         v
     }

@@ -24,6 +24,9 @@ use aerolink_link::{Pipeline, Profile};
 use serde::{Deserialize, Serialize};
 
 use crate::log::Dir;
+use crate::passengers;
+pub use crate::passengers::{passenger_v4, passenger_v6, PassengerHosts, MAX_PASSENGERS};
+pub use crate::pump::PumpMode;
 use crate::pump::{Clock, PollTimer, Pump, PumpReport, Side};
 use crate::stale::OWNER_FILE;
 pub use crate::stale::{leftover_files, leftover_namespaces, live_runs, namespace_pids, orphan_namespaces, remove_namespace, remove_stale, run_tmp_dir, stale_labs, Owner, StaleLab};
@@ -63,38 +66,11 @@ pub struct LabSpec {
     /// passenger, 198.18.0.11 … and 2001:2::b … ([`passenger_v4`]), for
     /// programs that bind one each; links with `per_user` cap each.
     pub passengers: u16,
+    /// Where the passengers live: addresses of the first host, or a
+    /// namespace each behind it ([`crate::passengers`]).
+    pub passenger_hosts: PassengerHosts,
     /// Who drives the hops: a thread each, or the process's shared loops.
     pub pump: PumpMode,
-}
-
-/// Who drives a lab's hops ([`crate::pump`]).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum PumpMode {
-    /// A thread per hop, sleeping for its own departures: the most precise
-    /// for one busy link.
-    #[default]
-    Thread,
-    /// The process's event loops, one per core, each driving many hops
-    /// ([`crate::pump::shared`]): what a fleet of links needs.
-    Shared,
-}
-
-impl PumpMode {
-    pub const ALL: [PumpMode; 2] = [PumpMode::Thread, PumpMode::Shared];
-    pub fn name(self) -> &'static str {
-        match self {
-            PumpMode::Thread => "thread",
-            PumpMode::Shared => "shared",
-        }
-    }
-}
-
-impl std::str::FromStr for PumpMode {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        PumpMode::ALL.into_iter().find(|m| m.name() == s).ok_or_else(|| format!("{s:?} is not a pump; one of: thread, shared"))
-    }
 }
 
 /// A running hop's pump: its thread, or its place in a shared loop.
@@ -121,21 +97,21 @@ impl LabSpec {
 
     /// `hosts` joined by `hops`, nothing else asked.
     pub fn chain(run: String, hosts: Vec<String>, hops: Vec<Profile>, seed: u64) -> Self {
-        LabSpec { run, hosts, hops, seed, log_meta: vec![], lateness_target_ns: None, packet_by_packet: false, pcap: None, live: None, passengers: 0, pump: PumpMode::Thread }
+        LabSpec {
+            run,
+            hosts,
+            hops,
+            seed,
+            log_meta: vec![],
+            lateness_target_ns: None,
+            packet_by_packet: false,
+            pcap: None,
+            live: None,
+            passengers: 0,
+            passenger_hosts: PassengerHosts::Addresses,
+            pump: PumpMode::Thread,
+        }
     }
-}
-
-/// The most passengers a lab holds (198.18.0.11 to .250).
-pub const MAX_PASSENGERS: u16 = 240;
-
-/// Passenger `k`'s (from 1) IPv4 address: 198.18.0.(10 + k).
-pub fn passenger_v4(k: u16) -> String {
-    std::net::Ipv4Addr::new(198, 18, 0, (10 + k) as u8).to_string()
-}
-
-/// Passenger `k`'s IPv6 address: 2001:2::(10 + k), the same low 16 bits.
-pub fn passenger_v6(k: u16) -> String {
-    std::net::Ipv6Addr::new(0x2001, 2, 0, 0, 0, 0, 0, 10 + k).to_string()
 }
 
 /// A host's place in the lab.
@@ -153,6 +129,8 @@ pub struct Lab {
     pub seed: u64,
     pub passengers: u16,
     namespaces: Vec<String>,
+    /// The passengers' own namespaces (`PassengerHosts::Namespaces`).
+    passenger_ns: Vec<String>,
     stop: Arc<AtomicBool>,
     stop_fd: i32,
     pumps: Vec<PumpHandle>,
@@ -261,19 +239,6 @@ fn configure_device(batch: &mut Vec<String>, dev: &str, i: usize, side: u8, mtu:
     batch.push(format!("link set dev {dev} up"));
 }
 
-/// The passengers' addresses, on the cabin's device (hop 0's left side,
-/// whose subnet the other hosts already route).
-fn add_passengers(batch: &mut Vec<String>, dev: &str, n: u16) -> Result<(), NetError> {
-    if n > MAX_PASSENGERS {
-        return Err(NetError::Spec(format!("at most {MAX_PASSENGERS} passengers, got {n}")));
-    }
-    for k in 1..=n {
-        batch.push(format!("addr add {}/32 dev {dev}", passenger_v4(k)));
-        batch.push(format!("addr add {}/128 dev {dev} nodad", passenger_v6(k)));
-    }
-    Ok(())
-}
-
 /// Routes: each host reaches the subnets beyond its neighbours through the
 /// device facing them; hosts between others forward. Only the
 /// benchmarking ranges are routed. The routes go into each namespace's
@@ -334,6 +299,7 @@ impl Lab {
             seed: spec.seed,
             passengers: spec.passengers,
             namespaces: Vec::new(),
+            passenger_ns: Vec::new(),
             stop: Arc::new(AtomicBool::new(false)),
             stop_fd,
             pumps: Vec::new(),
@@ -377,7 +343,7 @@ impl Lab {
                 configure_device(&mut batches[k], dev, i, side, mtu);
             }
             if i == 0 {
-                add_passengers(&mut batches[0], &lname, spec.passengers)?;
+                passengers::host_lines(&mut batches[0], &lname, spec.passengers, spec.passenger_hosts, &spec.run)?;
             }
             let largest = prof.up.mtu().max(prof.down.mtu()) as usize;
             let buf_len = if gso { 65_536 + VNET_HDR_LEN } else { largest + 100 + VNET_HDR_LEN };
@@ -404,6 +370,9 @@ impl Lab {
         for (ns, batch) in lab.namespaces.iter().zip(&batches) {
             sys::ip_batch(ns, batch)?;
         }
+        for (k, ns) in (1..).zip(&lab.passenger_ns) {
+            sys::ip_batch(ns, &passengers::inside_lines(k, &lab.hosts[0].ipv4))?;
+        }
         lab.check_isolated(spec)?;
         Ok(lab)
     }
@@ -423,17 +392,38 @@ impl Lab {
             let (hop, side) = if i == 0 { (0, 1) } else { (i - 1, 2) };
             self.hosts.push(HostInfo { name: h.clone(), netns: ns, ipv4: v4(hop, side), ipv6: v6(hop, side) });
         }
+        if spec.passengers > MAX_PASSENGERS {
+            return Err(NetError::Spec(format!("at most {MAX_PASSENGERS} passengers, got {}", spec.passengers)));
+        }
+        if spec.passenger_hosts == PassengerHosts::Namespaces {
+            for k in 1..=spec.passengers {
+                let ns = passengers::netns(&spec.run, k);
+                sys::add_netns(&ns)?;
+                self.passenger_ns.push(ns);
+            }
+            // The first host forwards between its passengers and the link.
+            in_netns(&self.namespaces[0], || {
+                sys::write_sysctl("net.ipv4.ip_forward", "1")?;
+                sys::write_sysctl("net.ipv6.conf.all.forwarding", "1")
+            })?;
+        }
         Ok(batches)
     }
 
     /// Refuses to run if a namespace has any interface but `lo` and ours.
     fn check_isolated(&self, spec: &LabSpec) -> Result<(), NetError> {
-        for (k, ns) in self.namespaces.iter().enumerate() {
+        let pax = |k: usize, name: &str| k == 0 && name.strip_prefix("pax").and_then(|j| j.parse::<usize>().ok()).is_some_and(|j| j >= 1 && j <= self.passenger_ns.len());
+        let hosts = self.namespaces.iter().enumerate().map(|(k, ns)| (Some(k), ns));
+        for (k, ns) in hosts.chain(self.passenger_ns.iter().map(|ns| (None, ns))) {
             let out = Command::new("ip").args(["-n", ns, "-o", "link", "show"]).output().map_err(|e| NetError::Io("ip link show".into(), e))?;
             let text = String::from_utf8_lossy(&out.stdout);
             for line in text.lines() {
                 let name = line.split(':').nth(1).unwrap_or("").trim().split('@').next().unwrap_or("");
-                let ours = name == "lo" || (k > 0 && name == format!("to-{}", spec.hosts[k - 1])) || (k + 1 < spec.hosts.len() && name == format!("to-{}", spec.hosts[k + 1]));
+                let ours = name == "lo"
+                    || match k {
+                        Some(k) => (k > 0 && name == format!("to-{}", spec.hosts[k - 1])) || (k + 1 < spec.hosts.len() && name == format!("to-{}", spec.hosts[k + 1])) || pax(k, name),
+                        None => name == passengers::INSIDE,
+                    };
                 if !ours {
                     return Err(NetError::Unsafe(format!("namespace {ns} has an interface aerolink did not create: {name}")));
                 }
@@ -451,6 +441,12 @@ impl Lab {
         self.hosts.iter().find(|h| h.name == name)
     }
 
+    /// The passengers' own namespaces, in order (none unless they live in
+    /// namespaces).
+    pub fn passenger_netns(&self) -> &[String] {
+        &self.passenger_ns
+    }
+
     /// Environment for programs in the lab: `AEROLINK_<HOST>` (IPv4),
     /// `AEROLINK_<HOST>_V6`, plus `AEROLINK_CLIENT` / `AEROLINK_SERVER` for
     /// the two ends whatever they are called, and `TMPDIR` (the run's own
@@ -461,6 +457,9 @@ impl Lab {
             let list = |f: fn(u16) -> String| (1..=self.passengers).map(f).collect::<Vec<_>>().join(" ");
             env.push(("AEROLINK_PASSENGERS".into(), list(passenger_v4)));
             env.push(("AEROLINK_PASSENGERS_V6".into(), list(passenger_v6)));
+            if !self.passenger_ns.is_empty() {
+                env.push(("AEROLINK_PASSENGER_NETNS".into(), self.passenger_ns.join(" ")));
+            }
         }
         for (hop, path) in &self.monitors {
             env.push((format!("AEROLINK_LINK{hop}_MONITOR"), path.display().to_string()));
@@ -505,7 +504,7 @@ impl Lab {
         let directions: Vec<PumpReport> = self.pumps.drain(..).filter_map(|h| h.join()).flatten().collect();
         let sink = self.logger.take().and_then(|h| h.join().ok()).and_then(|r| r.ok()).unwrap_or_default();
         if !self.torn_down {
-            for ns in &self.namespaces {
+            for ns in self.namespaces.iter().chain(&self.passenger_ns) {
                 remove_namespace(ns);
             }
             for (_, path) in &self.monitors {

@@ -11,6 +11,7 @@ pub mod lab;
 pub mod live;
 pub mod log;
 pub mod monitor;
+pub mod passengers;
 pub mod pcap;
 pub mod procs;
 pub mod pump;

@@ -74,6 +74,10 @@ pub struct TcpClient {
     /// The local address to send from (a passenger's, [`crate::cabin`]);
     /// `None`: the kernel's choice.
     pub bind: Option<std::net::IpAddr>,
+    /// The network namespace to make the socket in: an open
+    /// `/run/netns/NAME` (a passenger's own, [`crate::cabin`]), kept open
+    /// by the caller until the socket exists; `None`: this process's.
+    pub netns: Option<std::os::fd::RawFd>,
 }
 
 /// Receives `size` bytes, counting them into 100 ms bins from `t0`; with
@@ -241,7 +245,11 @@ fn result(transport: &str, direction: Direction, bytes: u64, t0: Instant, bins: 
 /// `client` says.
 pub async fn tcp(server: SocketAddr, direction: Direction, bytes: u64, client: TcpClient) -> Result<BulkResult> {
     let t0 = Instant::now();
-    let sock = if server.is_ipv6() { tokio::net::TcpSocket::new_v6()? } else { tokio::net::TcpSocket::new_v4()? };
+    let sock = match client.netns {
+        Some(ns) => sock::tcp_socket_in(ns, server.is_ipv6()).map_err(|source| WorkError::Sys { what: "a socket in the passenger's namespace".into(), source })?,
+        None if server.is_ipv6() => tokio::net::TcpSocket::new_v6()?,
+        None => tokio::net::TcpSocket::new_v4()?,
+    };
     let cc = client.cc;
     sock::set_congestion(&sock, cc).map_err(|source| WorkError::Sys { what: format!("TCP congestion control {cc}"), source })?;
     if let Some(m) = client.mss {

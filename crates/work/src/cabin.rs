@@ -1,7 +1,9 @@
 //! `cabin`: passengers behind one aircraft link, each downloading (or
 //! sending, `up`) the same number of bytes over kernel TCP at once, each
 //! from its own address (the lab's `$AEROLINK_PASSENGERS`, `run
-//! --passengers`). What a capacity
+//! --passengers`) — and, where each passenger is a namespace of its own
+//! (`run --passengers-as namespaces`, `$AEROLINK_PASSENGER_NETNS`), from a
+//! socket made in that namespace. What a capacity
 //! question needs: how long the median and the slowest passenger wait,
 //! the link's total goodput, and how evenly it was shared (Jain's index).
 
@@ -15,6 +17,8 @@ use crate::error::{Result, WorkError};
 /// The lab's passenger addresses (`run --passengers`), IPv4 or IPv6.
 pub const ENV: &str = "AEROLINK_PASSENGERS";
 pub const ENV_V6: &str = "AEROLINK_PASSENGERS_V6";
+/// The passengers' own namespaces, in the same order, where they have one.
+pub const NETNS_ENV: &str = "AEROLINK_PASSENGER_NETNS";
 
 /// One passenger's download.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -50,6 +54,18 @@ pub fn addresses(text: Option<&str>, n: u16, var: &str) -> std::result::Result<V
     Ok(all[..n as usize].to_vec())
 }
 
+/// The first `n` passengers' namespaces, open (`/run/netns/NAME`), from
+/// `$AEROLINK_PASSENGER_NETNS`; none where it is not set (passengers are
+/// addresses of this host).
+pub fn namespaces(text: Option<&str>, n: u16) -> std::result::Result<Vec<std::fs::File>, String> {
+    let Some(text) = text else { return Ok(Vec::new()) };
+    let names: Vec<&str> = text.split_whitespace().collect();
+    if names.len() < n as usize {
+        return Err(format!("${NETNS_ENV} has {} namespaces, {n} asked", names.len()));
+    }
+    names[..n as usize].iter().map(|name| std::fs::File::open(format!("/run/netns/{name}")).map_err(|e| format!("${NETNS_ENV}: /run/netns/{name}: {e}"))).collect()
+}
+
 /// Jain's fairness index of `x`: (Σx)² / (n Σx²); 1 when all are equal.
 pub fn jain(x: &[f64]) -> f64 {
     let (s, s2) = x.iter().fold((0.0, 0.0), |(a, b), v| (a + v, b + v * v));
@@ -60,9 +76,19 @@ pub fn jain(x: &[f64]) -> f64 {
     }
 }
 
-/// Each address in `from` moves `bytes` to or from the bulk server at once.
-pub async fn run(server: SocketAddr, from: &[IpAddr], direction: Direction, bytes: u64, client: TcpClient) -> Result<CabinResult> {
-    let tasks: Vec<_> = from.iter().map(|&ip| tokio::spawn(bulk::tcp(server, direction, bytes, TcpClient { bind: Some(ip), ..client }))).collect();
+/// Each address in `from` moves `bytes` to or from the bulk server at once;
+/// from a socket in its namespace where `netns` (open namespace files, in
+/// the same order) has one.
+pub async fn run(server: SocketAddr, from: &[IpAddr], netns: &[std::fs::File], direction: Direction, bytes: u64, client: TcpClient) -> Result<CabinResult> {
+    use std::os::fd::AsRawFd;
+    let tasks: Vec<_> = from
+        .iter()
+        .enumerate()
+        .map(|(k, &ip)| {
+            let netns = netns.get(k).map(|f| f.as_raw_fd());
+            tokio::spawn(bulk::tcp(server, direction, bytes, TcpClient { bind: Some(ip), netns, ..client }))
+        })
+        .collect();
     let mut passengers = Vec::new();
     for (t, ip) in tasks.into_iter().zip(from) {
         let r = t.await.map_err(|e| WorkError::Io(std::io::Error::other(format!("passenger {ip}: {e}"))))??;

@@ -19,6 +19,29 @@ impl Default for TcpCc {
     }
 }
 
+/// A TCP socket made in the network namespace open at `netns` (a
+/// `/run/netns/NAME` file): a thread of its own enters the namespace
+/// (`setns` moves only the calling thread) and ends there; the socket
+/// stays in that namespace wherever it is used.
+pub fn tcp_socket_in(netns: std::os::fd::RawFd, v6: bool) -> std::io::Result<tokio::net::TcpSocket> {
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            // SAFETY: setns on this short-lived thread only; `netns` is an
+            // open namespace file the caller keeps open.
+            if unsafe { libc::setns(netns, libc::CLONE_NEWNET) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if v6 {
+                tokio::net::TcpSocket::new_v6()
+            } else {
+                tokio::net::TcpSocket::new_v4()
+            }
+        })
+        .join()
+        .unwrap_or_else(|_| Err(std::io::Error::other("the namespace thread panicked")))
+    })
+}
+
 /// Sets TCP_CONGESTION on a socket (listening sockets pass it on).
 pub fn set_congestion(sock: &impl AsRawFd, cc: TcpCc) -> std::io::Result<()> {
     let cc = cc.as_str();

@@ -106,6 +106,11 @@ pub trait Kind {
     fn passengers(&self) -> u16 {
         0
     }
+    /// Where those passengers live: addresses of the client's namespace,
+    /// or a namespace each behind it.
+    fn passenger_hosts(&self) -> aerolink_net::lab::PassengerHosts {
+        aerolink_net::lab::PassengerHosts::Addresses
+    }
     /// A workload run in simulated time over the run's link model, in
     /// aerolink's own process (no lab): its result as its client would
     /// print it. `None` (the rest): a real client in a real lab.
@@ -298,6 +303,11 @@ impl Workload {
     /// Passengers its lab gives the client's namespace.
     pub fn passengers(&self) -> u16 {
         self.kind().passengers()
+    }
+
+    /// Where they live: addresses, or a namespace each.
+    pub fn passenger_hosts(&self) -> aerolink_net::lab::PassengerHosts {
+        self.kind().passenger_hosts()
     }
 
     /// The client's command line after `aerolink`, asking the services

@@ -14,10 +14,13 @@
 //! ([`sim`]), so its reading, batching, wake-up choice, lateness statistics
 //! and drop accounting are checked exactly, without root.
 
+mod mode;
 pub mod real;
 mod send;
 pub mod shared;
 pub mod sim;
+
+pub use mode::PumpMode;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
