@@ -4,12 +4,12 @@
 //! non-generic type.
 //!
 //! Why a crate of its own: `jsonschema`'s generic code is instantiated
-//! where it is called. Called from the browser test it was compiled at the
-//! command line's opt-level (1), 215 s of CPU and 120 s on 2 cores — a
-//! quarter of `make test`'s first build, which needs that test binary
-//! (docs/measurements.md, 2026-11-29 late night). Here it is compiled once,
-//! at opt-level 0 (Cargo.toml's profile), early in the build, beside the
-//! rest; a HAR of a page is checked in milliseconds either way.
+//! where it is called. Called from the browser test, a plain `cargo test
+//! --release` built that test in 121 s on 2 cores (219 s of CPU); here,
+//! at opt-level 0 (Cargo.toml's profile), the test builds in 3.6 s. (`make
+//! test`'s builds, through clippy-driver, did not pay it: 3.2 s either
+//! way; docs/measurements.md, 2026-11-29 late night.) A HAR of a page is
+//! checked in milliseconds either way.
 
 use serde_json::Value;
 
