@@ -412,7 +412,7 @@ impl Lab {
 
     /// Refuses to run if a namespace has any interface but `lo` and ours.
     fn check_isolated(&self, spec: &LabSpec) -> Result<(), NetError> {
-        let pax = |k: usize, name: &str| k == 0 && name.strip_prefix("pax").and_then(|j| j.parse::<usize>().ok()).is_some_and(|j| j >= 1 && j <= self.passenger_ns.len());
+        let pax = |k: usize, name: &str| k == 0 && (1..=self.passenger_ns.len() as u16).any(|j| name == passengers::device(j));
         let hosts = self.namespaces.iter().enumerate().map(|(k, ns)| (Some(k), ns));
         for (k, ns) in hosts.chain(self.passenger_ns.iter().map(|ns| (None, ns))) {
             let out = Command::new("ip").args(["-n", ns, "-o", "link", "show"]).output().map_err(|e| NetError::Io("ip link show".into(), e))?;
