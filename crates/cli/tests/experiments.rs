@@ -1,6 +1,7 @@
 //! Experiments: an interrupted experiment resumed neither repeats nor loses
 //! runs; a malformed experiment file is refused with one clear line; the
-//! report is one self-contained file.
+//! report is one self-contained file; knobs that set the end hosts' TCP
+//! (competing traffic, the client's initial receive window) take effect.
 
 mod common;
 use common::*;
@@ -266,6 +267,32 @@ fn cross_traffic_competes_for_the_link() {
     }
     assert!(leftover_namespaces().is_empty());
     assert!(orphan_processes("^iperf3 -c 198.18").is_empty(), "the cross traffic's iperf3 is stopped with its run");
+}
+
+/// The client's initial receive window (`initrwnd`, set on its routes by
+/// the runner): a 40 KB download from a server whose initial window is 10
+/// segments, at 200 ms RTT, waits for the client's window to grow when it
+/// starts at 2 segments — a round trip more at least (≈ two here); the
+/// series says so (`RW2`), and a run without it names none.
+#[test]
+fn the_clients_initial_receive_window_holds_a_download_back() {
+    require_root();
+    let d = tempdir("initrwnd");
+    let (spec, db) = (d.join("exp.toml"), d.join("r.db"));
+    let bulk = "[[workload]]\ntype = \"bulk\"\nsizes = [\"40KB\"]\ndirection = \"down\"\n";
+    let toml = format!(
+        "name = \"rwnd\"\nseed = 3\nrepetitions = 2\nprofiles = [\"far\"]\n[[variant]]\nname = \"far\"\nbase = \"satcom-100\"\nrate = \"50Mbit/s\"\nrtt = \"200ms\"\n{bulk}{bulk}initrwnd = 2\n"
+    );
+    std::fs::write(&spec, toml).unwrap();
+    let o = aerolink(&["experiment", "run", spec.to_str().unwrap(), "--db", db.to_str().unwrap(), "--parallel", "1"]);
+    assert!(o.status.success(), "{}", text(&o).1);
+    let runs = stored(&db);
+    let times = |held: bool| -> Vec<f64> { runs.iter().filter(|r| r["series"].as_str().unwrap().contains("RW2") == held).map(|r| r["metrics"]["completion_ms"].as_f64().unwrap()).collect() };
+    let (free, held) = (times(false), times(true));
+    assert_eq!((free.len(), held.len()), (2, 2), "{runs:?}");
+    let (slowest_free, fastest_held) = (free.iter().cloned().fold(0.0, f64::max), held.iter().cloned().fold(f64::MAX, f64::min));
+    assert!(fastest_held > slowest_free + 150.0, "initrwnd 2: {held:?} ms; the kernel's window: {free:?} ms (RTT 200 ms)");
+    assert!(leftover_namespaces().is_empty());
 }
 
 /// A resolver aboard (Debian's dnsmasq in the aircraft gateway) answers a

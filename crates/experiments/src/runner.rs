@@ -236,6 +236,20 @@ fn end_host_tcp(lab: Lab, knobs: &crate::workload::Knobs) -> Result<Lab, String>
             return Err(format!("setting the end hosts' TCP ({}) in {ns}: {e}", knobs.label()));
         }
     }
+    // The receiving ends of a download (the client, the passengers): the
+    // initial receive window their routes give their connections.
+    if let Some(n) = knobs.initrwnd {
+        let clients: Vec<String> = std::iter::once(lab.hosts[0].netns.clone()).chain(lab.passenger_netns().iter().cloned()).collect();
+        for ns in clients {
+            let set = aerolink_net::sys::in_netns(&ns, move || {
+                aerolink_work::sock::set_route_initrwnd(n).map_err(|e| aerolink_net::NetError::Command { cmd: format!("ip route change … initrwnd {n}"), msg: e.to_string() })
+            });
+            if let Err(e) = set {
+                lab.shutdown();
+                return Err(format!("setting the client's initial receive window in {ns}: {e}"));
+            }
+        }
+    }
     Ok(lab)
 }
 

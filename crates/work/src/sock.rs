@@ -157,6 +157,18 @@ pub fn quick_ack(sock: &impl AsRawFd) -> std::io::Result<()> {
 /// lab's /24 beside its /15: before 2026-11-27 only the /15 was set, so a
 /// direct lab's server kept the kernel's 10).
 pub fn set_route_initcwnd(segments: u32) -> Result<()> {
+    set_route_windows(&["initcwnd", "initrwnd"], segments)
+}
+
+/// Sets only the initial receive window (segments) on every unicast route
+/// in this namespace, as `ip route … initrwnd N` does: what a host's SYN
+/// and first ACKs advertise before the window grows with the data (Linux
+/// before 2.6.38 advertised 4 segments, 5840 B; since then 10 or more).
+pub fn set_route_initrwnd(segments: u32) -> Result<()> {
+    set_route_windows(&["initrwnd"], segments)
+}
+
+fn set_route_windows(keys: &[&str], segments: u32) -> Result<()> {
     let n = segments.to_string();
     let routes = unicast_routes(None)?;
     if !routes.iter().any(|r| r.0 == "-4") {
@@ -165,7 +177,9 @@ pub fn set_route_initcwnd(segments: u32) -> Result<()> {
     for (fam, spec) in routes {
         let mut args: Vec<&str> = vec![fam, "route", "change"];
         args.extend(spec.iter().map(String::as_str));
-        args.extend(["initcwnd", &n, "initrwnd", &n]);
+        for k in keys {
+            args.extend([*k, n.as_str()]);
+        }
         let st = std::process::Command::new("ip").args(&args).status()?;
         if !st.success() {
             return Err(WorkError::Route(format!("ip {} failed", args.join(" "))));

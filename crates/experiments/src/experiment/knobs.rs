@@ -62,6 +62,14 @@ pub const KNOBS: &[KnobDef] = &[
             Ok(())
         },
     },
+    KnobDef {
+        key: "initrwnd",
+        pep: false,
+        set: |k, v| {
+            k.initrwnd = Some(whole(v, 1, 1000, "segments")?);
+            Ok(())
+        },
+    },
     KnobDef { key: "quic_preset", pep: false, set: |k, v| choice(v, Preset::allowed).map(|p| k.quic = QuicKnobs::preset(p)) },
     KnobDef { key: "quic_cc", pep: false, set: |k, v| choice(v, QuicCc::allowed).map(|c| k.quic.cc = c) },
     KnobDef {

@@ -20,6 +20,12 @@ pub struct Knobs {
     pub tcp_cc: TcpCc,
     /// Route initial window in segments; `None` = the kernel's 10.
     pub initcwnd: Option<u32>,
+    /// The client's route initial receive window in segments (`ip route …
+    /// initrwnd` in the client's and passengers' namespaces): what its SYN
+    /// and first ACKs advertise before the window grows with the data;
+    /// `None` = the kernel's (10 segments and more; Linux before 2.6.38: 4).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub initrwnd: Option<u32>,
     pub quic: QuicKnobs,
     /// Nagle's algorithm on the server's and messages client's sockets.
     pub nagle: bool,
@@ -150,6 +156,7 @@ impl Default for Knobs {
         Knobs {
             tcp_cc: TcpCc::Cubic,
             initcwnd: None,
+            initrwnd: None,
             quic: QuicKnobs::default(),
             nagle: false,
             push: 0,
@@ -184,6 +191,9 @@ impl Knobs {
         }
         if let Some(n) = self.initcwnd {
             parts.push(format!("IW{n}"));
+        }
+        if let Some(n) = self.initrwnd {
+            parts.push(format!("RW{n}"));
         }
         if self.quic.preset != aerolink_work::quic::Preset::Quinn {
             parts.push(self.quic.label());
@@ -272,5 +282,15 @@ mod tests {
         let on = serde_json::to_string(&Knobs::default()).unwrap();
         assert!(!on.contains("tcp_sack") && !on.contains("tcp_timestamps"), "{on}");
         assert!(Knobs::default().end_host_sysctls().iter().all(|(k, _)| !k.contains("sack")));
+    }
+
+    /// The client's initial receive window names the series (`RW4`) and,
+    /// unset, stays out of the knobs' JSON, so no earlier run's key moves.
+    #[test]
+    fn the_clients_initial_receive_window_names_the_series_and_unset_is_left_out() {
+        let k = Knobs { initcwnd: Some(10), initrwnd: Some(4), ..Knobs::default() };
+        assert_eq!(k.label(), "IW10 RW4");
+        assert!(serde_json::to_string(&k).unwrap().contains("\"initrwnd\":4"));
+        assert!(!serde_json::to_string(&Knobs::default()).unwrap().contains("initrwnd"));
     }
 }
