@@ -225,29 +225,20 @@ impl Drop for Cross {
 /// Sets the end hosts' TCP (client and server namespaces) as the run's
 /// knobs ask, before any program starts; the lab is removed if it cannot.
 fn end_host_tcp(lab: Lab, knobs: &crate::workload::Knobs) -> Result<Lab, String> {
-    // The passengers' own namespaces are end hosts too.
-    let ends: Vec<String> = [lab.hosts[0].netns.clone(), lab.hosts.last().expect("hosts").netns.clone()].into_iter().chain(lab.passenger_netns().iter().cloned()).collect();
+    // The client and the passengers' own namespaces receive a download (the
+    // initial receive window is theirs); the server is the other end.
+    let clients: Vec<String> = std::iter::once(lab.hosts[0].netns.clone()).chain(lab.passenger_netns().iter().cloned()).collect();
+    let server = lab.hosts.last().expect("hosts").netns.clone();
     let sysctls = knobs.end_host_sysctls();
-    for ns in ends {
-        let these = sysctls.clone();
-        let set = aerolink_net::sys::in_netns(&ns, move || these.iter().try_for_each(|(k, v)| aerolink_net::sys::write_sysctl(k, v)));
+    for ns in clients.iter().chain(std::iter::once(&server)) {
+        let (these, rwnd) = (sysctls.clone(), knobs.initrwnd.filter(|_| *ns != server));
+        let set = aerolink_net::sys::in_netns(ns, move || {
+            these.iter().try_for_each(|(k, v)| aerolink_net::sys::write_sysctl(k, v))?;
+            rwnd.map_or(Ok(()), |n| aerolink_work::sock::set_route_initrwnd(n).map_err(|e| aerolink_net::NetError::Command { cmd: format!("ip route change … initrwnd {n}"), msg: e.to_string() }))
+        });
         if let Err(e) = set {
             lab.shutdown();
             return Err(format!("setting the end hosts' TCP ({}) in {ns}: {e}", knobs.label()));
-        }
-    }
-    // The receiving ends of a download (the client, the passengers): the
-    // initial receive window their routes give their connections.
-    if let Some(n) = knobs.initrwnd {
-        let clients: Vec<String> = std::iter::once(lab.hosts[0].netns.clone()).chain(lab.passenger_netns().iter().cloned()).collect();
-        for ns in clients {
-            let set = aerolink_net::sys::in_netns(&ns, move || {
-                aerolink_work::sock::set_route_initrwnd(n).map_err(|e| aerolink_net::NetError::Command { cmd: format!("ip route change … initrwnd {n}"), msg: e.to_string() })
-            });
-            if let Err(e) = set {
-                lab.shutdown();
-                return Err(format!("setting the client's initial receive window in {ns}: {e}"));
-            }
         }
     }
     Ok(lab)
